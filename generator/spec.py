@@ -1,0 +1,113 @@
+"""KernelSpec: everything that identifies one generated file.
+
+It is the contract between the generator and the verifier: the generator
+embeds it as one JSON comment line (`# aesgen-spec: {...}`) in every `.S`,
+so `aesgen verify FILE.S` and the round-trip check can regenerate exactly
+what the generator meant.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+SPEC_MARKER = "# aesgen-spec: "
+
+MODES = ("ecb", "ctr32", "cbc")
+# C functions each mode contributes (besides the always-present key setup).
+MODE_FUNCTIONS = {
+    "ecb": ("ecb_encrypt", "ecb_decrypt"),
+    "ctr32": ("ctr32_encrypt",),
+    "cbc": ("cbc_encrypt", "cbc_decrypt"),
+}
+COMMON_FUNCTIONS = ("cpu_supported", "set_encrypt_key", "set_decrypt_key")
+
+ISAS = ("sse", "avx", "avx2", "avx512")
+WIDTHS_BY_ISA = {"sse": (128,), "avx": (128,), "avx2": (256,), "avx512": (128, 256, 512)}
+BACKENDS = ("aesni",)
+MAX_DEPTH = 16
+
+# /proc/cpuinfo flag names each ISA family needs.
+FEATURES_BY_ISA = {
+    "sse": ("aes", "ssse3"),
+    "avx": ("aes", "ssse3", "avx"),
+    "avx2": ("aes", "ssse3", "avx", "avx2", "vaes"),
+    "avx512": ("aes", "ssse3", "avx", "avx2", "vaes", "avx512f", "avx512bw", "avx512vl"),
+}
+
+C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    modes: tuple[str, ...]
+    isa: str
+    width: int
+    depth: int
+    backend: str = "aesni"
+    prefix: str = ""
+    abi: str = "sysv"
+    features: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "modes", tuple(self.modes))
+        if not self.prefix:
+            object.__setattr__(
+                self, "prefix", f"aesgen_{self.backend}_{self.isa}_{self.width}x{self.depth}"
+            )
+        if not self.features:
+            object.__setattr__(self, "features", FEATURES_BY_ISA[self.isa])
+        object.__setattr__(self, "features", tuple(self.features))
+
+    @property
+    def lanes(self) -> int:
+        """AES blocks held by one vector register."""
+        return self.width // 128
+
+    @property
+    def key_stride(self) -> int:
+        """Bytes between round keys in the opaque schedule (a key replicated per lane)."""
+        return self.width // 8
+
+    @property
+    def rounds_offset(self) -> int:
+        """Offset of the 32-bit round count (10/12/14) in the key schedule."""
+        return 15 * self.key_stride
+
+    @property
+    def key_bytes(self) -> int:
+        return (self.rounds_offset + 4 + 63) // 64 * 64
+
+    @property
+    def functions(self) -> tuple[str, ...]:
+        """Unprefixed names of every exported function, in file order."""
+        names = list(COMMON_FUNCTIONS)
+        for mode in self.modes:
+            names.extend(MODE_FUNCTIONS[mode])
+        return tuple(names)
+
+    def symbol(self, function: str) -> str:
+        return f"{self.prefix}_{function}"
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["modes"] = list(self.modes)
+        d["features"] = list(self.features)
+        return json.dumps(d, sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> "KernelSpec":
+        d = json.loads(text)
+        d["modes"] = tuple(d["modes"])
+        d["features"] = tuple(d["features"])
+        return cls(**d)
+
+    @classmethod
+    def from_asm(cls, path: Path | str) -> "KernelSpec":
+        """Read the spec line a generated `.S` carries in its header."""
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.startswith(SPEC_MARKER):
+                    return cls.from_json(line[len(SPEC_MARKER):])
+        raise ValueError(f"{path}: not an aesgen file (no '{SPEC_MARKER.strip()}' line)")
