@@ -33,7 +33,7 @@ FEATURES_BY_ISA = {
     "sse": ("aes", "ssse3"),
     "avx": ("aes", "ssse3", "avx"),
     "avx2": ("aes", "ssse3", "avx", "avx2", "vaes"),
-    "avx512": ("aes", "ssse3", "avx", "avx2", "vaes", "avx512f", "avx512bw", "avx512vl"),
+    "avx512": ("aes", "ssse3", "avx", "avx2", "bmi2", "vaes", "avx512f", "avx512bw", "avx512vl"),
 }
 
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

@@ -1,0 +1,36 @@
+"""Kernel descriptions written in the DSL; `build_functions` lists a file's functions."""
+from __future__ import annotations
+
+from aesgen.dsl import FunctionBuilder
+from aesgen.ir import Function
+from aesgen.spec import KernelSpec
+
+from .aes import set_key_function
+from .cpu import cpu_supported_function
+from .modes import cbc_decrypt_function, cbc_encrypt_function, ctr32_function, ecb_function
+
+# name -> (C argument names, describe(builder), one-line summary)
+FUNCTIONS = {
+    "cpu_supported": ((), cpu_supported_function, "1 if CPUID and XGETBV allow this file's instructions"),
+    "set_encrypt_key": (("user_key", "bits", "key"), lambda b: set_key_function(b, False),
+                        "AES key expansion (FIPS-197)"),
+    "set_decrypt_key": (("user_key", "bits", "key"), lambda b: set_key_function(b, True),
+                        "equivalent inverse cipher key schedule"),
+    "ecb_encrypt": (("key", "in", "out", "nblocks"), lambda b: ecb_function(b, False), "ECB encryption"),
+    "ecb_decrypt": (("key", "in", "out", "nblocks"), lambda b: ecb_function(b, True), "ECB decryption"),
+    "ctr32_encrypt": (("key", "in", "out", "len", "ctr"), ctr32_function,
+                      "CTR with a 32-bit big-endian counter (encrypts and decrypts)"),
+    "cbc_encrypt": (("key", "in", "out", "nblocks", "iv"), cbc_encrypt_function, "CBC encryption (serial)"),
+    "cbc_decrypt": (("key", "in", "out", "nblocks", "iv"), cbc_decrypt_function, "CBC decryption (parallel)"),
+}
+
+
+def build_function(spec: KernelSpec, name: str) -> Function:
+    args, describe, summary = FUNCTIONS[name]
+    b = FunctionBuilder(spec, name, args, comment=summary)
+    describe(b)
+    return b.fn
+
+
+def build_functions(spec: KernelSpec) -> list[Function]:
+    return [build_function(spec, name) for name in spec.functions]

@@ -1,0 +1,42 @@
+"""Validating a requested configuration before anything is generated.
+
+Every refusal is one line naming the problem and the allowed values; the CLI
+prints it and exits with code 2.
+"""
+from __future__ import annotations
+
+from .dsl import BuildError
+from .spec import BACKENDS, C_IDENTIFIER, ISAS, MAX_DEPTH, MODES, WIDTHS_BY_ISA, KernelSpec
+
+
+class ConfigError(BuildError):
+    pass
+
+
+def parse_modes(text: str) -> tuple[str, ...]:
+    modes = tuple(m.strip() for m in text.split(",") if m.strip())
+    if not modes:
+        raise ConfigError(f"no mode given; choose from {', '.join(MODES)}")
+    for m in modes:
+        if m not in MODES:
+            raise ConfigError(f"unknown mode '{m}'; choose from {', '.join(MODES)}")
+    return tuple(dict.fromkeys(modes))
+
+
+def make_spec(modes: tuple[str, ...], isa: str, width: int | None, depth: int, backend: str = "aesni",
+              prefix: str | None = None) -> KernelSpec:
+    if backend not in BACKENDS:
+        raise ConfigError(f"unknown backend '{backend}'; choose from {', '.join(BACKENDS)}")
+    if isa not in ISAS:
+        raise ConfigError(f"unknown ISA '{isa}'; choose from {', '.join(ISAS)}")
+    widths = WIDTHS_BY_ISA[isa]
+    if width is None:
+        width = widths[-1]
+    if width not in widths:
+        raise ConfigError(f"--isa {isa} has no {width}-bit registers; "
+                          f"widths for {isa}: {', '.join(map(str, widths))}")
+    if not 1 <= depth <= MAX_DEPTH:
+        raise ConfigError(f"depth {depth} out of range; choose 1..{MAX_DEPTH}")
+    if prefix is not None and not C_IDENTIFIER.match(prefix):
+        raise ConfigError(f"prefix '{prefix}' is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)")
+    return KernelSpec(modes=modes, isa=isa, width=width, depth=depth, backend=backend, prefix=prefix or "")

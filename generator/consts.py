@@ -1,0 +1,28 @@
+"""Constants the kernels use, each computed from its definition (never pasted)."""
+from __future__ import annotations
+
+from .ir import Const
+
+
+def per_lane(block: bytes, lanes: int) -> bytes:
+    return block * lanes
+
+
+def bswap_mask(lanes: int) -> Const:
+    """pshufb control reversing the 16 bytes of every lane (big-endian <-> little-endian)."""
+    return Const(f"bswap_x{lanes}", per_lane(bytes(range(15, -1, -1)), lanes))
+
+
+def dword0(values: list[int]) -> bytes:
+    """One lane per value: the value in dword 0, zeros elsewhere."""
+    return b"".join((v & 0xFFFFFFFF).to_bytes(4, "little") + bytes(12) for v in values)
+
+
+def lane_index(lanes: int) -> Const:
+    """Lane l gets l in dword 0: turns a broadcast counter into consecutive counters."""
+    return Const(f"lane_index_x{lanes}", dword0(list(range(lanes))))
+
+
+def counter_step(step: int, lanes: int) -> Const:
+    """`step` added to dword 0 of every lane (advances all lanes' counters by step)."""
+    return Const(f"ctr_step{step}_x{lanes}", dword0([step] * lanes))

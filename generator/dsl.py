@@ -1,0 +1,142 @@
+"""The DSL: a small explicit builder that kernels use to describe what to compute.
+
+A kernel writes the work of one block group (`groups(d, block)` replicates it
+d times for the scheduler to interleave), scalar bookkeeping on fixed ABI
+registers, labels and branches. No global state: everything hangs off the
+builder, which produces one `ir.Function`.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+from .ir import Branch, Const, Function, GroupBlock, Insn, KeyRef, Label, Mem, Operand, Path, VReg
+from .spec import KernelSpec
+
+# SysV AMD64 integer argument registers, in order.
+SYSV_ARGS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
+# Caller-saved scratch GPRs the kernels may use freely (r9 only when not an argument).
+SCRATCH = ("rax", "r10", "r11", "r9")
+
+
+class BuildError(Exception):
+    """A configuration the kernel cannot be built for (reported as one line, exit 2)."""
+
+
+class FunctionBuilder:
+    def __init__(self, spec: KernelSpec, name: str, args: tuple[str, ...], comment: str = "") -> None:
+        if len(args) > len(SYSV_ARGS):
+            raise BuildError(f"{name}: more than {len(SYSV_ARGS)} register arguments")
+        self.spec = spec
+        self.width = spec.width
+        self.fn = Function(name=name, args=args, comment=comment)
+        self.reg = dict(zip(args, SYSV_ARGS))
+        self._items: list = self.fn.entry
+        self._ids = 0
+        self._labels = 0
+        self.path: Path | None = None
+
+    # -- naming ------------------------------------------------------------
+    def label_name(self, stem: str) -> str:
+        self._labels += 1
+        return f".L{self.spec.prefix}_{self.fn.name}_{stem}{self._labels}"
+
+    def _vreg(self, role: str, pinned: bool = False) -> VReg:
+        self._ids += 1
+        return VReg(self._ids, role, pinned)
+
+    # -- control flow -------------------------------------------------------
+    def label(self, name: str) -> None:
+        self._items.append(Label(name))
+
+    def branch(self, cond: str, target: str) -> None:
+        self._items.append(Branch(cond, target))
+
+    def s(self, op: str, dst: Operand | None = None, *srcs: Operand, imm: int | None = None,
+          comment: str = "") -> None:
+        """A scalar (GPR, flags, mask or system) instruction."""
+        self._items.append(Insn(op, dst, tuple(srcs), imm=imm, comment=comment))
+
+    # -- vector values ------------------------------------------------------
+    def pinned(self, role: str) -> VReg:
+        """A register that lives for the whole path (loop-carried state, constants)."""
+        return self._vreg(role, pinned=True)
+
+    def v(self, op: str, *srcs: Operand, imm: int | None = None, width: int | None = None,
+          dst: VReg | None = None, role: str = "t", mask: str | None = None, mask_elem: str = "q",
+          comment: str = "") -> VReg:
+        """Emit a vector op producing a new temporary (or writing `dst`)."""
+        out = dst if dst is not None else self._vreg(role)
+        self._items.append(Insn(op, out, tuple(srcs), imm=imm, width=width or self.width,
+                                mask=mask, mask_elem=mask_elem, comment=comment))
+        return out
+
+    def store(self, mem: Mem, src: VReg, *, width: int | None = None, mask: str | None = None,
+              mask_elem: str = "q", op: str = "vstore", comment: str = "") -> None:
+        self._items.append(Insn(op, mem, (src,), width=width or self.width, mask=mask,
+                                mask_elem=mask_elem, comment=comment))
+
+    def assign(self, dst: VReg, src: VReg, width: int | None = None, comment: str = "") -> None:
+        self.v("vmov", src, dst=dst, width=width, comment=comment)
+
+    # -- structure ----------------------------------------------------------
+    def groups(self, d: int, block: Callable[[int], None], comment: str = "",
+               final_order: str = "ascending") -> None:
+        """Describe one block group; replicate it for j = 0..d-1 as independent streams.
+
+        Inside `block`, ops emitted after `b.final()` are the group's closing ops
+        (see `ir.GroupBlock`).
+        """
+        outer = self._items
+        streams, finals = [], []
+        for j in range(d):
+            self._items = self._lockstep = []
+            self._final: list | None = None
+            block(j)
+            streams.append(self._lockstep)
+            finals.append(self._final or [])
+        self._items = outer
+        self._items.append(GroupBlock(streams, finals, final_order, comment))
+
+    def final(self) -> None:
+        """From here on, the current group's ops are its closing ops."""
+        self._final = []
+        self._items = self._final
+
+    def key_paths(self, key_arg: str, body: Callable[[int], None]) -> None:
+        """Dispatch on the round count stored in the schedule; build one path per key size."""
+        key = self.reg[key_arg]
+        labels = {nr: self.label_name(f"aes{nr * 32 - 192}_") for nr in (10, 12, 14)}
+        self.s("mov32", "eax", Mem(key, self.spec.rounds_offset, bits=32), comment="round count")
+        self.s("cmp32", "eax", imm=10)
+        self.branch("e", labels[10])
+        self.s("cmp32", "eax", imm=12)
+        self.branch("e", labels[12])
+        self.branch("jmp", labels[14])
+        for nr in (10, 12, 14):
+            self.single_path(nr, lambda nr=nr: body(nr), labels[nr])
+
+    def single_path(self, nr: int | None, body: Callable[[], None], label: str | None = None) -> None:
+        path = Path(nr)
+        self.fn.paths.append(path)
+        saved, self._items, self.path = self._items, path.items, path
+        if label:
+            self.label(label)
+        body()
+        self._items, self.path = saved, None
+
+    @contextmanager
+    def at_width(self, width: int) -> Iterator[None]:
+        """Temporarily describe ops at another vector width (e.g. xmm tails)."""
+        saved, self.width = self.width, width
+        try:
+            yield
+        finally:
+            self.width = saved
+
+
+def key(i: int) -> KeyRef:
+    return KeyRef(i)
+
+
+__all__ = ["FunctionBuilder", "BuildError", "key", "Const", "Mem", "KeyRef", "VReg", "SCRATCH"]

@@ -1,0 +1,141 @@
+"""The IR: typed virtual vector registers, fixed-role GPRs, instructions, control flow.
+
+A kernel function is a list of items: `Insn`, `Label`, `Branch` and `GroupBlock`
+(D independent streams of vector work that the scheduler interleaves). Vector
+values live in `VReg`s (virtual; regalloc maps them to xmm/ymm/zmm numbers).
+General-purpose registers are named physically ("rdi", "rax"): the ABI fixes
+them, so they need no allocation. Functions that depend on the AES key size
+split into one `Path` per round count, each allocated on its own.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+
+@dataclass(eq=False)
+class VReg:
+    """A virtual vector register. `pinned` ones live for a whole path."""
+
+    id: int
+    role: str
+    pinned: bool = False
+
+    def __repr__(self) -> str:
+        return f"%{self.role}{self.id}"
+
+
+@dataclass(frozen=True)
+class KeyRef:
+    """Round key `index` of the current schedule; regalloc decides register or memory."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class Const:
+    """A named read-only constant, emitted in .rodata and addressed rip-relative."""
+
+    name: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Mem:
+    """A memory operand [base + index*scale + disp] of `bits` bits."""
+
+    base: str
+    disp: int = 0
+    index: str | None = None
+    scale: int = 1
+    bits: int | None = None  # None: the instruction's vector width
+
+    def sized(self, bits: int) -> "Mem":
+        return Mem(self.base, self.disp, self.index, self.scale, bits)
+
+
+Operand = Union[VReg, KeyRef, Const, Mem, str, int]
+
+
+@dataclass(eq=False)
+class Insn:
+    """One operation. Vector ops work lane-wise on `width`-bit registers."""
+
+    op: str
+    dst: Operand | None = None
+    srcs: tuple = ()
+    imm: int | None = None
+    width: int = 128
+    mask: str | None = None  # opmask register name ("k1") for masked loads/stores
+    mask_elem: str = "q"  # masked element size: "b" bytes, "q" qwords
+    comment: str = ""
+
+    def vregs_read(self) -> list[VReg]:
+        out = [s for s in self.srcs if isinstance(s, VReg)]
+        return out
+
+    def vreg_written(self) -> VReg | None:
+        return self.dst if isinstance(self.dst, VReg) else None
+
+
+@dataclass(frozen=True)
+class Label:
+    name: str
+
+
+@dataclass(frozen=True)
+class Branch:
+    cond: str  # "jmp", or a condition code: "b", "ae", "e", "ne", "a", "be"
+    target: str
+
+
+@dataclass
+class GroupBlock:
+    """D streams of work, one per block group, that the scheduler interleaves.
+
+    `streams` advance in lockstep (op k of every group before op k+1 of any):
+    that is the round-by-round interleave that keeps the AES pipe full.
+    `finals` are each group's closing ops (load the input, last round, store),
+    emitted one group at a time in `final_order` so that only a couple of
+    registers are needed for them; descending order lets a group reload the
+    input block just before its own range, which a later group has not
+    overwritten yet (in == out).
+    """
+
+    streams: list[list[Insn]]
+    finals: list[list[Insn]] = field(default_factory=list)
+    final_order: str = "ascending"
+    comment: str = ""
+
+
+Item = Union[Insn, Label, Branch, GroupBlock]
+
+
+@dataclass
+class Path:
+    """Straight-line and looping code for one AES round count (or the only path)."""
+
+    nr: int | None
+    items: list[Item] = field(default_factory=list)
+    uses_keys: bool = False
+
+
+@dataclass
+class Function:
+    """One exported C function: entry code, then its paths."""
+
+    name: str
+    args: tuple[str, ...]
+    entry: list[Item] = field(default_factory=list)
+    paths: list[Path] = field(default_factory=list)
+    comment: str = ""
+
+
+# Vector operations and whether legacy SSE ties dst to the first source.
+VECTOR_OPS = {
+    "vload", "vload_key", "vload_bcast", "vload64", "vstore", "vstore_key", "vmov",
+    "vxor", "paddd", "pshufb", "aesenc", "aesenclast", "aesdec", "aesdeclast",
+    "aesimc", "aeskeygenassist", "pshufd", "pslldq", "punpcklqdq", "palignr",
+    "prev_lanes", "top_lane", "widen", "vzero",
+}
+COMMUTATIVE = {"vxor", "paddd"}

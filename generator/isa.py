@@ -1,0 +1,272 @@
+"""The instruction facade over iced-x86: machine ops to encoded, GAS-formatted instructions.
+
+Each allocated op maps to one iced `Code`. Encoding family by rule: legacy
+SSE for `--isa sse`; otherwise VEX (shorter) unless the op needs EVEX: a zmm
+register, a register numbered 16-31, an opmask, or an EVEX-only instruction.
+Every instruction is encoded by iced (an invalid operand combination fails
+here, at generation time) and formatted as GAS text. Forms are chosen the way
+GNU as chooses them for the same text (imm8 vs imm32, the eax short forms, the
+store form of VEX register moves), so the object's disassembly is exactly the
+instruction list the generator meant.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from iced_x86 import Code, Encoder, Formatter, FormatterSyntax, Instruction, MemoryOperand, Register
+
+from .dsl import BuildError
+from .ir import Branch, Const, Insn, Label, Mem
+from .regalloc import Phys
+
+# op -> (legacy SSE, VEX, EVEX) Code name templates; {R} register kind, {W} width.
+VECTOR_FORMS: dict[str, tuple[str | None, str | None, str | None]] = {
+    "vxor": ("PXOR_XMM_XMMM128", "VEX_VPXOR_{R}_{R}_{R}M{W}", "EVEX_VPXORD_{R}_K1Z_{R}_{R}M{W}B32"),
+    "vzero": ("PXOR_XMM_XMMM128", "VEX_VPXOR_{R}_{R}_{R}M{W}", "EVEX_VPXORD_{R}_K1Z_{R}_{R}M{W}B32"),
+    "paddd": ("PADDD_XMM_XMMM128", "VEX_VPADDD_{R}_{R}_{R}M{W}", "EVEX_VPADDD_{R}_K1Z_{R}_{R}M{W}B32"),
+    "pshufb": ("PSHUFB_XMM_XMMM128", "VEX_VPSHUFB_{R}_{R}_{R}M{W}", "EVEX_VPSHUFB_{R}_K1Z_{R}_{R}M{W}"),
+    "aesenc": ("AESENC_XMM_XMMM128", "VEX_VAESENC_{R}_{R}_{R}M{W}", "EVEX_VAESENC_{R}_{R}_{R}M{W}"),
+    "aesenclast": ("AESENCLAST_XMM_XMMM128", "VEX_VAESENCLAST_{R}_{R}_{R}M{W}",
+                   "EVEX_VAESENCLAST_{R}_{R}_{R}M{W}"),
+    "aesdec": ("AESDEC_XMM_XMMM128", "VEX_VAESDEC_{R}_{R}_{R}M{W}", "EVEX_VAESDEC_{R}_{R}_{R}M{W}"),
+    "aesdeclast": ("AESDECLAST_XMM_XMMM128", "VEX_VAESDECLAST_{R}_{R}_{R}M{W}",
+                   "EVEX_VAESDECLAST_{R}_{R}_{R}M{W}"),
+    "aesimc": ("AESIMC_XMM_XMMM128", "VEX_VAESIMC_XMM_XMMM128", None),
+    "aeskeygenassist": ("AESKEYGENASSIST_XMM_XMMM128_IMM8", "VEX_VAESKEYGENASSIST_XMM_XMMM128_IMM8", None),
+    "pshufd": ("PSHUFD_XMM_XMMM128_IMM8", "VEX_VPSHUFD_{R}_{R}M{W}_IMM8", "EVEX_VPSHUFD_{R}_K1Z_{R}M{W}B32_IMM8"),
+    "pslldq": ("PSLLDQ_XMM_IMM8", "VEX_VPSLLDQ_{R}_{R}_IMM8", "EVEX_VPSLLDQ_{R}_{R}M{W}_IMM8"),
+    "punpcklqdq": ("PUNPCKLQDQ_XMM_XMMM128", "VEX_VPUNPCKLQDQ_{R}_{R}_{R}M{W}",
+                   "EVEX_VPUNPCKLQDQ_{R}_K1Z_{R}_{R}M{W}B64"),
+    "palignr": ("PALIGNR_XMM_XMMM128_IMM8", "VEX_VPALIGNR_{R}_{R}_{R}M{W}_IMM8",
+                "EVEX_VPALIGNR_{R}_K1Z_{R}_{R}M{W}_IMM8"),
+    "vload": ("MOVDQU_XMM_XMMM128", "VEX_VMOVDQU_{R}_{R}M{W}", "EVEX_VMOVDQU64_{R}_K1Z_{R}M{W}"),
+    "vload_key": ("MOVDQA_XMM_XMMM128", "VEX_VMOVDQA_{R}_{R}M{W}", "EVEX_VMOVDQA64_{R}_K1Z_{R}M{W}"),
+    "vmov": ("MOVDQA_XMM_XMMM128", "VEX_VMOVDQA_{R}_{R}M{W}", "EVEX_VMOVDQA64_{R}_K1Z_{R}M{W}"),
+    "vload64": ("MOVQ_XMM_XMMM64", "VEX_VMOVQ_XMM_XMMM64", "EVEX_VMOVQ_XMM_XMMM64"),
+    "vstore": ("MOVDQU_XMMM128_XMM", "VEX_VMOVDQU_{R}M{W}_{R}", "EVEX_VMOVDQU64_{R}M{W}_K1Z_{R}"),
+    "vstore_key": ("MOVDQA_XMMM128_XMM", "VEX_VMOVDQA_{R}M{W}_{R}", "EVEX_VMOVDQA64_{R}M{W}_K1Z_{R}"),
+    "vload_bcast": (None, "VEX_VBROADCASTI128_YMM_M128", "EVEX_VBROADCASTI32X4_{R}_K1Z_M128"),
+    "valignq": (None, None, "EVEX_VALIGNQ_{R}_K1Z_{R}_{R}M{W}B64_IMM8"),
+    "vperm2i128": (None, "VEX_VPERM2I128_YMM_YMM_YMMM256_IMM8", None),
+    "vextract128": (None, "VEX_VEXTRACTI128_XMMM128_YMM_IMM8", "EVEX_VEXTRACTI32X4_XMMM128_K1Z_{R}_IMM8"),
+    "vinserti128": (None, "VEX_VINSERTI128_YMM_YMM_XMMM128_IMM8", None),
+    "vshufi32x4": (None, None, "EVEX_VSHUFI32X4_{R}_K1Z_{R}_{R}M{W}B32_IMM8"),
+}
+# Byte-granular masked moves (CTR tails) use vmovdqu8 instead of vmovdqu64.
+BYTE_MASKED = {"vload": "EVEX_VMOVDQU8_{R}_K1Z_{R}M{W}", "vstore": "EVEX_VMOVDQU8_{R}M{W}_K1Z_{R}"}
+# Ops that only ever work on xmm registers (whatever the file's width).
+XMM_ONLY = {"aesimc", "aeskeygenassist", "vload64"}
+KIND = {128: "XMM", 256: "YMM", 512: "ZMM"}
+CONDITIONS = {"b": "JB", "ae": "JAE", "e": "JE", "ne": "JNE", "a": "JA", "be": "JBE", "jmp": "JMP"}
+RIP_SENTINEL = 0x7FF00000
+
+
+@dataclass
+class Emitted:
+    """One instruction: what iced encodes, and the line of GAS text for the file."""
+
+    instruction: Instruction | None  # None for labels
+    text: str
+    comment: str = ""
+    label: str | None = None
+    branch_target: str | None = None
+
+
+def _fits8(v: int) -> bool:
+    return -128 <= v <= 127
+
+
+def vreg(num: int, width: int) -> int:
+    return getattr(Register, f"{KIND[width]}{num}")
+
+
+def gpr(name: str) -> int:
+    return getattr(Register, name.upper())
+
+
+class Assembler:
+    """Turns allocated instructions into iced instructions and GAS text."""
+
+    def __init__(self, isa: str, const_labels: dict[str, str]) -> None:
+        self.isa = isa
+        self.const_labels = const_labels  # Const name -> .L label
+        self.encoder = Encoder(64)
+        self.fmt = Formatter(FormatterSyntax.GAS)
+        self.fmt.uppercase_hex = False
+        self._rip: dict[int, str] = {}
+
+    # -- operands -------------------------------------------------------------
+    def mem(self, m: Mem | Const) -> MemoryOperand:
+        if isinstance(m, Const):
+            addr = RIP_SENTINEL + 0x1000 * (len(self._rip) + 1)
+            self._rip[addr] = self.const_labels[m.name]
+            return MemoryOperand(Register.RIP, Register.NONE, 1, addr, 8)
+        index = gpr(m.index) if m.index else Register.NONE
+        size = 0 if m.disp == 0 else 1  # iced picks disp8, disp8*N or disp32
+        return MemoryOperand(gpr(m.base), index, m.scale, m.disp, size)
+
+    def _code(self, name: str) -> int:
+        try:
+            return getattr(Code, name)
+        except AttributeError:
+            raise BuildError(f"internal: no iced Code {name}") from None
+
+    # -- vector ---------------------------------------------------------------
+    def family(self, i: Insn) -> str:
+        if self.isa == "sse":
+            return "legacy"
+        regs = [o.num for o in (i.dst, *i.srcs) if isinstance(o, Phys)]
+        legacy, vex, evex = VECTOR_FORMS[i.op]
+        if vex is None or i.width == 512 or i.mask or any(r >= 16 for r in regs):
+            if evex is None:
+                raise BuildError(f"{i.op} has no EVEX form but needs one (registers {regs})")
+            return "evex"
+        return "vex"
+
+    def vector(self, i: Insn) -> Instruction:
+        fam = self.family(i)
+        forms = VECTOR_FORMS[i.op]
+        template = {"legacy": forms[0], "vex": forms[1], "evex": forms[2]}[fam]
+        if template is None:
+            raise BuildError(f"{i.op} is not available on {self.isa}")
+        if fam == "evex" and i.mask and i.mask_elem == "b" and i.op in BYTE_MASKED:
+            template = BYTE_MASKED[i.op]
+        width = 128 if i.op in XMM_ONLY else i.width
+        name = template.format(R=KIND[width], W=width)
+        dst, srcs = i.dst, list(i.srcs)
+        if i.op == "vzero":
+            srcs = [dst, dst]
+        if i.op == "vmov" and fam == "vex" and srcs[0].num >= 8 and dst.num < 8:
+            name = name.replace(f"VMOVDQA_{KIND[width]}_{KIND[width]}M{width}",
+                                f"VMOVDQA_{KIND[width]}M{width}_{KIND[width]}")  # as GNU as encodes it
+        if fam == "legacy" and len(srcs) == 2:
+            if not (isinstance(srcs[0], Phys) and srcs[0] == dst or srcs[0].num == dst.num):
+                raise BuildError(f"internal: legacy {i.op} with untied destination")
+            srcs = srcs[1:]
+        if fam == "legacy" and i.op == "pslldq":
+            srcs = []
+        ops = [self._operand(dst, i, width, is_dst=True)] + [self._operand(s, i, width) for s in srcs]
+        ins = self._create(self._code(name), ops, i.imm)
+        if i.mask:
+            ins.op_mask = gpr(i.mask)
+            ins.zeroing_masking = not i.op.startswith("vstore")
+        return ins
+
+    def _operand(self, o, i: Insn, width: int, is_dst: bool = False):
+        if isinstance(o, Phys):
+            w = width
+            if i.op == "vextract128" and is_dst:
+                w = 128
+            if i.op == "vinserti128" and not is_dst and o is i.srcs[1]:
+                w = 128
+            return ("r", vreg(o.num, w))
+        if isinstance(o, (Mem, Const)):
+            return ("m", self.mem(o))
+        raise BuildError(f"internal: bad operand {o!r} in {i.op}")
+
+    def _create(self, code: int, ops: list, imm: int | None) -> Instruction:
+        kinds = "".join(k for k, _ in ops) + ("i" if imm is not None else "")
+        vals = [v for _, v in ops]
+        if imm is not None:
+            vals.append(imm & 0xFF if kinds.endswith("i") and imm >= 0 else imm)
+        makers = {
+            "r": Instruction.create_reg, "rr": Instruction.create_reg_reg, "rm": Instruction.create_reg_mem,
+            "mr": Instruction.create_mem_reg, "rrr": Instruction.create_reg_reg_reg,
+            "rrm": Instruction.create_reg_reg_mem, "ri": Instruction.create_reg_u32,
+            "rri": Instruction.create_reg_reg_u32, "rmi": Instruction.create_reg_mem_u32,
+            "rrri": Instruction.create_reg_reg_reg_u32, "rrmi": Instruction.create_reg_reg_mem_u32,
+            "mri": Instruction.create_mem_reg_u32,
+        }
+        try:
+            return makers[kinds](code, *vals)
+        except (KeyError, ValueError, TypeError) as e:
+            raise BuildError(f"internal: cannot build {kinds} instruction: {e}") from None
+
+    # -- scalar ---------------------------------------------------------------
+    def scalar(self, i: Insn) -> Instruction:
+        op, d, s, imm = i.op, i.dst, i.srcs, i.imm
+        C = self._code
+        if op == "mov":
+            return Instruction.create_reg_reg(C("MOV_RM64_R64"), gpr(d), gpr(s[0]))
+        if op == "movi":
+            return Instruction.create_reg_i32(C("MOV_RM64_IMM32"), gpr(d), imm)
+        if op == "mov32i":
+            return Instruction.create_reg_u32(C("MOV_R32_IMM32"), gpr(d), imm & 0xFFFFFFFF)
+        if op == "mov32":
+            return Instruction.create_reg_mem(C("MOV_R32_RM32"), gpr(d), self.mem(s[0]))
+        if op == "store32":
+            return Instruction.create_mem_reg(C("MOV_RM32_R32"), self.mem(d), gpr(s[0]))
+        if op == "store32i":
+            return Instruction.create_mem_u32(C("MOV_RM32_IMM32"), self.mem(d), imm & 0xFFFFFFFF)
+        if op == "movzb":
+            return Instruction.create_reg_mem(C("MOVZX_R32_RM8"), gpr(d), self.mem(s[0]))
+        if op == "xor8m":
+            return Instruction.create_reg_mem(C("XOR_R8_RM8"), gpr(d), self.mem(s[0]))
+        if op == "store8":
+            return Instruction.create_mem_reg(C("MOV_RM8_R8"), self.mem(d), gpr(s[0]))
+        if op in ("add", "sub", "cmp"):
+            name = op.upper()
+            if _fits8(imm):
+                return Instruction.create_reg_i32(C(f"{name}_RM64_IMM8"), gpr(d), imm)
+            if d == "rax":
+                return Instruction.create_reg_i32(C(f"{name}_RAX_IMM32"), gpr(d), imm)
+            return Instruction.create_reg_i32(C(f"{name}_RM64_IMM32"), gpr(d), imm)
+        if op in ("cmp32", "and32i"):
+            name = "CMP" if op == "cmp32" else "AND"
+            if _fits8(imm if imm < 0x80000000 else imm - (1 << 32)):
+                return Instruction.create_reg_i32(C(f"{name}_RM32_IMM8"), gpr(d), imm)
+            form = f"{name}_EAX_IMM32" if d == "eax" else f"{name}_RM32_IMM32"
+            return Instruction.create_reg_u32(C(form), gpr(d), imm & 0xFFFFFFFF)
+        if op == "add32r":
+            return Instruction.create_reg_reg(C("ADD_RM32_R32"), gpr(d), gpr(s[0]))
+        if op == "cmpr":
+            return Instruction.create_reg_reg(C("CMP_RM64_R64"), gpr(d), gpr(s[0]))
+        if op == "test":
+            return Instruction.create_reg_reg(C("TEST_RM64_R64"), gpr(d), gpr(s[0]))
+        if op == "xor32":
+            return Instruction.create_reg_reg(C("XOR_RM32_R32"), gpr(d), gpr(s[0]))
+        if op in ("shl", "shr"):
+            if imm == 1:
+                return Instruction.create_reg_i32(C(f"{op.upper()}_RM64_1"), gpr(d), 1)
+            return Instruction.create_reg_u32(C(f"{op.upper()}_RM64_IMM8"), gpr(d), imm)
+        if op == "bswap32":
+            return Instruction.create_reg(C("BSWAP_R32"), gpr(d))
+        if op == "lea":
+            return Instruction.create_reg_mem(C("LEA_R64_M"), gpr(d), self.mem(s[0]))
+        if op == "bzhi":
+            return Instruction.create_reg_reg_reg(C("VEX_BZHI_R64_RM64_R64"), gpr(d), gpr(s[0]), gpr(s[1]))
+        if op == "kmovq":
+            return Instruction.create_reg_reg(C("VEX_KMOVQ_KR_R64"), gpr(d), gpr(s[0]))
+        if op in ("push", "pop"):
+            return Instruction.create_reg(C(f"{op.upper()}_R64"), gpr(d))
+        simple = {"cpuid": "CPUID", "xgetbv": "XGETBV", "ret": "RETNQ", "vzeroupper": "VEX_VZEROUPPER",
+                  "endbr64": "ENDBR64"}
+        if op in simple:
+            return Instruction.create(C(simple[op]))
+        raise BuildError(f"internal: unknown scalar op {op}")
+
+    # -- text -----------------------------------------------------------------
+    def emit(self, item) -> Emitted:
+        if isinstance(item, Label):
+            return Emitted(None, f"{item.name}:", label=item.name)
+        if isinstance(item, Branch):
+            ins = Instruction.create_branch(self._code(f"{CONDITIONS[item.cond]}_REL32_64"), 0)
+            mnemonic = "jmp" if item.cond == "jmp" else CONDITIONS[item.cond].lower()
+            return Emitted(ins, f"{mnemonic} {item.target}", branch_target=item.target)
+        from .ir import VECTOR_OPS
+        is_vec = item.op in VECTOR_OPS or item.op in VECTOR_FORMS
+        ins = self.vector(item) if is_vec else self.scalar(item)
+        self.encoder.encode(ins, 0)  # raises on an invalid operand combination
+        text = self.fmt.format(ins)
+        for addr, label in self._rip.items():
+            text = re.sub(hex(addr) + r"\b", f"{label}(%rip)", text, flags=re.IGNORECASE)
+        return Emitted(ins, text, comment=_comment(item))
+
+
+def _comment(i: Insn) -> str:
+    roles = [o.role for o in (i.dst, *i.srcs) if isinstance(o, Phys) and o.role]
+    parts = [i.comment] if i.comment else []
+    if roles and not all(r in ("t", "ld") for r in roles):
+        parts.append(" ".join(dict.fromkeys(r for r in roles if r not in ("t", "ld"))))
+    return "; ".join(parts)

@@ -1,0 +1,79 @@
+"""Lowering: DSL vector ops to the machine ops of an ISA family and width.
+
+Width-generic DSL ops become what the target has: a lane shift across vectors
+is `vperm2i128` on AVX2 and `valignq` on AVX-512; a 128-bit broadcast is a
+plain load at width 128; legacy SSE cannot take unaligned memory operands in
+arithmetic, so such operands become an explicit `movdqu` first.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .ir import GroupBlock, Insn, Mem, Path, VReg
+from .spec import KernelSpec
+
+
+class Lowerer:
+    def __init__(self, spec: KernelSpec) -> None:
+        self.spec = spec
+        self._ids = 1_000_000  # fresh temps, disjoint from the builder's
+
+    def _temp(self) -> VReg:
+        self._ids += 1
+        return VReg(self._ids, "ld")
+
+    def insn(self, i: Insn) -> list[Insn]:
+        spec = self.spec
+        lanes = i.width // 128
+        if i.op == "vload_bcast" and i.width == 128:
+            return [replace(i, op="vload")]
+        if i.op == "prev_lanes":
+            cur, carried = i.srcs
+            if spec.isa == "avx512":  # [carried's top lane, cur lanes 0..n-2]
+                return [replace(i, op="valignq", srcs=(cur, carried), imm=2 * (lanes - 1))]
+            if lanes == 2:
+                return [replace(i, op="vperm2i128", srcs=(carried, cur), imm=0x21)]
+            raise ValueError(f"prev_lanes at width {i.width} on {spec.isa}")
+        if i.op == "top_lane":
+            return [replace(i, op="vextract128", imm=spec.lanes - 1, width=spec.width)]
+        if i.op == "widen":
+            if spec.isa == "avx512":
+                return [replace(i, op="vshufi32x4", srcs=(i.srcs[0], i.srcs[0]), imm=0)]
+            return [replace(i, op="vinserti128", srcs=(i.srcs[0], i.srcs[0]), imm=1)]
+        if spec.isa == "sse" and not i.op.startswith(("vload", "vstore")):
+            out: list[Insn] = []
+            srcs = []
+            for s in i.srcs:
+                if isinstance(s, Mem):  # legacy SSE arithmetic faults on unaligned memory
+                    t = self._temp()
+                    out.append(Insn("vload", t, (s,), width=i.width))
+                    s = t
+                srcs.append(s)
+            return out + [replace(i, srcs=tuple(srcs))]
+        return [i]
+
+    def items(self, items: list) -> list:
+        out: list = []
+        for item in items:
+            if isinstance(item, GroupBlock):
+                out.append(GroupBlock([self.stream(s) for s in item.streams],
+                                      [self.stream(s) for s in item.finals],
+                                      item.final_order, item.comment))
+            elif isinstance(item, Insn) and item.dst is not None and _is_vector(item):
+                out.extend(self.insn(item))
+            elif isinstance(item, Insn) and _is_vector(item):
+                out.extend(self.insn(item))
+            else:
+                out.append(item)
+        return out
+
+    def stream(self, insns: list[Insn]) -> list[Insn]:
+        return [x for i in insns for x in self.insn(i)]
+
+    def path(self, p: Path) -> Path:
+        return Path(p.nr, self.items(p.items), p.uses_keys)
+
+
+def _is_vector(i: Insn) -> bool:
+    from .ir import VECTOR_OPS
+    return i.op in VECTOR_OPS

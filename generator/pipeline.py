@@ -1,0 +1,203 @@
+"""The pipeline: kernels (DSL) -> lower -> schedule -> regalloc -> isa -> templates.
+
+`generate(spec)` returns the `.S` text, the `.h` text and the list of iced
+instructions in `.text` order (what the round-trip check compares with the
+assembled object).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from importlib import resources
+
+import jinja2
+from iced_x86 import Instruction
+
+from . import __version__
+from .dsl import BuildError
+from .ir import Const, Function, GroupBlock, Insn, Path
+from .isa import Assembler, Emitted
+from .lower import Lowerer
+from .regalloc import allocate_path
+from .schedule import flatten
+from .spec import SPEC_MARKER, KernelSpec
+
+MODE_TITLES = {"ecb": "ECB", "ctr32": "CTR32", "cbc": "CBC"}
+ISA_LINES = {
+    "sse": "sse: legacy AES-NI, two-operand SSE encoding, 16 xmm registers",
+    "avx": "avx: VEX-encoded AES-NI, three-operand, 16 xmm registers",
+    "avx2": "avx2: VEX-encoded VAES on ymm, 16 registers",
+    "avx512": "avx512: VAES with EVEX where needed, 32 registers, opmask tails",
+}
+C_TYPES = {
+    "user_key": "const uint8_t *user_key", "bits": "unsigned bits", "key": "const void *key",
+    "in": "const uint8_t *in", "out": "uint8_t *out", "nblocks": "size_t nblocks", "len": "size_t len",
+    "ctr": "uint8_t ctr[16]", "iv": "uint8_t iv[16]",
+}
+RETURNS_INT = {"cpu_supported", "set_encrypt_key", "set_decrypt_key"}
+
+
+@dataclass
+class GeneratedKernel:
+    spec: KernelSpec
+    asm: str
+    header: str
+    instructions: list[Instruction] = field(default_factory=list)
+    register_notes: list[str] = field(default_factory=list)
+
+
+def command_line(spec: KernelSpec, output: str = "FILE.S") -> str:
+    return (f"aesgen generate {','.join(spec.modes)} --isa {spec.isa} --width {spec.width} "
+            f"--depth {spec.depth} --backend {spec.backend} --prefix {spec.prefix} -o {output}")
+
+
+def prototype(spec: KernelSpec, fn: Function) -> str:
+    args = [C_TYPES[a] for a in fn.args] or ["void"]
+    if fn.name in ("set_encrypt_key", "set_decrypt_key"):
+        args[2] = "void *key"
+    if fn.name in ("ecb_decrypt", "cbc_decrypt"):
+        args[0] = "const void *dkey"
+    ret = "int" if fn.name in RETURNS_INT else "void"
+    return f"{ret} {spec.symbol(fn.name)}({', '.join(args)})"
+
+
+def _constants(functions: list[Function]) -> dict[str, Const]:
+    found: dict[str, Const] = {}
+
+    def scan(items: list) -> None:
+        for it in items:
+            if isinstance(it, GroupBlock):
+                for s in it.streams + it.finals:
+                    scan(s)
+            elif isinstance(it, Insn):
+                for o in it.srcs:
+                    if isinstance(o, Const):
+                        found.setdefault(o.name, o)
+
+    for fn in functions:
+        scan(fn.entry)
+        for p in fn.paths:
+            scan(p.items)
+    return dict(sorted(found.items()))
+
+
+def _const_rows(data: bytes) -> list[str]:
+    return [", ".join(f"0x{b:02x}" for b in data[i:i + 16]) for i in range(0, len(data), 16)]
+
+
+CONST_COMMENTS = {
+    "bswap": "pshufb control: reverse the bytes of each 128-bit lane",
+    "lane_index": "lane l: l in dword 0 (consecutive counters across lanes)",
+    "ctr_step": "added to dword 0 of each lane: advance every lane's counter",
+}
+
+
+class FunctionEmitter:
+    def __init__(self, spec: KernelSpec, asm: Assembler) -> None:
+        self.spec, self.asm = spec, asm
+        self.nregs = 32 if spec.isa == "avx512" else 16
+        self.notes: list[str] = []
+
+    def path_items(self, fn: Function, path: Path, lower: Lowerer) -> list:
+        items = flatten(lower.items(path.items))
+        key_arg = dict(zip(fn.args, ("rdi", "rsi", "rdx", "rcx", "r8", "r9"))).get("key")
+        what = f"{fn.name}" + (f" (AES-{path.nr * 32 - 192})" if path.nr else "")
+        alloc = allocate_path(items, nregs=self.nregs, legacy=self.spec.isa == "sse", key_base=key_arg,
+                              key_stride=self.spec.key_stride, width=self.spec.width, what=what)
+        if alloc.key_regs or alloc.spilled_keys:
+            mem = f"; keys {','.join(map(str, alloc.spilled_keys))} as memory operands" if alloc.spilled_keys else ""
+            self.notes.append(f"{what}: {alloc.registers_used} vector registers, "
+                              f"{len(alloc.key_regs)} round keys in registers{mem}")
+        return alloc.insns
+
+    def function(self, fn: Function) -> tuple[list[str], list[Emitted]]:
+        lower = Lowerer(self.spec)
+        items: list = [Insn("endbr64")] + flatten(lower.items(fn.entry))
+        for path in fn.paths:
+            items.extend(self.path_items(fn, path, lower))
+        lines, emitted = [], []
+        pending_restore = False
+        for it in items:
+            e = self.asm.emit(it)
+            emitted.append(e)
+            if e.label:
+                lines.append(e.text)
+                continue
+            if isinstance(it, Insn) and it.op == "pop":
+                lines.append("\t.cfi_remember_state")
+            text = f"\t{e.text}"
+            if e.comment:
+                text = f"{text:<48}# {e.comment}"
+            lines.append(text.rstrip())
+            if isinstance(it, Insn) and it.op == "push":
+                lines += ["\t.cfi_adjust_cfa_offset 8", f"\t.cfi_rel_offset %{it.dst}, 0"]
+            if isinstance(it, Insn) and it.op == "pop":
+                lines += ["\t.cfi_adjust_cfa_offset -8", f"\t.cfi_restore %{it.dst}"]
+                pending_restore = True
+            if isinstance(it, Insn) and it.op == "ret" and pending_restore:
+                lines.append("\t.cfi_restore_state")
+                pending_restore = False
+        return lines, emitted
+
+
+def _env() -> jinja2.Environment:
+    loader = jinja2.FunctionLoader(
+        lambda name: resources.files("aesgen.templates").joinpath(name).read_text(encoding="utf-8"))
+    return jinja2.Environment(loader=loader, keep_trailing_newline=True, trim_blocks=False,
+                              undefined=jinja2.StrictUndefined, autoescape=False)
+
+
+def _resolve_branches(emitted: list[Emitted]) -> list[Instruction]:
+    """Give each instruction its index as ip and point branches at their label's instruction."""
+    out: list[Instruction] = []
+    label_at: dict[str, int] = {}
+    for e in emitted:
+        if e.label:
+            label_at[e.label] = len(out)
+        elif e.instruction is not None:
+            out.append(e.instruction)
+    n = 0
+    for e in emitted:
+        if e.instruction is None:
+            continue
+        e.instruction.ip = n
+        if e.branch_target:
+            e.instruction.near_branch64 = label_at[e.branch_target]
+        n += 1
+    return out
+
+
+def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
+    from aesgen.kernels import FUNCTIONS, build_functions
+
+    functions = build_functions(spec)
+    consts = _constants(functions)
+    const_labels = {name: f".L{spec.prefix}_{name}" for name in consts}
+    asm = Assembler(spec.isa, const_labels)
+    emitter = FunctionEmitter(spec, asm)
+    fn_views, emitted_all = [], []
+    for fn in functions:
+        lines, emitted = emitter.function(fn)
+        emitted_all.extend(emitted)
+        fn_views.append({"symbol": spec.symbol(fn.name), "args": fn.args, "summary": FUNCTIONS[fn.name][2],
+                         "lines": lines, "prototype": prototype(spec, fn)})
+    instructions = _resolve_branches(emitted_all)
+    const_views = [{"label": const_labels[n], "rows": _const_rows(c.data),
+                    "comment": next((v for k, v in CONST_COMMENTS.items() if n.startswith(k)), n)}
+                   for n, c in consts.items()]
+    modes = ", ".join(MODE_TITLES[m] for m in spec.modes)
+    title = f"AES-128/192/256 {modes} for x86-64 ({spec.backend}, {spec.isa}, {spec.width}-bit, depth {spec.depth})"
+    spec_json = spec.to_json()
+    context = {
+        "title": title, "version": __version__, "command": command_line(spec, output_name), "spec": spec,
+        "isa_line": ISA_LINES[spec.isa], "register_notes": emitter.notes, "spec_line": SPEC_MARKER + spec_json,
+        "functions": fn_views, "constants": const_views,
+        "spec_hash": hashlib.sha256(spec_json.encode()).hexdigest()[:16],
+        "instruction_count": len(instructions), "guard": spec.prefix.upper(),
+    }
+    env = _env()
+    return GeneratedKernel(spec, env.get_template("kernel.S.j2").render(context),
+                           env.get_template("kernel.h.j2").render(context), instructions, emitter.notes)
+
+
+__all__ = ["generate", "GeneratedKernel", "BuildError", "command_line"]

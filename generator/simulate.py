@@ -1,0 +1,333 @@
+"""Reference semantics of the IR: run a kernel description on plain Python ints.
+
+The simulator executes the DSL-level program (before lowering, scheduling and
+register allocation) on a flat byte memory. Group streams run one after the
+other, in group order: if the interleaved machine code disagrees with this,
+the scheduler broke a dependency.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import aesref
+from .ir import Branch, Const, Function, Insn, KeyRef, Label, Mem, VReg
+from .schedule import flatten
+from .spec import KernelSpec
+
+M64 = (1 << 64) - 1
+M32 = (1 << 32) - 1
+M128 = (1 << 128) - 1
+
+_GPR64 = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11",
+          "r12", "r13", "r14", "r15")
+
+
+def _gpr_alias(name: str) -> tuple[str, int]:
+    """Map a GPR name of any size to (64-bit name, bits)."""
+    if name in _GPR64:
+        return name, 64
+    if name.startswith("r") and name.endswith("d"):
+        return name[:-1], 32
+    if name.startswith("e"):
+        return "r" + name[1:], 32
+    if name in ("al", "bl", "cl", "dl"):
+        return "r" + name[0] + "x", 8
+    raise ValueError(f"unknown GPR {name}")
+
+
+class SimError(Exception):
+    pass
+
+
+@dataclass
+class Machine:
+    spec: KernelSpec
+    size: int = 1 << 20
+    mem: bytearray = field(default_factory=bytearray)
+    gpr: dict[str, int] = field(default_factory=dict)
+    vec: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    kreg: dict[str, int] = field(default_factory=dict)
+    flags: tuple[bool, bool] = (False, False)  # (CF, ZF)
+    _brk: int = 4096
+    _consts: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.mem = bytearray(self.size)
+        self.gpr = {r: 0 for r in _GPR64}
+        self.gpr["rsp"] = self.size - 4096
+
+    # -- memory -------------------------------------------------------------
+    def alloc(self, data: bytes | int, align: int = 64) -> int:
+        n = data if isinstance(data, int) else len(data)
+        addr = (self._brk + align - 1) // align * align
+        self._brk = addr + n + 64  # a gap between buffers
+        if self._brk > self.size - 8192:
+            raise SimError("simulated memory exhausted")
+        if not isinstance(data, int):
+            self.mem[addr:addr + n] = data
+        return addr
+
+    def read(self, addr: int, n: int) -> bytes:
+        if addr < 0 or addr + n > self.size:
+            raise SimError(f"read outside memory at {addr:#x}")
+        return bytes(self.mem[addr:addr + n])
+
+    def write(self, addr: int, data: bytes) -> None:
+        if addr < 0 or addr + len(data) > self.size:
+            raise SimError(f"write outside memory at {addr:#x}")
+        self.mem[addr:addr + len(data)] = data
+
+    def const_addr(self, c: Const) -> int:
+        if c.name not in self._consts:
+            self._consts[c.name] = self.alloc(c.data)
+        return self._consts[c.name]
+
+    # -- registers ----------------------------------------------------------
+    def get(self, name: str) -> int:
+        full, bits = _gpr_alias(name)
+        return self.gpr[full] & ((1 << bits) - 1)
+
+    def put(self, name: str, value: int) -> None:
+        full, bits = _gpr_alias(name)
+        if bits == 8:
+            self.gpr[full] = (self.gpr[full] & ~0xFF) | (value & 0xFF)
+        else:  # 32-bit writes zero-extend, as on x86-64
+            self.gpr[full] = value & ((1 << bits) - 1)
+
+    def addr(self, m: Mem) -> int:
+        a = self.get(m.base) + m.disp
+        if m.index:
+            a += self.get(m.index) * m.scale
+        return a & M64
+
+
+class Interpreter:
+    def __init__(self, machine: Machine, fn: Function) -> None:
+        self.m = machine
+        self.fn = fn
+        self.spec = machine.spec
+        self.key_reg = dict(zip(fn.args, ("rdi", "rsi", "rdx", "rcx", "r8", "r9"))).get("key")
+        self.code: list = []
+        # Groups run in the documented interleave (lockstep, then closing ops).
+        for items in [fn.entry] + [p.items for p in fn.paths]:
+            self.code.extend(flatten(items))
+        self.labels = {it.name: n for n, it in enumerate(self.code) if isinstance(it, Label)}
+
+    # -- vector operand access ----------------------------------------------
+    def lanes_of(self, width: int) -> int:
+        return width // 128
+
+    def load_lanes(self, addr: int, lanes: int) -> tuple[int, ...]:
+        raw = self.m.read(addr, 16 * lanes)
+        return tuple(int.from_bytes(raw[16 * i:16 * i + 16], "little") for i in range(lanes))
+
+    def value(self, op, lanes: int) -> tuple[int, ...]:
+        if isinstance(op, VReg):
+            v = self.m.vec.get(op.id)
+            if v is None:
+                raise SimError(f"{op} read before written")
+            return tuple(v[i] if i < len(v) else 0 for i in range(lanes))
+        if isinstance(op, KeyRef):
+            return self.load_lanes(self.m.get(self.key_reg) + op.index * self.spec.key_stride, lanes)
+        if isinstance(op, Const):
+            return self.load_lanes(self.m.const_addr(op), lanes)
+        if isinstance(op, Mem):
+            return self.load_lanes(self.m.addr(op), lanes)
+        raise SimError(f"bad vector operand {op!r}")
+
+    def mask_bytes(self, insn: Insn, nbytes: int) -> list[bool]:
+        if not insn.mask:
+            return [True] * nbytes
+        k = self.m.kreg.get(insn.mask, 0)
+        per = 1 if insn.mask_elem == "b" else 8
+        return [bool((k >> (i // per)) & 1) for i in range(nbytes)]
+
+    # -- execution ----------------------------------------------------------
+    def run(self) -> int:
+        pc = 0
+        steps = 0
+        while True:
+            if pc >= len(self.code):
+                raise SimError(f"{self.fn.name}: fell off the end")
+            item = self.code[pc]
+            steps += 1
+            if steps > 5_000_000:
+                raise SimError("step limit exceeded")
+            pc += 1
+            if isinstance(item, Label):
+                continue
+            if isinstance(item, Branch):
+                if item.cond == "jmp" or self.cond(item.cond):
+                    pc = self.labels[item.target]
+                continue
+            if item.op == "ret":
+                return self.m.get("rax")
+            self.execute(item)
+
+    def cond(self, cc: str) -> bool:
+        cf, zf = self.m.flags
+        return {"b": cf, "ae": not cf, "e": zf, "ne": not zf, "a": not cf and not zf,
+                "be": cf or zf}[cc]
+
+    def execute(self, i: Insn) -> None:
+        if i.op in SCALAR:
+            SCALAR[i.op](self, i)
+        else:
+            self.vector(i)
+
+    def vector(self, i: Insn) -> None:
+        lanes = self.lanes_of(i.width)
+        op = i.op
+        if op == "vstore" or op == "vstore_key":
+            val = self.value(i.srcs[0], lanes)
+            raw = b"".join(x.to_bytes(16, "little") for x in val)
+            addr = self.m.addr(i.dst)
+            keep = self.mask_bytes(i, len(raw))
+            for n, byte in enumerate(raw):
+                if keep[n]:
+                    self.m.write(addr + n, bytes([byte]))
+            return
+        if op in ("vload", "vload_key"):
+            addr = self.m.addr(i.srcs[0])
+            keep = self.mask_bytes(i, 16 * lanes)
+            raw = bytes(self.m.read(addr + n, 1)[0] if keep[n] else 0 for n in range(16 * lanes))
+            out = tuple(int.from_bytes(raw[16 * k:16 * k + 16], "little") for k in range(lanes))
+        elif op == "vload_bcast":
+            out = self.load_lanes(self.m.addr(i.srcs[0]), 1) * lanes
+        elif op == "vload64":
+            out = (int.from_bytes(self.m.read(self.m.addr(i.srcs[0]), 8), "little"),)
+        elif op == "vzero":
+            out = (0,) * lanes
+        elif op == "top_lane":
+            src = self.value(i.srcs[0], self.lanes_of(self.spec.width))
+            out = (src[-1],)
+        elif op == "prev_lanes":
+            cur, carried = (self.value(s, lanes) for s in i.srcs)
+            out = (carried[-1],) + cur[:-1]
+        elif op == "widen":
+            out = self.value(i.srcs[0], 1) * lanes
+        else:
+            srcs = [self.value(s, lanes) for s in i.srcs]
+            fn = LANE_OPS[op]
+            out = tuple(fn(*(s[k] for s in srcs), i.imm) for k in range(lanes))
+        self.m.vec[i.dst.id] = tuple(x & M128 for x in out)
+
+
+def _dwords(x: int) -> list[int]:
+    return [(x >> (32 * k)) & M32 for k in range(4)]
+
+
+def _from_dwords(ws: list[int]) -> int:
+    return sum((w & M32) << (32 * k) for k, w in enumerate(ws))
+
+
+def _pshufb(a: int, ctl: int, _imm) -> int:
+    src, c = a.to_bytes(16, "little"), ctl.to_bytes(16, "little")
+    return int.from_bytes(bytes(0 if c[n] & 0x80 else src[c[n] & 15] for n in range(16)), "little")
+
+
+LANE_OPS = {
+    "vmov": lambda a, _i: a,
+    "vxor": lambda a, b, _i: a ^ b,
+    "paddd": lambda a, b, _i: _from_dwords([x + y for x, y in zip(_dwords(a), _dwords(b))]),
+    "pshufb": _pshufb,
+    "aesenc": lambda a, k, _i: aesref.aesenc(a, k),
+    "aesenclast": lambda a, k, _i: aesref.aesenclast(a, k),
+    "aesdec": lambda a, k, _i: aesref.aesdec(a, k),
+    "aesdeclast": lambda a, k, _i: aesref.aesdeclast(a, k),
+    "aesimc": lambda a, _i: aesref.aesimc(a),
+    "aeskeygenassist": lambda a, imm: aesref.aeskeygenassist(a, imm),
+    "pshufd": lambda a, imm: _from_dwords([_dwords(a)[(imm >> (2 * k)) & 3] for k in range(4)]),
+    "pslldq": lambda a, imm: (a << (8 * imm)) & M128 if imm < 16 else 0,
+    "punpcklqdq": lambda a, b, _i: (a & M64) | ((b & M64) << 64),
+    "palignr": lambda hi, lo, imm: (((hi << 128) | lo) >> (8 * imm)) & M128,
+}
+
+
+def _alu(it: Interpreter, i: Insn, fn, bits: int = 64, write: bool = True) -> None:
+    a = it.m.get(i.dst)
+    b = i.imm if i.imm is not None else it.m.get(i.srcs[0])
+    mask = (1 << bits) - 1
+    raw = fn(a, b & mask)
+    res = raw & mask
+    it.m.flags = (raw < 0 or raw > mask, res == 0)
+    if write:
+        it.m.put(i.dst, res)
+
+
+def _load(it: Interpreter, i: Insn, nbytes: int) -> int:
+    return int.from_bytes(it.m.read(it.m.addr(i.srcs[0]), nbytes), "little")
+
+
+def _store(it: Interpreter, i: Insn, value: int, nbytes: int) -> None:
+    it.m.write(it.m.addr(i.dst), (value & ((1 << (8 * nbytes)) - 1)).to_bytes(nbytes, "little"))
+
+
+def _bzhi(it: Interpreter, i: Insn) -> None:
+    n = it.m.get(i.srcs[1]) & 0xFF
+    src = it.m.get(i.srcs[0])
+    it.m.put(i.dst, src if n >= 64 else src & ((1 << n) - 1))
+
+
+def _cpuid(it: Interpreter, i: Insn) -> None:
+    # A model CPU that has every feature the kernels know about.
+    leaf = it.m.get("eax")
+    if leaf == 0:
+        vals = (0x20, 0, 0, 0)
+    elif leaf in (1, 7):
+        vals = (0, M32, M32, M32)
+    else:
+        vals = (0, 0, 0, 0)
+    for reg, v in zip(("eax", "ebx", "ecx", "edx"), vals):
+        it.m.put(reg, v)
+
+
+def _push(it: Interpreter, i: Insn) -> None:
+    it.m.gpr["rsp"] -= 8
+    it.m.write(it.m.gpr["rsp"], it.m.get(i.dst).to_bytes(8, "little"))
+
+
+def _pop(it: Interpreter, i: Insn) -> None:
+    it.m.put(i.dst, int.from_bytes(it.m.read(it.m.gpr["rsp"], 8), "little"))
+    it.m.gpr["rsp"] += 8
+
+
+SCALAR = {
+    "mov": lambda it, i: it.m.put(i.dst, it.m.get(i.srcs[0])),
+    "movi": lambda it, i: it.m.put(i.dst, i.imm & M64),
+    "mov32i": lambda it, i: it.m.put(i.dst, i.imm & M32),
+    "mov32": lambda it, i: it.m.put(i.dst, _load(it, i, 4)),
+    "store32": lambda it, i: _store(it, i, it.m.get(i.srcs[0]), 4),
+    "store32i": lambda it, i: _store(it, i, i.imm, 4),
+    "movzb": lambda it, i: it.m.put(i.dst, _load(it, i, 1)),
+    "xor8m": lambda it, i: it.m.put(i.dst, it.m.get(i.dst) ^ _load(it, i, 1)),
+    "store8": lambda it, i: _store(it, i, it.m.get(i.srcs[0]), 1),
+    "add": lambda it, i: _alu(it, i, lambda a, b: a + b),
+    "add32r": lambda it, i: _alu(it, i, lambda a, b: a + b, 32),
+    "sub": lambda it, i: _alu(it, i, lambda a, b: a - b),
+    "cmp": lambda it, i: _alu(it, i, lambda a, b: a - b, write=False),
+    "cmpr": lambda it, i: _alu(it, i, lambda a, b: a - b, write=False),
+    "cmp32": lambda it, i: _alu(it, i, lambda a, b: a - b, 32, write=False),
+    "and32i": lambda it, i: _alu(it, i, lambda a, b: a & b, 32),
+    "test": lambda it, i: _alu(it, i, lambda a, b: a & b, write=False),
+    "xor32": lambda it, i: _alu(it, i, lambda a, b: a ^ b, 32),
+    "shl": lambda it, i: it.m.put(i.dst, (it.m.get(i.dst) << i.imm) & M64),
+    "shr": lambda it, i: it.m.put(i.dst, it.m.get(i.dst) >> i.imm),
+    "bswap32": lambda it, i: it.m.put(i.dst, int.from_bytes(it.m.get(i.dst).to_bytes(4, "little"), "big")),
+    "lea": lambda it, i: it.m.put(i.dst, it.m.addr(i.srcs[0])),
+    "bzhi": _bzhi,
+    "kmovq": lambda it, i: it.m.kreg.__setitem__(i.dst, it.m.get(i.srcs[0])),
+    "cpuid": _cpuid,
+    "xgetbv": lambda it, i: (it.m.put("eax", 0xE7), it.m.put("edx", 0)),
+    "push": _push,
+    "pop": _pop,
+    "vzeroupper": lambda it, i: None,
+    "endbr64": lambda it, i: None,
+}
+
+
+def call(machine: Machine, fn: Function, *args: int) -> int:
+    """Run `fn` with integer arguments in the SysV registers; returns eax/rax."""
+    for reg, value in zip(("rdi", "rsi", "rdx", "rcx", "r8", "r9"), args):
+        machine.put(reg, value & M64)
+    return Interpreter(machine, fn).run()

@@ -1,0 +1,165 @@
+"""AES in the DSL: the cipher rounds on one block group, and the key schedules.
+
+Round keys are `KeyRef`s: regalloc keeps them in registers when they fit and
+turns the rest into aligned memory operands on the schedule.
+"""
+from __future__ import annotations
+
+from aesgen.aesref import gf256_mul
+from aesgen.dsl import FunctionBuilder, key
+from aesgen.ir import Mem, Operand, VReg
+
+ROUNDS_BY_BITS = {128: 10, 192: 12, 256: 14}
+
+
+def rcon(i: int) -> int:
+    """Round constant i (1-based): x^(i-1) in GF(2^8)."""
+    r = 1
+    for _ in range(i - 1):
+        r = gf256_mul(r, 2)
+    return r
+
+
+def encrypt_rounds(b: FunctionBuilder, x: VReg, nr: int, last_key: Operand | None = None,
+                   width: int | None = None, whiten: bool = True, dst: VReg | None = None,
+                   last: bool = True) -> VReg:
+    """AddRoundKey 0, nr-1 full rounds, the last round with `last_key` (default key nr).
+
+    Folding a value into the last round key (CTR's plaintext, CBC's next block)
+    moves that XOR off the critical path: aesenclast ends with XOR of its key.
+    """
+    if whiten:
+        x = b.v("vxor", x, key(0), width=width, dst=dst, comment="round 0: whiten")
+    for r in range(1, nr):
+        x = b.v("aesenc", x, key(r), width=width, dst=dst, comment=f"round {r}")
+    if not last:
+        return x
+    return b.v("aesenclast", x, last_key if last_key is not None else key(nr), width=width,
+               dst=dst, comment=f"round {nr} (last)")
+
+
+def decrypt_rounds(b: FunctionBuilder, x: VReg, nr: int, last_key: Operand | None = None,
+                   width: int | None = None, last: bool = True) -> VReg:
+    """Equivalent inverse cipher on the decryption schedule (dk[0] = ek[nr] ...)."""
+    x = b.v("vxor", x, key(0), width=width, comment="round 0: whiten")
+    for r in range(1, nr):
+        x = b.v("aesdec", x, key(r), width=width, comment=f"round {r}")
+    if not last:
+        return x
+    return b.v("aesdeclast", x, last_key if last_key is not None else key(nr), width=width,
+               comment=f"round {nr} (last)")
+
+
+def _prefix_xor(b: FunctionBuilder, k: VReg) -> VReg:
+    """[w0, w0^w1, w0^w1^w2, w0^w1^w2^w3]: the running XOR of the key words."""
+    s = b.v("pslldq", k, imm=4, width=128)
+    k = b.v("vxor", k, s, width=128)
+    s = b.v("pslldq", k, imm=8, width=128)
+    return b.v("vxor", k, s, width=128)
+
+
+class ScheduleWriter:
+    """Stores round key i of an encryption schedule into the encrypt or decrypt layout."""
+
+    def __init__(self, b: FunctionBuilder, out: str, nr: int, decrypt: bool) -> None:
+        self.b, self.out, self.nr, self.decrypt = b, out, nr, decrypt
+
+    def __call__(self, i: int, k: VReg) -> None:
+        b, spec = self.b, self.b.spec
+        slot = i
+        if self.decrypt:
+            slot = self.nr - i
+            if 0 < i < self.nr:
+                k = b.v("aesimc", k, width=128, comment=f"InvMixColumns(ek[{i}])")
+        if spec.width > 128:
+            k = b.v("widen", k, comment="replicate the round key to every lane")
+        b.store(Mem(self.out, slot * spec.key_stride), k, op="vstore_key",
+                comment=f"{'dk' if self.decrypt else 'ek'}[{slot}]")
+
+
+def expand_128(b: FunctionBuilder, user: str, put: ScheduleWriter) -> None:
+    k = b.v("vload", Mem(user, 0), width=128, role="key")
+    put(0, k)
+    for i in range(1, 11):
+        t = b.v("aeskeygenassist", k, imm=rcon(i), width=128, comment=f"RotWord(SubWord(w3)) ^ rcon {i}")
+        t = b.v("pshufd", t, imm=0xFF, width=128)
+        k = b.v("vxor", _prefix_xor(b, k), t, width=128)
+        put(i, k)
+
+
+def expand_256(b: FunctionBuilder, user: str, put: ScheduleWriter) -> None:
+    a = b.v("vload", Mem(user, 0), width=128, role="key")
+    c = b.v("vload", Mem(user, 16), width=128, role="key")
+    put(0, a)
+    put(1, c)
+    for i in range(2, 15):
+        if i % 2 == 0:
+            t = b.v("aeskeygenassist", c, imm=rcon(i // 2), width=128)
+            t = b.v("pshufd", t, imm=0xFF, width=128, comment="RotWord(SubWord(w7)) ^ rcon")
+            a = b.v("vxor", _prefix_xor(b, a), t, width=128)
+            put(i, a)
+        else:
+            t = b.v("aeskeygenassist", a, imm=0, width=128)
+            t = b.v("pshufd", t, imm=0xAA, width=128, comment="SubWord(w3), no rotation")
+            c = b.v("vxor", _prefix_xor(b, c), t, width=128)
+            put(i, c)
+
+
+def expand_192(b: FunctionBuilder, user: str, put: ScheduleWriter) -> None:
+    """Six words per step: A holds w[6s..6s+3], the low half of B holds w[6s+4..6s+5].
+
+    Round keys are 4-word windows over the 6-word steps, three keys per two
+    steps: A[2t], (B[2t].lo | A[2t+1].lo), (A[2t+1].hi | B[2t+1].lo).
+    """
+    a = b.v("vload", Mem(user, 0), width=128, role="key")
+    c = b.v("vload64", Mem(user, 16, bits=64), width=128, role="key")
+    put(0, a)
+    for s in range(1, 9):
+        t = b.v("aeskeygenassist", c, imm=rcon(s), width=128)
+        t = b.v("pshufd", t, imm=0x55, width=128, comment="RotWord(SubWord(w[6s-1])) ^ rcon")
+        a_new = b.v("vxor", _prefix_xor(b, a), t, width=128)
+        if s == 8:
+            put(12, a_new)
+            break
+        u = b.v("pslldq", c, imm=4, width=128)
+        c_new = b.v("vxor", c, u, width=128)
+        last = b.v("pshufd", a_new, imm=0xFF, width=128, comment="broadcast w[6s+3]")
+        c_new = b.v("vxor", c_new, last, width=128)
+        if s % 2 == 1:  # odd step: two keys straddle the previous B and this step
+            base = 3 * (s // 2)
+            put(base + 1, b.v("punpcklqdq", c, a_new, width=128))
+            put(base + 2, b.v("palignr", c_new, a_new, imm=8, width=128))
+        else:
+            put(3 * (s // 2), a_new)
+        a, c = a_new, c_new
+
+
+EXPANDERS = {128: expand_128, 192: expand_192, 256: expand_256}
+
+
+def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
+    """P_set_{en,de}crypt_key(user_key, bits, key): 0, or -1 when bits is not 128/192/256."""
+    user, bits, out = b.reg["user_key"], b.reg["bits"], b.reg["key"]
+    labels = {kb: b.label_name(f"bits{kb}_") for kb in EXPANDERS}
+    for kb, lab in labels.items():
+        b.s("cmp32", _r32(bits), imm=kb)
+        b.branch("e", lab)
+    b.s("mov32i", "eax", imm=-1, comment="unsupported key size")
+    b.s("ret")
+    for kb, lab in labels.items():
+        nr = ROUNDS_BY_BITS[kb]
+
+        def body(kb: int = kb, nr: int = nr) -> None:
+            EXPANDERS[kb](b, user, ScheduleWriter(b, out, nr, decrypt))
+            b.s("store32i", Mem(out, b.spec.rounds_offset, bits=32), imm=nr, comment="round count")
+            b.s("xor32", "eax", "eax")
+            b.s("ret")
+
+        b.single_path(nr, body, lab)
+
+
+def _r32(reg: str) -> str:
+    """The 32-bit name of a 64-bit GPR."""
+    if reg.startswith("r") and reg[1:].isdigit():
+        return reg + "d"
+    return "e" + reg[1:]

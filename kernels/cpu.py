@@ -1,0 +1,74 @@
+"""P_cpu_supported(): CPUID and XGETBV checks for exactly the features the file uses."""
+from __future__ import annotations
+
+from aesgen.dsl import FunctionBuilder
+
+# (CPUID leaf, output register, bit) per /proc/cpuinfo flag name.
+CPUID_BITS = {
+    "ssse3": (1, "ecx", 9),
+    "aes": (1, "ecx", 25),
+    "avx": (1, "ecx", 28),
+    "avx2": (7, "ebx", 5),
+    "bmi2": (7, "ebx", 8),
+    "avx512f": (7, "ebx", 16),
+    "avx512bw": (7, "ebx", 30),
+    "avx512vl": (7, "ebx", 31),
+    "vaes": (7, "ecx", 9),
+    "vpclmulqdq": (7, "ecx", 10),
+    "gfni": (7, "ecx", 8),
+}
+OSXSAVE = (1, "ecx", 27)
+# XCR0 state the OS must enable: SSE|AVX, plus opmask|ZMM_Hi256|Hi16_ZMM for AVX-512.
+XCR0_AVX = 0x6
+XCR0_AVX512 = 0xE6
+
+
+def feature_masks(features: tuple[str, ...]) -> dict[tuple[int, str], int]:
+    masks: dict[tuple[int, str], int] = {}
+    bits = [CPUID_BITS[f] for f in features]
+    if "avx" in features:
+        bits.append(OSXSAVE)
+    for leaf, reg, bit in bits:
+        masks[(leaf, reg)] = masks.get((leaf, reg), 0) | (1 << bit)
+    return masks
+
+
+def cpu_supported_function(b: FunctionBuilder) -> None:
+    features = b.spec.features
+    masks = feature_masks(features)
+    fail = b.label_name("no")
+
+    def body() -> None:
+        b.s("push", "rbx", comment="cpuid writes rbx (callee-saved)")
+        b.s("xor32", "eax", "eax")
+        b.s("cpuid")
+        b.s("cmp32", "eax", imm=7)
+        b.branch("b", fail)
+        for leaf in (1, 7):
+            regs = {reg: m for (lf, reg), m in masks.items() if lf == leaf}
+            if not regs:
+                continue
+            b.s("mov32i", "eax", imm=leaf)
+            b.s("xor32", "ecx", "ecx")
+            b.s("cpuid")
+            for reg, m in sorted(regs.items()):
+                b.s("and32i", reg, imm=m)
+                b.s("cmp32", reg, imm=m, comment=f"leaf {leaf} {reg}: " + ", ".join(
+                    f for f in features if CPUID_BITS[f][:2] == (leaf, reg)))
+                b.branch("ne", fail)
+        if "avx" in features:
+            xcr0 = XCR0_AVX512 if "avx512f" in features else XCR0_AVX
+            b.s("xor32", "ecx", "ecx")
+            b.s("xgetbv")
+            b.s("and32i", "eax", imm=xcr0)
+            b.s("cmp32", "eax", imm=xcr0, comment="the OS saves the vector state")
+            b.branch("ne", fail)
+        b.s("mov32i", "eax", imm=1)
+        b.s("pop", "rbx")
+        b.s("ret")
+        b.label(fail)
+        b.s("xor32", "eax", "eax")
+        b.s("pop", "rbx")
+        b.s("ret")
+
+    b.single_path(None, body)

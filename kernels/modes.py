@@ -1,0 +1,286 @@
+"""ECB, CTR32 and CBC in the DSL, with their loops and tails.
+
+Every mode has the same skeleton: a main loop over D groups of one vector
+(D x lanes blocks), a loop over single vectors, then the tail: on AVX-512 one
+masked vector (fault-suppressing masked loads/stores never touch bytes outside
+the buffers); elsewhere xmm blocks and, for CTR, a partial block through a
+16-byte stack buffer (the red zone: these are leaf functions).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from aesgen.consts import bswap_mask, counter_step, lane_index
+from aesgen.dsl import FunctionBuilder, key
+from aesgen.ir import Mem, VReg
+
+from .aes import decrypt_rounds, encrypt_rounds
+
+Body = Callable[..., None]
+
+
+def return_if_zero(b: FunctionBuilder, count: str) -> None:
+    """len/nblocks == 0: return before touching any memory."""
+    go = b.label_name("go")
+    b.s("test", count, count)
+    b.branch("ne", go)
+    b.s("ret")
+    b.label(go)
+
+
+def finish(b: FunctionBuilder) -> None:
+    if b.spec.width > 128:
+        b.s("vzeroupper", comment="avoid SSE/AVX transition penalties in the caller")
+    b.s("ret")
+
+
+def vector_loops(b: FunctionBuilder, count: str, per_vector: int, ptrs: tuple[str, ...],
+                 body: Body, advance: Callable[[int], None] | None = None) -> None:
+    """Loop over D vectors while count allows, then over single vectors.
+
+    `per_vector` is how much one vector consumes of `count` (blocks or bytes).
+    """
+    spec = b.spec
+    for g in ([spec.depth, 1] if spec.depth > 1 else [1]):
+        top, out = b.label_name(f"loop{g}x_"), b.label_name(f"end{g}x_")
+        b.label(top)
+        b.s("cmp", count, imm=g * per_vector)
+        b.branch("b", out)
+        body(g)
+        if advance:
+            advance(g)
+        for p in ptrs:
+            b.s("add", p, imm=g * spec.lanes * 16)
+        b.s("sub", count, imm=g * per_vector)
+        b.branch("jmp", top)
+        b.label(out)
+
+
+def qword_mask_for_blocks(b: FunctionBuilder, nblocks: str) -> str:
+    """k1 = one bit per qword of the first `nblocks` blocks."""
+    b.s("lea", "r10", Mem(nblocks, 0, index=nblocks, scale=1), comment="qwords = 2 * blocks")
+    return _bzhi_mask(b, "r10")
+
+
+def _bzhi_mask(b: FunctionBuilder, nbits: str) -> str:
+    b.s("movi", "rax", imm=-1)
+    b.s("bzhi", "rax", "rax", nbits, comment="low bits set: the elements to touch")
+    b.s("kmovq", "k1", "rax")
+    return "k1"
+
+
+# ----------------------------------------------------------------------------- ECB
+def ecb_function(b: FunctionBuilder, decrypt: bool) -> None:
+    spec = b.spec
+    keyp, inp, outp, n = (b.reg[a] for a in ("key", "in", "out", "nblocks"))
+    rounds = decrypt_rounds if decrypt else encrypt_rounds
+    return_if_zero(b, n)
+
+    def path(nr: int) -> None:
+        def body(g: int, width: int | None = None, mask: str | None = None) -> None:
+            def block(j: int) -> None:
+                off = 16 * spec.lanes * j
+                x = b.v("vload", Mem(inp, off), width=width, mask=mask, role="blk")
+                y = rounds(b, x, nr, width=width)
+                b.store(Mem(outp, off), y, width=width, mask=mask)
+            b.groups(g, block, comment=f"{g} group(s) of {spec.lanes} block(s)")
+
+        done = b.label_name("done")
+        vector_loops(b, n, spec.lanes, (inp, outp), body)
+        if spec.lanes > 1:
+            b.s("test", n, n)
+            b.branch("e", done)
+            if spec.isa == "avx512":
+                body(1, mask=qword_mask_for_blocks(b, n))
+            else:  # VAES ymm without AVX-512: at most one block is left
+                body(1, width=128)
+        b.label(done)
+        finish(b)
+
+    b.key_paths("key", path)
+
+
+# ----------------------------------------------------------------------------- CTR32
+def ctr32_function(b: FunctionBuilder) -> None:
+    spec = b.spec
+    L = spec.lanes
+    keyp, inp, outp, n, ctr = (b.reg[a] for a in ("key", "in", "out", "len", "ctr"))
+    return_if_zero(b, n)
+    bswap = bswap_mask(L)
+
+    def path(nr: int) -> None:
+        # CTR_BASE: per lane, the byte-reversed counter block of that lane (dword 0 = counter).
+        base = b.pinned("CTR_BASE")
+        t = b.v("vload_bcast", Mem(ctr, 0), role="ctr")
+        t = b.v("pshufb", t, bswap)
+        if L > 1:
+            b.v("paddd", t, lane_index(L), dst=base, comment="lane l counts from ctr + l")
+        else:
+            b.assign(base, t)
+        # The counter after the last block used (a partial block counts), written back now.
+        b.s("lea", "r10", Mem(n, 15))
+        b.s("shr", "r10", imm=4, comment="blocks = ceil(len / 16)")
+        b.s("mov32", "eax", Mem(ctr, 12, bits=32))
+        b.s("bswap32", "eax")
+        b.s("add32r", "eax", "r10d", comment="mod 2^32: only the low 32 bits count")
+        b.s("bswap32", "eax")
+        b.s("store32", Mem(ctr, 12, bits=32), "eax")
+
+        def body(g: int, width: int | None = None, mask: str | None = None) -> None:
+            def block(j: int) -> None:
+                c = base if j == 0 else b.v("paddd", base, counter_step(j * L, L), width=width)
+                x = b.v("pshufb", c, bswap, width=width, role="blk", comment="counter block")
+                x = encrypt_rounds(b, x, nr, width=width, last=False)
+                b.final()
+                d = b.v("vload", Mem(inp, 16 * L * j), width=width, mask=mask, mask_elem="b")
+                k = b.v("vxor", d, key(nr), width=width, comment="input folded into the last round key")
+                y = b.v("aesenclast", x, k, width=width, comment=f"round {nr} (last)")
+                b.store(Mem(outp, 16 * L * j), y, width=width, mask=mask, mask_elem="b")
+            b.groups(g, block, comment=f"{g} group(s) of {L} counter block(s)")
+
+        def advance(g: int) -> None:
+            b.v("paddd", base, counter_step(g * L, L), dst=base)
+
+        done = b.label_name("done")
+        vector_loops(b, n, 16 * L, (inp, outp), body, advance)
+        b.s("test", n, n)
+        b.branch("e", done)
+        if spec.isa == "avx512":
+            b.s("mov", "r10", n)
+            body(1, mask=_bzhi_mask(b, "r10"))
+        else:
+            if L > 1:  # whole blocks left over from the ymm loop, one xmm at a time
+                top, partial = b.label_name("xmm"), b.label_name("partial")
+                b.label(top)
+                b.s("cmp", n, imm=16)
+                b.branch("b", partial)
+                body(1, width=128)
+                b.v("paddd", base, counter_step(1, L), dst=base, width=128)
+                b.s("add", inp, imm=16)
+                b.s("add", outp, imm=16)
+                b.s("sub", n, imm=16)
+                b.branch("jmp", top)
+                b.label(partial)
+                b.s("test", n, n)
+                b.branch("e", done)
+            partial_block(b, base, bswap, nr, inp, outp, n)
+        b.label(done)
+        finish(b)
+
+    b.key_paths("key", path)
+
+
+def partial_block(b: FunctionBuilder, base: VReg, bswap, nr: int, inp: str, outp: str, n: str) -> None:
+    """XOR the first n (< 16) bytes with one keystream block kept in the red zone."""
+    buf = Mem("rsp", -16)
+    x = b.v("pshufb", base, bswap, width=128)
+    ks = encrypt_rounds(b, x, nr, width=128)
+    b.store(buf, ks, width=128, comment="keystream block to the red zone")
+    top = b.label_name("bytes")
+    b.s("xor32", "r10d", "r10d")
+    b.label(top)
+    b.s("movzb", "eax", Mem(inp, 0, index="r10", bits=8))
+    b.s("xor8m", "al", Mem("rsp", -16, index="r10", bits=8))
+    b.s("store8", Mem(outp, 0, index="r10", bits=8), "al")
+    b.s("add", "r10", imm=1)
+    b.s("cmpr", "r10", n)
+    b.branch("b", top)
+    z = b.v("vzero", width=128)
+    b.store(buf, z, width=128, comment="leave no keystream behind")
+
+
+# ----------------------------------------------------------------------------- CBC
+def cbc_encrypt_function(b: FunctionBuilder) -> None:
+    """Serial by definition: one xmm chain, nr AES rounds of latency per block.
+
+    The next plaintext block (with round key 0) is folded into this block's
+    last round key, so the chain is nothing but AES rounds.
+    """
+    keyp, inp, outp, n, iv = (b.reg[a] for a in ("key", "in", "out", "nblocks", "iv"))
+    return_if_zero(b, n)
+
+    def path(nr: int) -> None:
+        state = b.pinned("CBC_STATE")
+        with b.at_width(128):
+            chain = b.v("vload", Mem(iv, 0), role="iv")
+            p = b.v("vload", Mem(inp, 0))
+            p = b.v("vxor", p, chain, comment="P0 ^ IV")
+            b.v("vxor", p, key(0), dst=state, comment="round 0: whiten")
+            top, last = b.label_name("block"), b.label_name("last")
+            b.label(top)
+            b.s("sub", n, imm=1)
+            b.branch("e", last)
+            u = b.v("vload", Mem(inp, 16), comment="next plaintext block")
+            u = b.v("vxor", u, key(0), comment="P[i+1] ^ k0")
+            t = b.v("vxor", u, key(nr), comment="folded into the last round key")
+            encrypt_rounds(b, state, nr, last_key=t, whiten=False, dst=state)
+            c = b.v("vxor", state, u, comment="C[i] = state ^ P[i+1] ^ k0")
+            b.store(Mem(outp, 0), c)
+            b.s("add", inp, imm=16)
+            b.s("add", outp, imm=16)
+            b.branch("jmp", top)
+            b.label(last)
+            c = encrypt_rounds(b, state, nr, whiten=False)
+            b.store(Mem(outp, 0), c)
+            b.store(Mem(iv, 0), c, comment="iv = last ciphertext block")
+        finish(b)
+
+    b.key_paths("key", path)
+
+
+def cbc_decrypt_function(b: FunctionBuilder) -> None:
+    spec = b.spec
+    L = spec.lanes
+    keyp, inp, outp, n, iv = (b.reg[a] for a in ("key", "in", "out", "nblocks", "iv"))
+    return_if_zero(b, n)
+
+    def path(nr: int) -> None:
+        # CARRY: a vector whose top lane is the ciphertext block before the next group.
+        carry = b.pinned("CBC_CARRY")
+        b.v("vload_bcast", Mem(iv, 0), dst=carry)
+        # The returned iv is the last ciphertext block: save it before in-place writes.
+        b.s("mov", "r10", n)
+        b.s("shl", "r10", imm=4)
+        last = b.v("vload", Mem(inp, -16, index="r10"), width=128)
+        b.store(Mem(iv, 0), last, width=128, comment="iv = last ciphertext block")
+
+        def body(g: int, width: int | None = None, mask: str | None = None,
+                 update_carry: bool = True) -> None:
+            cs: list[VReg] = []
+
+            def block(j: int) -> None:
+                off = 16 * L * j
+                c = b.v("vload", Mem(inp, off), width=width, mask=mask, role="blk")
+                cs.append(c)
+                if j == 0:  # the block before comes from the previous vector, in a register
+                    p = carry if L == 1 else b.v("prev_lanes", c, carry, width=width,
+                                                 comment="previous ciphertext blocks")
+                    k = b.v("vxor", p, key(nr), width=width, comment="chaining folded into the last round key")
+                x = decrypt_rounds(b, c, nr, width=width, last=False)
+                b.final()
+                if j > 0:  # reload: groups finish in descending order, so this is still ciphertext
+                    p = b.v("vload", Mem(inp, off - 16), width=width, comment="previous ciphertext blocks")
+                    k = b.v("vxor", p, key(nr), width=width, comment="chaining folded into the last round key")
+                y = b.v("aesdeclast", x, k, width=width, comment=f"round {nr} (last)")
+                b.store(Mem(outp, off), y, width=width, mask=mask)
+            b.groups(g, block, comment=f"{g} group(s) of {L} block(s)", final_order="descending")
+            if update_carry:
+                b.assign(carry, cs[-1], width=width)
+
+        done = b.label_name("done")
+        vector_loops(b, n, L, (inp, outp), body)
+        if L > 1:
+            b.s("test", n, n)
+            b.branch("e", done)
+            if spec.isa == "avx512":
+                body(1, mask=qword_mask_for_blocks(b, n), update_carry=False)
+            else:  # one block left after the ymm loops
+                with b.at_width(128):
+                    c = b.v("vload", Mem(inp, 0))
+                    p = b.v("top_lane", carry, comment="last block of the previous vector")
+                    k = b.v("vxor", p, key(nr))
+                    b.store(Mem(outp, 0), decrypt_rounds(b, c, nr, last_key=k))
+        b.label(done)
+        finish(b)
+
+    b.key_paths("key", path)
