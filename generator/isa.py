@@ -82,6 +82,8 @@ def vreg(num: int, width: int) -> int:
 
 
 def gpr(name: str) -> int:
+    if name.startswith("r") and name.endswith("b") and name[1:-1].isdigit():
+        name = name[:-1] + "l"  # r11b is iced's R11L
     return getattr(Register, name.upper())
 
 

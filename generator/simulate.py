@@ -26,6 +26,8 @@ def _gpr_alias(name: str) -> tuple[str, int]:
     """Map a GPR name of any size to (64-bit name, bits)."""
     if name in _GPR64:
         return name, 64
+    if name.startswith("r") and name.endswith("b") and name[1:-1].isdigit():
+        return name[:-1], 8
     if name.startswith("r") and name.endswith("d"):
         return name[:-1], 32
     if name.startswith("e"):

@@ -9,6 +9,13 @@ from aesgen.aesref import gf256_mul
 from aesgen.dsl import FunctionBuilder, key
 from aesgen.ir import Mem, Operand, VReg
 
+
+def finish(b: FunctionBuilder) -> None:
+    """Return; after ymm/zmm use, vzeroupper first (no SSE/AVX transition penalty for the caller)."""
+    if b.spec.width > 128:
+        b.s("vzeroupper")
+    b.s("ret")
+
 ROUNDS_BY_BITS = {128: 10, 192: 12, 256: 14}
 
 
@@ -153,7 +160,7 @@ def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
             EXPANDERS[kb](b, user, ScheduleWriter(b, out, nr, decrypt))
             b.s("store32i", Mem(out, b.spec.rounds_offset, bits=32), imm=nr, comment="round count")
             b.s("xor32", "eax", "eax")
-            b.s("ret")
+            finish(b)
 
         b.single_path(nr, body, lab)
 

@@ -14,7 +14,7 @@ from aesgen.consts import bswap_mask, counter_step, lane_index
 from aesgen.dsl import FunctionBuilder, key
 from aesgen.ir import Mem, VReg
 
-from .aes import decrypt_rounds, encrypt_rounds
+from .aes import decrypt_rounds, encrypt_rounds, finish
 
 Body = Callable[..., None]
 
@@ -26,12 +26,6 @@ def return_if_zero(b: FunctionBuilder, count: str) -> None:
     b.branch("ne", go)
     b.s("ret")
     b.label(go)
-
-
-def finish(b: FunctionBuilder) -> None:
-    if b.spec.width > 128:
-        b.s("vzeroupper", comment="avoid SSE/AVX transition penalties in the caller")
-    b.s("ret")
 
 
 def vector_loops(b: FunctionBuilder, count: str, per_vector: int, ptrs: tuple[str, ...],
@@ -120,11 +114,12 @@ def ctr32_function(b: FunctionBuilder) -> None:
         # The counter after the last block used (a partial block counts), written back now.
         b.s("lea", "r10", Mem(n, 15))
         b.s("shr", "r10", imm=4, comment="blocks = ceil(len / 16)")
-        b.s("mov32", "eax", Mem(ctr, 12, bits=32))
-        b.s("bswap32", "eax")
-        b.s("add32r", "eax", "r10d", comment="mod 2^32: only the low 32 bits count")
-        b.s("bswap32", "eax")
-        b.s("store32", Mem(ctr, 12, bits=32), "eax")
+        # (r11 carries data-derived values; eax keeps only the public round count.)
+        b.s("mov32", "r11d", Mem(ctr, 12, bits=32))
+        b.s("bswap32", "r11d")
+        b.s("add32r", "r11d", "r10d", comment="mod 2^32: only the low 32 bits count")
+        b.s("bswap32", "r11d")
+        b.s("store32", Mem(ctr, 12, bits=32), "r11d")
 
         def body(g: int, width: int | None = None, mask: str | None = None) -> None:
             def block(j: int) -> None:
@@ -179,9 +174,9 @@ def partial_block(b: FunctionBuilder, base: VReg, bswap, nr: int, inp: str, outp
     top = b.label_name("bytes")
     b.s("xor32", "r10d", "r10d")
     b.label(top)
-    b.s("movzb", "eax", Mem(inp, 0, index="r10", bits=8))
-    b.s("xor8m", "al", Mem("rsp", -16, index="r10", bits=8))
-    b.s("store8", Mem(outp, 0, index="r10", bits=8), "al")
+    b.s("movzb", "r11d", Mem(inp, 0, index="r10", bits=8))
+    b.s("xor8m", "r11b", Mem("rsp", -16, index="r10", bits=8))
+    b.s("store8", Mem(outp, 0, index="r10", bits=8), "r11b")
     b.s("add", "r10", imm=1)
     b.s("cmpr", "r10", n)
     b.branch("b", top)

@@ -1,0 +1,193 @@
+"""SysV ABI checks through the C harness' trampoline, plus its negative self-tests.
+
+Each exported function is called with realistic arguments, random values in
+rbx/rbp/r12-r15 and garbage above the 32-bit `bits` argument; the harness
+reports clobbered callee-saved registers, rsp, DF, MXCSR, the x87 control
+word, and (via XINUSE) ymm/zmm upper state left dirty without vzeroupper.
+The result of every trampolined call is also compared with a direct call.
+"""
+from __future__ import annotations
+
+import ctypes
+import random
+from collections.abc import Iterator, Sequence
+
+from aesgen import cpu
+from aesgen.verify.build import AlignedBuffer, Kernel, fn_address, harness
+from aesgen.verify.runner import CheckResult, Probe
+
+U64, U32, U16 = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint16
+
+
+class AbiCtx(ctypes.Structure):
+    """Mirror of `abi_ctx` in harness.c."""
+
+    _fields_ = [
+        ("fn", U64), ("args", U64 * 6), ("seeded", U64 * 6), ("after", U64 * 6),
+        ("rsp_before", U64), ("rsp_after", U64), ("rflags_after", U64), ("ret", U64),
+        ("xinuse_before", U64), ("xinuse_after", U64),
+        ("mxcsr_before", U32), ("mxcsr_after", U32), ("fcw_before", U16), ("fcw_after", U16),
+        ("flags", U32),
+    ]
+
+
+assert ctypes.sizeof(AbiCtx) == 216
+
+CALLEE_SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
+BAD_RSP, BAD_DF, BAD_MXCSR, BAD_FCW, BAD_YMM, BAD_ZMM = (1 << k for k in range(6, 12))
+
+
+def xinuse_supported() -> bool:
+    return bool(harness().abi_xinuse_supported()) and bool(harness().abi_avx_enabled())
+
+
+def call(fn: int, args: Sequence[int] = (), mask32: int = 0, seed: int = 0) -> tuple[int, AbiCtx]:
+    """Call `fn` through the trampoline; returns (failure bits, observations)."""
+    ctx = AbiCtx()
+    ctx.fn = fn
+    for i, a in enumerate(args):
+        ctx.args[i] = a & 0xFFFFFFFFFFFFFFFF
+    bad = harness().abi_call(ctypes.byref(ctx), seed & 0xFFFFFFFFFFFFFFFF, mask32)
+    return bad, ctx
+
+
+def describe(bad: int, ctx: AbiCtx) -> str:
+    parts = []
+    for i, reg in enumerate(CALLEE_SAVED):
+        if bad & (1 << i):
+            parts.append(f"{reg} clobbered ({ctx.seeded[i]:#x} -> {ctx.after[i]:#x})")
+    if bad & BAD_RSP:
+        parts.append(f"rsp changed by {ctx.rsp_after - ctx.rsp_before:+d}")
+    if bad & BAD_DF:
+        parts.append("DF set on return")
+    if bad & BAD_MXCSR:
+        parts.append(f"MXCSR {ctx.mxcsr_before:#x} -> {ctx.mxcsr_after:#x}")
+    if bad & BAD_FCW:
+        parts.append(f"x87 control word {ctx.fcw_before:#x} -> {ctx.fcw_after:#x}")
+    if bad & BAD_YMM:
+        parts.append("YMM upper halves left dirty (missing vzeroupper)")
+    if bad & BAD_ZMM:
+        parts.append("ZMM_Hi256 left dirty (missing vzeroupper)")
+    return "; ".join(parts)
+
+
+# ---------------------------------------------------------------- self-tests
+
+# (callee, failure bit it must raise or None for "no failure", needs)
+SELF_TESTS: tuple[tuple[str, int | None, str], ...] = (
+    ("clean", None, ""),
+    ("rbx", 1 << 0, ""),
+    ("r15", 1 << 5, ""),
+    ("df", BAD_DF, ""),
+    ("mxcsr", BAD_MXCSR, ""),
+    ("fcw", BAD_FCW, ""),
+    ("ymm", BAD_YMM, "xinuse"),
+    ("zmm", BAD_ZMM, "avx512f"),
+)
+
+
+def self_tests(seed: int) -> Iterator[CheckResult]:
+    """Prove the trampoline catches each planted fault and passes a clean callee."""
+    h = harness()
+    have_xinuse = xinuse_supported()
+    for fault, bit, needs in SELF_TESTS:
+        name = f"abi selftest {fault}"
+        if needs and not have_xinuse:
+            yield CheckResult(name, "skip", "XGETBV(ECX=1) not available: vzeroupper cannot be observed")
+            continue
+        if needs == "avx512f" and cpu.missing_features(["avx512f"]):
+            yield CheckResult(name, "skip", "CPU lacks avx512f")
+            continue
+        bad, ctx = call(fn_address(h, f"abi_fault_{fault}"), (0, 128), mask32=0b10, seed=seed)
+        if bit is None:
+            ok = bad == 0 and (ctx.ret & 0xFFFFFFFF) == 128
+            detail = "no false alarm" if ok else f"false alarm: {describe(bad, ctx) or 'wrong return value'}"
+        else:
+            ok = bool(bad & bit)
+            detail = f"caught: {describe(bad, ctx)}" if ok else "planted fault NOT caught"
+        yield CheckResult(name, "pass" if ok else "fail", detail)
+
+    # A callee that reads `unsigned bits` as 64-bit must see garbage above bit 31.
+    bad, ctx = call(fn_address(h, "abi_fault_upper32"), (0, 128), mask32=0b10, seed=seed)
+    ok = ctx.ret & 0xFF == 0
+    yield CheckResult("abi selftest upper32", "pass" if ok else "fail",
+                      "garbage above a 32-bit argument is visible" if ok
+                      else "upper 32 bits of a 32-bit argument were clean: the check is toothless")
+
+
+# ---------------------------------------------------------------- kernel functions
+
+
+def _alloc(data: bytes, offset: int = 0) -> AlignedBuffer:
+    b = AlignedBuffer(max(len(data), 1), offset=offset)
+    b.write(data)
+    return b
+
+
+def check_function(kernel: Kernel, fn: str, probe: Probe, *, n: int, trials: int,
+                   seed: int) -> CheckResult:
+    name = f"abi {fn}"
+    rng = random.Random(f"{seed}:{name}")
+    addr = kernel.address(fn)
+    spec = kernel.spec
+    problems: list[str] = []
+    for trial in range(trials):
+        cseed = rng.getrandbits(64)
+        probe.note(name, f"trial {trial}")
+        if fn == "cpu_supported":
+            bad, ctx = call(addr, (), 0, cseed)
+            if bad:
+                problems.append(describe(bad, ctx))
+            continue
+        bits = (128, 192, 256)[trial % 3]
+        key = rng.randbytes(bits // 8)
+        if fn in ("set_encrypt_key", "set_decrypt_key"):
+            kbuf = _alloc(key)
+            ks = AlignedBuffer(spec.key_bytes, fill=0xA5)
+            bad, ctx = call(addr, (kbuf.address, bits, ks.address), 0b010, cseed)
+            direct = kernel.set_key(key, decrypt=fn == "set_decrypt_key")
+            if bad:
+                problems.append(describe(bad, ctx))
+            elif ctx.ret & 0xFFFFFFFF != 0:
+                problems.append(f"bits={bits} with garbage in the upper 32 bits: returned "
+                                f"{ctypes.c_int32(ctx.ret & 0xFFFFFFFF).value}")
+            elif ks.read() != direct.raw():
+                problems.append(f"bits={bits}: schedule differs from a direct call")
+            continue
+        decrypt = fn.endswith("decrypt")
+        ks = kernel.set_key(key, decrypt=decrypt)
+        blocks = (n, 1, spec.depth * spec.lanes)[trial % 3]
+        length = 16 * blocks + (rng.randrange(1, 16) if fn == "ctr32_encrypt" else 0)
+        data = rng.randbytes(length)
+        chain = rng.randbytes(16)
+        count = length if fn == "ctr32_encrypt" else blocks
+        outs = []
+        for via_trampoline in (True, False):
+            src, dst = _alloc(data, rng.randrange(16)), _alloc(bytes(length), rng.randrange(16))
+            cb = _alloc(chain)
+            args = [ks.address, src.address, dst.address, count]
+            if fn in ("ctr32_encrypt", "cbc_encrypt", "cbc_decrypt"):
+                args.append(cb.address)
+            if via_trampoline:
+                bad, ctx = call(addr, args, 0, cseed)
+                if bad:
+                    problems.append(f"{describe(bad, ctx)} (length {length})")
+            else:
+                kernel.fn[fn](*args)
+            outs.append((dst.read(length), cb.read(16)))
+        if outs[0] != outs[1]:
+            problems.append(f"result through the trampoline differs from a direct call (length {length})")
+        if len(problems) >= 3:
+            break
+    if problems:
+        return CheckResult(name, "fail", "; ".join(dict.fromkeys(problems)))
+    note = "" if xinuse_supported() else " (vzeroupper not observable: no XGETBV ECX=1)"
+    return CheckResult(name, "pass", f"{trials} calls with seeded callee-saved registers{note}")
+
+
+def check(kernel: Kernel, probe: Probe, *, n: int, quick: bool, seed: int) -> Iterator[CheckResult]:
+    probe.note("abi selftest", "")
+    yield from self_tests(seed)
+    for fn in kernel.spec.functions:
+        if fn in kernel.fn:
+            yield check_function(kernel, fn, probe, n=n, trials=3 if quick else 9, seed=seed)

@@ -1,0 +1,186 @@
+"""Compile kernels and the C harness into shared objects, and load them.
+
+Objects are cached by a hash of (compiler, flags, source bytes) under a per-user
+work directory, so repeated verification and parallel test workers share them.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from aesgen.spec import KernelSpec
+
+HARNESS_SOURCE = Path(__file__).with_name("harness.c")
+# C fixtures use intrinsics; generated .S files need no ISA flags.
+C_FLAGS = ("-O2", "-maes", "-mssse3", "-msse4.1")
+COMMON_FLAGS = ("-shared", "-fPIC", "-Wl,-z,noexecstack")
+
+
+class BuildError(RuntimeError):
+    """Compilation failed: first line says what, the rest is the compiler's stderr."""
+
+
+def compiler() -> str:
+    cc = os.environ.get("CC", "cc")
+    found = shutil.which(cc)
+    if not found:
+        raise BuildError(f"C compiler {cc!r} not found on PATH (set CC)")
+    return found
+
+
+def build_dir() -> Path:
+    """Where shared objects are cached ($AESGEN_BUILD_DIR or a per-user temp dir)."""
+    d = os.environ.get("AESGEN_BUILD_DIR")
+    path = Path(d) if d else Path(tempfile.gettempdir()) / f"aesgen-verify-{os.getuid()}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def build_shared(source: Path | str, extra_flags: Sequence[str] = ()) -> Path:
+    """Compile a `.S` or `.c` file into a cached shared object and return its path."""
+    src = Path(source)
+    try:
+        text = src.read_bytes()
+    except OSError as e:
+        raise BuildError(f"cannot read {src}: {e.strerror}") from None
+    if src.suffix not in (".S", ".s", ".c"):
+        raise BuildError(f"{src}: expected a .S or .c file")
+    cc = compiler()
+    flags = [*COMMON_FLAGS, *(C_FLAGS if src.suffix == ".c" else ()), *extra_flags]
+    h = hashlib.sha256()
+    for part in (cc, "\0".join(flags), src.suffix):
+        h.update(part.encode() + b"\0")
+    h.update(text)
+    out = build_dir() / f"{src.stem}-{h.hexdigest()[:20]}.so"
+    if out.exists():
+        return out
+    # Compile to a private name, then rename: concurrent builders never see half a file.
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=out.parent)
+    os.close(fd)
+    cmd = [cc, *flags, "-o", tmp, str(src)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BuildError(
+                f"{src}: compilation failed ({' '.join(cmd[1:-3])})\n{proc.stderr.rstrip()}"
+            )
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return out
+
+
+@lru_cache(maxsize=1)
+def harness() -> ctypes.CDLL:
+    """The loaded C harness (built on first use)."""
+    lib = ctypes.CDLL(str(build_shared(HARNESS_SOURCE)))
+    P, U64, SZ = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t
+    lib.abi_call.argtypes = [P, U64, ctypes.c_uint]
+    lib.abi_call.restype = ctypes.c_uint
+    lib.abi_xinuse_supported.restype = ctypes.c_int
+    lib.abi_avx_enabled.restype = ctypes.c_int
+    lib.mct_cbc.argtypes = [P, P, SZ, ctypes.c_uint, P, P, P, P]
+    lib.mct_cbc.restype = ctypes.c_int
+    lib.fault_install.argtypes = [P]
+    lib.fault_install.restype = ctypes.c_int
+    return lib
+
+
+def fn_address(lib: ctypes.CDLL, name: str) -> int:
+    return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0
+
+
+class AlignedBuffer:
+    """A ctypes byte buffer whose usable part starts at a chosen alignment + offset."""
+
+    def __init__(self, size: int, align: int = 64, offset: int = 0, fill: int = 0) -> None:
+        self._raw = ctypes.create_string_buffer(bytes([fill]) * (size + align + offset))
+        base = ctypes.addressof(self._raw)
+        self.address = (base + align - 1) // align * align + offset
+        self.size = size
+
+    def write(self, data: bytes, at: int = 0) -> None:
+        ctypes.memmove(self.address + at, data, len(data))
+
+    def read(self, n: int | None = None, at: int = 0) -> bytes:
+        return ctypes.string_at(self.address + at, self.size - at if n is None else n)
+
+
+@dataclass
+class KeySchedule:
+    """An opaque key schedule in a 64-byte aligned buffer (kept alive by this object)."""
+
+    buf: AlignedBuffer
+    bits: int
+    ret: int
+
+    @property
+    def address(self) -> int:
+        return self.buf.address
+
+    def raw(self) -> bytes:
+        return self.buf.read()
+
+
+class Kernel:
+    """A loaded kernel: typed access to the ABI of one prefix in one shared object."""
+
+    def __init__(self, so_path: Path | str, spec: KernelSpec) -> None:
+        self.spec = spec
+        self.lib = ctypes.CDLL(str(so_path))
+        P, SZ, U = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint
+        sigs: dict[str, tuple[list, object]] = {
+            "cpu_supported": ([], ctypes.c_int),
+            "set_encrypt_key": ([P, U, P], ctypes.c_int),
+            "set_decrypt_key": ([P, U, P], ctypes.c_int),
+            "ecb_encrypt": ([P, P, P, SZ], None),
+            "ecb_decrypt": ([P, P, P, SZ], None),
+            "ctr32_encrypt": ([P, P, P, SZ, P], None),
+            "cbc_encrypt": ([P, P, P, SZ, P], None),
+            "cbc_decrypt": ([P, P, P, SZ, P], None),
+        }
+        self.fn: dict[str, ctypes._CFuncPtr] = {}
+        self.missing: list[str] = []
+        for name in spec.functions:
+            try:
+                f = getattr(self.lib, spec.symbol(name))
+            except AttributeError:
+                self.missing.append(spec.symbol(name))
+                continue
+            f.argtypes, f.restype = sigs[name]
+            self.fn[name] = f
+
+    def address(self, name: str) -> int:
+        return fn_address(self.lib, self.spec.symbol(name))
+
+    def set_key(self, key: bytes, decrypt: bool = False, bits: int | None = None) -> KeySchedule:
+        bits = len(key) * 8 if bits is None else bits
+        buf = AlignedBuffer(self.spec.key_bytes, fill=0xA5)
+        kbuf = ctypes.create_string_buffer(key, max(len(key), 1))
+        name = "set_decrypt_key" if decrypt else "set_encrypt_key"
+        ret = self.fn[name](kbuf, bits, buf.address)
+        return KeySchedule(buf, bits, ret)
+
+    def run(self, name: str, ks: KeySchedule, data: bytes, chain: bytes | None = None,
+            *, in_off: int = 0, out_off: int = 0, in_place: bool = False) -> tuple[bytes, bytes | None]:
+        """Run a mode function on `data`; returns (output, updated ctr/iv or None)."""
+        n = len(data)
+        count = n if name == "ctr32_encrypt" else n // 16
+        src = AlignedBuffer(n, offset=in_off)
+        src.write(data)
+        dst = src if in_place else AlignedBuffer(n, offset=out_off)
+        if chain is None:
+            self.fn[name](ks.address, src.address, dst.address, count)
+            return dst.read(n), None
+        cb = ctypes.create_string_buffer(chain, 16)
+        self.fn[name](ks.address, src.address, dst.address, count, cb)
+        return dst.read(n), cb.raw[:16]

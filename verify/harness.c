@@ -1,0 +1,363 @@
+/* aesgen verifier runtime harness: ABI trampoline, planted-fault callees,
+ * CAVP Monte-Carlo loops and a SIGSEGV reporter.  Built once by
+ * verify/build.py with `cc -O2 -shared -fPIC` and loaded through ctypes.
+ *
+ * Nothing here depends on a kernel's prefix: kernel functions arrive as
+ * plain function pointers. */
+#include <cpuid.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------
+ * ABI trampoline
+ *
+ * The offsets below are shared with the assembly and with the ctypes
+ * Structure in verify/abi.py; the _Static_asserts keep all three in step.
+ */
+typedef struct abi_ctx {
+    uint64_t fn;            /*   0 */
+    uint64_t args[6];       /*   8 rdi rsi rdx rcx r8 r9 */
+    uint64_t seeded[6];     /*  56 rbx rbp r12 r13 r14 r15 before the call */
+    uint64_t after[6];      /* 104 the same registers after the call */
+    uint64_t rsp_before;    /* 152 */
+    uint64_t rsp_after;     /* 160 */
+    uint64_t rflags_after;  /* 168 */
+    uint64_t ret;           /* 176 rax */
+    uint64_t xinuse_before; /* 184 */
+    uint64_t xinuse_after;  /* 192 */
+    uint32_t mxcsr_before;  /* 200 */
+    uint32_t mxcsr_after;   /* 204 */
+    uint16_t fcw_before;    /* 208 */
+    uint16_t fcw_after;     /* 210 */
+    uint32_t flags;         /* 212 bit0: read XINUSE, bit1: vzeroupper around the call */
+} abi_ctx;
+
+_Static_assert(__builtin_offsetof(abi_ctx, seeded) == 56, "layout");
+_Static_assert(__builtin_offsetof(abi_ctx, after) == 104, "layout");
+_Static_assert(__builtin_offsetof(abi_ctx, rsp_before) == 152, "layout");
+_Static_assert(__builtin_offsetof(abi_ctx, xinuse_before) == 184, "layout");
+_Static_assert(__builtin_offsetof(abi_ctx, mxcsr_before) == 200, "layout");
+_Static_assert(__builtin_offsetof(abi_ctx, fcw_before) == 208, "layout");
+_Static_assert(__builtin_offsetof(abi_ctx, flags) == 212, "layout");
+_Static_assert(sizeof(abi_ctx) == 216, "layout");
+
+enum {
+    ABI_FLAG_XINUSE = 1,
+    ABI_FLAG_VZEROUPPER = 2,
+};
+
+/* Failure bits returned by abi_call (names live in verify/abi.py). */
+enum {
+    ABI_BAD_RBX = 1 << 0, ABI_BAD_RBP = 1 << 1, ABI_BAD_R12 = 1 << 2,
+    ABI_BAD_R13 = 1 << 3, ABI_BAD_R14 = 1 << 4, ABI_BAD_R15 = 1 << 5,
+    ABI_BAD_RSP = 1 << 6, ABI_BAD_DF = 1 << 7, ABI_BAD_MXCSR = 1 << 8,
+    ABI_BAD_FCW = 1 << 9, ABI_BAD_YMM = 1 << 10, ABI_BAD_ZMM = 1 << 11,
+};
+
+void abi_trampoline(abi_ctx *c);
+
+/* The trampoline keeps the context pointer and its own stack pointer in
+ * static slots, so a callee that wrecks every register (rsp included, as
+ * long as it still returns) cannot make us lose track of them. */
+__asm__(
+    "    .text\n"
+    "    .local abi_saved_ctx, abi_saved_rsp\n"
+    "    .comm abi_saved_ctx, 8, 8\n"
+    "    .comm abi_saved_rsp, 8, 8\n"
+    "    .globl abi_trampoline\n"
+    "    .type abi_trampoline, @function\n"
+    "abi_trampoline:\n"
+    "    pushq %rbp\n"
+    "    pushq %rbx\n"
+    "    pushq %r12\n"
+    "    pushq %r13\n"
+    "    pushq %r14\n"
+    "    pushq %r15\n"
+    "    pushq %rdi\n"                      /* rsp is now 16-byte aligned */
+    "    movq %rdi, abi_saved_ctx(%rip)\n"
+    "    movq %rsp, abi_saved_rsp(%rip)\n"
+    "    movq %rsp, 152(%rdi)\n"
+    "    stmxcsr 200(%rdi)\n"
+    "    fnstcw 208(%rdi)\n"
+    "    testl $2, 212(%rdi)\n"
+    "    jz 1f\n"
+    "    vzeroupper\n"                     /* start from a clean upper state */
+    "1:  testl $1, 212(%rdi)\n"
+    "    jz 2f\n"
+    "    movl $1, %ecx\n"
+    "    xgetbv\n"
+    "    movl %eax, 184(%rdi)\n"
+    "    movl %edx, 188(%rdi)\n"
+    "2:  movq 56(%rdi), %rbx\n"
+    "    movq 64(%rdi), %rbp\n"
+    "    movq 72(%rdi), %r12\n"
+    "    movq 80(%rdi), %r13\n"
+    "    movq 88(%rdi), %r14\n"
+    "    movq 96(%rdi), %r15\n"
+    "    movq 0(%rdi), %r11\n"
+    "    movq %r15, %rax\n"                 /* garbage in rax and r10 too */
+    "    movq %r14, %r10\n"
+    "    movq 48(%rdi), %r9\n"
+    "    movq 40(%rdi), %r8\n"
+    "    movq 32(%rdi), %rcx\n"
+    "    movq 24(%rdi), %rdx\n"
+    "    movq 16(%rdi), %rsi\n"
+    "    movq 8(%rdi), %rdi\n"
+    "    call *%r11\n"
+    "    movq %rsp, %r11\n"
+    "    movq abi_saved_rsp(%rip), %rsp\n"
+    "    pushfq\n"
+    "    popq %r10\n"
+    "    cld\n"
+    "    movq abi_saved_ctx(%rip), %rdi\n"
+    "    movq %rax, 176(%rdi)\n"
+    "    movq %r11, 160(%rdi)\n"
+    "    movq %r10, 168(%rdi)\n"
+    "    movq %rbx, 104(%rdi)\n"
+    "    movq %rbp, 112(%rdi)\n"
+    "    movq %r12, 120(%rdi)\n"
+    "    movq %r13, 128(%rdi)\n"
+    "    movq %r14, 136(%rdi)\n"
+    "    movq %r15, 144(%rdi)\n"
+    "    stmxcsr 204(%rdi)\n"
+    "    fnstcw 210(%rdi)\n"
+    "    ldmxcsr 200(%rdi)\n"
+    "    fldcw 208(%rdi)\n"
+    "    testl $1, 212(%rdi)\n"
+    "    jz 3f\n"
+    "    movl $1, %ecx\n"
+    "    xgetbv\n"
+    "    movl %eax, 192(%rdi)\n"
+    "    movl %edx, 196(%rdi)\n"
+    "3:  testl $2, 212(%rdi)\n"
+    "    jz 4f\n"
+    "    vzeroupper\n"                     /* do not leak a dirty state into C */
+    "4:  popq %rdi\n"
+    "    popq %r15\n"
+    "    popq %r14\n"
+    "    popq %r13\n"
+    "    popq %r12\n"
+    "    popq %rbx\n"
+    "    popq %rbp\n"
+    "    ret\n"
+    "    .size abi_trampoline, .-abi_trampoline\n");
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static uint64_t xgetbv0(void)
+{
+    uint32_t a, d;
+    __asm__ volatile("xgetbv" : "=a"(a), "=d"(d) : "c"(0));
+    return ((uint64_t)d << 32) | a;
+}
+
+/* 1 if XGETBV(ECX=1) reports XINUSE (CPUID.(EAX=0DH,ECX=1):EAX[2]). */
+int abi_xinuse_supported(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27)))  /* OSXSAVE */
+        return 0;
+    if (__get_cpuid_max(0, 0) < 0xd)
+        return 0;
+    __cpuid_count(0xd, 1, a, b, c, d);
+    return (a >> 2) & 1;
+}
+
+/* 1 if the OS has enabled AVX state (so vzeroupper is legal here). */
+int abi_avx_enabled(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27)) || !(c & (1u << 28)))
+        return 0;
+    return (xgetbv0() & 6) == 6;
+}
+
+/* Call ctx->fn(ctx->args...) with callee-saved registers seeded from `seed`
+ * and garbage in the upper halves of the args whose bit is set in mask32.
+ * Returns a mask of ABI_BAD_* bits; ctx holds the raw observations. */
+unsigned abi_call(abi_ctx *ctx, uint64_t seed, unsigned mask32)
+{
+    uint64_t s = seed;
+    unsigned bad = 0;
+    for (int i = 0; i < 6; i++)
+        ctx->seeded[i] = splitmix64(&s);
+    for (int i = 0; i < 6; i++)
+        if (mask32 & (1u << i)) {
+            uint64_t g = splitmix64(&s) | 0x8000000100000000ULL;  /* never zero */
+            ctx->args[i] = (ctx->args[i] & 0xffffffffULL) | (g & 0xffffffff00000000ULL);
+        }
+    ctx->flags = 0;
+    if (abi_avx_enabled())
+        ctx->flags |= ABI_FLAG_VZEROUPPER;
+    if (abi_xinuse_supported())
+        ctx->flags |= ABI_FLAG_XINUSE;
+    ctx->xinuse_before = ctx->xinuse_after = 0;
+    abi_trampoline(ctx);
+    for (int i = 0; i < 6; i++)
+        if (ctx->seeded[i] != ctx->after[i])
+            bad |= 1u << i;
+    if (ctx->rsp_after != ctx->rsp_before)
+        bad |= ABI_BAD_RSP;
+    if (ctx->rflags_after & (1u << 10))
+        bad |= ABI_BAD_DF;
+    if (ctx->mxcsr_after != ctx->mxcsr_before)
+        bad |= ABI_BAD_MXCSR;
+    if (ctx->fcw_after != ctx->fcw_before)
+        bad |= ABI_BAD_FCW;
+    if (ctx->flags & ABI_FLAG_XINUSE) {
+        uint64_t newly = ctx->xinuse_after & ~ctx->xinuse_before;
+        if (newly & (1u << 2))
+            bad |= ABI_BAD_YMM;
+        if (newly & (1u << 6))
+            bad |= ABI_BAD_ZMM;
+    }
+    return bad;
+}
+
+/* ------------------------------------------------------------------------
+ * Planted faults: each callee breaks exactly one rule, so the verifier can
+ * prove the trampoline notices.  abi_fault_clean breaks none. */
+__asm__(
+    "    .text\n"
+    "    .globl abi_fault_clean, abi_fault_rbx, abi_fault_r15, abi_fault_df\n"
+    "    .globl abi_fault_mxcsr, abi_fault_fcw, abi_fault_ymm, abi_fault_zmm\n"
+    "    .globl abi_fault_upper32\n"
+    "abi_fault_clean:\n"
+    "    pushq %rbx\n"
+    "    movq $0x5a5a5a5a, %rbx\n"        /* uses rbx, but restores it */
+    "    popq %rbx\n"
+    "    movl %esi, %eax\n"
+    "    ret\n"
+    "abi_fault_rbx:\n"
+    "    xorl %ebx, %ebx\n"
+    "    ret\n"
+    "abi_fault_r15:\n"
+    "    notq %r15\n"
+    "    ret\n"
+    "abi_fault_df:\n"
+    "    std\n"
+    "    ret\n"
+    "abi_fault_mxcsr:\n"
+    "    subq $8, %rsp\n"
+    "    stmxcsr (%rsp)\n"
+    "    xorl $0x6000, (%rsp)\n"           /* flip the rounding control */
+    "    ldmxcsr (%rsp)\n"
+    "    addq $8, %rsp\n"
+    "    ret\n"
+    "abi_fault_fcw:\n"
+    "    subq $8, %rsp\n"
+    "    fnstcw (%rsp)\n"
+    "    xorw $0x0c00, (%rsp)\n"
+    "    fldcw (%rsp)\n"
+    "    addq $8, %rsp\n"
+    "    ret\n"
+    "abi_fault_ymm:\n"
+    "    vpcmpeqd %ymm0, %ymm0, %ymm0\n"   /* all-ones upper half, no vzeroupper */
+    "    ret\n"
+    "abi_fault_zmm:\n"
+    "    vpternlogd $0xff, %zmm1, %zmm1, %zmm1\n"
+    "    ret\n"
+    "abi_fault_upper32:\n"                /* treats `unsigned` rsi as 64-bit */
+    "    xorl %eax, %eax\n"
+    "    cmpq $128, %rsi\n"
+    "    sete %al\n"
+    "    ret\n");
+
+/* ------------------------------------------------------------------------
+ * CAVP Monte-Carlo test for CBC (AESAVS section 6.4), encrypt or decrypt.
+ * The inner loop relies on the kernel's own IV chaining: one block per call
+ * with iv updated in place is exactly CBC with the chained IV.  Encrypt and
+ * decrypt share the shape: X[j] = F(Y[j]); Y[j+1] = (j == 0) ? IV : X[j-1].
+ *
+ * rec receives 100 records of 80 bytes: key[32] iv[16] in[16] out[16].
+ * Returns 0, -1 if set_key failed, -2 on allocation failure. */
+typedef int (*set_key_fn)(const uint8_t *, unsigned, void *);
+typedef void (*cbc_fn)(const void *, const uint8_t *, uint8_t *, size_t, uint8_t *);
+
+int mct_cbc(void *set_key, void *cbc, size_t key_bytes, unsigned bits,
+            const uint8_t *key0, const uint8_t *iv0, const uint8_t *in0, uint8_t *rec)
+{
+    set_key_fn sk = (set_key_fn)set_key;
+    cbc_fn f = (cbc_fn)cbc;
+    size_t kb = bits / 8;
+    uint8_t key[32], iv[16], in[16], chain[16], x[16], prev[16], prev2[16], next[16];
+    void *ks = aligned_alloc(64, (key_bytes + 63) / 64 * 64);
+    if (!ks)
+        return -2;
+    memcpy(key, key0, kb);
+    memcpy(iv, iv0, 16);
+    memcpy(in, in0, 16);
+    for (int i = 0; i < 100; i++) {
+        uint8_t *r = rec + 80 * i;
+        memset(r, 0, 32);
+        memcpy(r, key, kb);
+        memcpy(r + 32, iv, 16);
+        memcpy(r + 48, in, 16);
+        if (sk(key, bits, ks) != 0) {
+            free(ks);
+            return -1;
+        }
+        memcpy(chain, iv, 16);
+        for (int j = 0; j < 1000; j++) {
+            f(ks, in, x, 1, chain);
+            memcpy(next, j == 0 ? iv : prev, 16);
+            memcpy(prev2, prev, 16);
+            memcpy(prev, x, 16);
+            memcpy(in, next, 16);
+        }
+        /* prev = X[999], prev2 = X[998] */
+        memcpy(r + 64, prev, 16);
+        if (bits == 128) {
+            for (int k = 0; k < 16; k++) key[k] ^= prev[k];
+        } else if (bits == 192) {
+            for (int k = 0; k < 8; k++) key[k] ^= prev2[8 + k];
+            for (int k = 0; k < 16; k++) key[8 + k] ^= prev[k];
+        } else {
+            for (int k = 0; k < 16; k++) key[k] ^= prev2[k];
+            for (int k = 0; k < 16; k++) key[16 + k] ^= prev[k];
+        }
+        memcpy(iv, prev, 16);
+        memcpy(in, prev2, 16);
+    }
+    free(ks);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Fault reporter for the forked guard-page child: record the signal and
+ * faulting address in shared memory, then die of the same signal so the
+ * parent's waitpid still sees it. */
+static volatile uint64_t *fault_slot;
+
+static void fault_handler(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    if (fault_slot) {
+        fault_slot[1] = (uint64_t)(uintptr_t)si->si_addr;
+        fault_slot[0] = (uint64_t)sig;
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+int fault_install(uint64_t *slot)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = fault_handler;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    fault_slot = slot;
+    if (sigaction(SIGSEGV, &sa, 0) || sigaction(SIGBUS, &sa, 0))
+        return -1;
+    return 0;
+}

@@ -1,0 +1,281 @@
+"""Constant-time scan of an assembled kernel: no secret-dependent branch, address or divide.
+
+The model is deliberately conservative and flow-insensitive per function:
+
+* Secrets: every vector and mask register (xmm/ymm/zmm/k), and every value a GPR gets from
+  memory, except *public loads*: a 4-byte load at one of `public_load_disps` (the round count
+  in the key schedule), and rsp-relative reloads of stack bytes that no instruction of the
+  function ever stored a secret into (pushes/pops share one "pushed" pool).
+* A GPR is tainted (for the whole function) once any instruction writes it from a tainted
+  register, a secret load or tainted flags; passes repeat until nothing new is tainted.
+* Flags are tracked per bit in linear order: a flag is tainted when its last writer had a
+  tainted input; flags an instruction sets to constants (e.g. `xor %eax,%eax`) are clean.
+
+Violations: (a) secret-address: a memory operand whose base or index is tainted (a warning
+when table lookups are allowed); (b) secret-branch: jcc/loop/jrcxz, cmovcc or setcc reading a
+tainted flag or register; (c) secret-indirect: jmp/call through a tainted target;
+(d) variable-time: div/idiv with a tainted operand.
+
+Known limits of the stack model: slots are keyed by their rsp displacement (rsp is assumed
+not to move inside the body), and when rsp is copied into another register, any secret
+store through a non-rsp base makes every stack reload secret.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from iced_x86 import (
+    ConditionCode, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, MemorySizeExt,
+    OpAccess, OpKind, Register, RegisterExt,
+)
+
+from .disasm import AssembleError, ElfError, Function, gas_register, gas_text, is_padding, load
+from .results import CheckResult
+
+READS = frozenset({OpAccess.READ, OpAccess.COND_READ, OpAccess.READ_WRITE,
+                   OpAccess.READ_COND_WRITE})
+WRITES = frozenset({OpAccess.WRITE, OpAccess.COND_WRITE, OpAccess.READ_WRITE,
+                    OpAccess.READ_COND_WRITE})
+VARIABLE_TIME = frozenset({Mnemonic.DIV, Mnemonic.IDIV})
+INDIRECT = frozenset({FlowControl.INDIRECT_BRANCH, FlowControl.INDIRECT_CALL})
+
+RULE_ADDRESS = "secret-address"
+RULE_BRANCH = "secret-branch"
+RULE_INDIRECT = "secret-indirect"
+RULE_VARTIME = "variable-time"
+
+
+@dataclass(frozen=True)
+class Violation:
+    function: str
+    offset: int  # byte offset of the instruction in its section
+    text: str  # GAS text
+    rule: str  # one of the RULE_* names
+    reason: str
+    severity: str = "error"  # "error" | "warning"
+
+    def __str__(self) -> str:
+        tag = "" if self.severity == "error" else " (warning)"
+        return f"{self.function}+{self.offset:#x}: {self.text}: {self.rule}{tag}: {self.reason}"
+
+
+def _signed64(v: int) -> int:
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+class _FunctionTaint:
+    """Taint facts that only grow while the passes over one function run."""
+
+    def __init__(self, public_load_disps: frozenset[int]) -> None:
+        self.public_disps = public_load_disps
+        self.gprs: set[Register] = set()  # full 64-bit registers
+        self.stack: set[tuple[int, int]] = set()  # secret rsp-relative byte ranges [lo, hi)
+        self.stack_wild = False  # a secret may be anywhere on the stack
+        self.pushed_secret = False  # some push (or call-like store) stored a secret
+        self.rsp_escaped = False  # rsp was copied into another register
+
+    def snapshot(self) -> tuple:
+        return (len(self.gprs), len(self.stack), self.stack_wild, self.pushed_secret,
+                self.rsp_escaped)
+
+    def reg_secret(self, reg: Register) -> bool:
+        if reg == Register.NONE:
+            return False
+        if RegisterExt.is_vector_register(reg) or RegisterExt.is_k(reg):
+            return True
+        if RegisterExt.is_gpr(reg):
+            return RegisterExt.full_register(reg) in self.gprs
+        return False  # rip, segment registers: public
+
+    def rsp_slot(self, mem) -> tuple[int, int] | None:
+        if mem.base == Register.RSP and mem.index == Register.NONE:
+            lo = _signed64(mem.displacement)
+            return lo, lo + max(1, MemorySizeExt.size(mem.memory_size))
+        return None
+
+    def stack_secret(self, lo: int, hi: int) -> bool:
+        return self.stack_wild or any(a < hi and lo < b for a, b in self.stack)
+
+
+class _Scanner:
+    def __init__(self, public_load_disps: Iterable[int], allow_table_lookups: bool) -> None:
+        self.public_disps = frozenset(d & 0xFFFFFFFFFFFFFFFF for d in public_load_disps)
+        self.allow_table_lookups = allow_table_lookups
+        self.factory = InstructionInfoFactory()
+
+    def scan(self, fn: Function) -> list[Violation]:
+        t = _FunctionTaint(self.public_disps)
+        infos = [(ins, self.factory.info(ins)) for ins in fn.instructions if not is_padding(ins)]
+        while True:  # grow taint to a fixpoint, then report in one last pass
+            before = t.snapshot()
+            self._pass(fn, infos, t, None)
+            if t.snapshot() == before:
+                break
+        found: list[Violation] = []
+        self._pass(fn, infos, t, found)
+        return found
+
+    def _load_public(self, t: _FunctionTaint, ins: Instruction, mem) -> bool:
+        if any(t.reg_secret(r) for r in (mem.base, mem.index)):
+            return False
+        if ins.is_stack_instruction:
+            return not t.pushed_secret
+        slot = t.rsp_slot(mem)
+        if slot is not None:
+            return not t.stack_secret(*slot)
+        return (MemorySizeExt.size(mem.memory_size) == 4
+                and mem.displacement in self.public_disps
+                and mem.index == Register.NONE)
+
+    def _pass(self, fn: Function, infos, t: _FunctionTaint, out: list[Violation] | None) -> None:
+        tainted_flags = 0  # rflags bits whose last writer had a secret input
+
+        def report(ins: Instruction, rule: str, reason: str, severity: str = "error") -> None:
+            if out is not None:
+                text = gas_text(ins, fn.relocations.get(ins.ip))
+                out.append(Violation(fn.name, ins.ip, text, rule, reason, severity))
+
+        for ins, info in infos:
+            used_regs = info.used_registers()
+            used_mem = info.used_memory()
+            read_regs = [u.register for u in used_regs if u.access in READS]
+            written = {RegisterExt.full_register(u.register) for u in used_regs
+                       if u.access in WRITES and RegisterExt.is_gpr(u.register)}
+
+            # (a) every memory access (also prefetches, string ops, vsib) needs a public address.
+            for mem in used_mem:
+                bad = [r for r in (mem.base, mem.index) if t.reg_secret(r)]
+                if bad:
+                    names = ", ".join(_reg_name(r) for r in bad)
+                    if self.allow_table_lookups:
+                        report(ins, RULE_ADDRESS, f"address uses tainted {names}", "warning")
+                    else:
+                        report(ins, RULE_ADDRESS, f"address uses tainted {names}")
+
+            secret_load = any(m.access in READS and not self._load_public(t, ins, m)
+                              for m in used_mem)
+            secret_regs = [r for r in read_regs if t.reg_secret(r)]
+            flags_in = ins.rflags_read & tainted_flags
+            secret_in = bool(secret_regs or secret_load or flags_in)
+
+            # (b) conditionals: jcc / loop / jrcxz / jkcc, cmovcc, setcc.
+            # A branch's register inputs (jrcxz/loop: rcx, jkcc: k) are its condition; cmovcc's
+            # are data, so only its flags count.
+            is_branch = ins.flow_control == FlowControl.CONDITIONAL_BRANCH
+            if is_branch or ins.condition_code != ConditionCode.NONE:
+                cond_regs = secret_regs if is_branch else []
+                if flags_in or cond_regs:
+                    what = "tainted flags" if flags_in else "tainted " + _reg_name(cond_regs[0])
+                    report(ins, RULE_BRANCH, f"condition depends on {what}")
+
+            # (c) indirect jump/call: the target must be public.
+            if ins.flow_control in INDIRECT:
+                if ins.op0_kind == OpKind.REGISTER:
+                    target_secret = t.reg_secret(ins.op0_register)
+                else:
+                    target_secret = any(not self._load_public(t, ins, m) for m in used_mem
+                                        if m.access in READS)
+                if target_secret:
+                    report(ins, RULE_INDIRECT, "branch target is tainted")
+
+            # (d) data-dependent latency.
+            if ins.mnemonic in VARIABLE_TIME and secret_in:
+                report(ins, RULE_VARTIME, "operand is tainted")
+
+            # Flags: written bits take the input taint; set/cleared bits become constants.
+            computed = ins.rflags_written | ins.rflags_undefined
+            if secret_in:
+                tainted_flags |= computed
+            else:
+                tainted_flags &= ~computed
+            tainted_flags &= ~(ins.rflags_cleared | ins.rflags_set)
+
+            # GPR propagation. Stack instructions only move rsp by a constant.
+            for reg in written:
+                if reg == Register.RSP and ins.is_stack_instruction:
+                    continue
+                if secret_in:
+                    t.gprs.add(reg)
+
+            # rsp copied out (mov %rsp,%rbp / lea 8(%rsp),%rax): aliases of the stack exist.
+            if not ins.is_stack_instruction and written - {Register.RSP} and (
+                    any(ins.op_kind(i) == OpKind.REGISTER and ins.op_register(i) == Register.RSP
+                        for i in range(ins.op_count))
+                    or (ins.mnemonic == Mnemonic.LEA and Register.RSP in
+                        (ins.memory_base, ins.memory_index))):
+                t.rsp_escaped = True
+
+            # Stores: remember which stack bytes may hold secrets.
+            for mem in used_mem:
+                if mem.access not in WRITES:
+                    continue
+                if not secret_in:
+                    continue
+                if ins.is_stack_instruction:
+                    t.pushed_secret = True
+                    continue
+                slot = t.rsp_slot(mem)
+                if slot is not None:
+                    t.stack.add(slot)
+                elif mem.base == Register.RSP or mem.index == Register.RSP:
+                    t.stack_wild = True
+                elif t.rsp_escaped:
+                    t.stack_wild = True
+
+
+def _reg_name(reg: Register) -> str:
+    return gas_register(reg)
+
+
+def scan(functions: Iterable[Function], *, public_load_disps: Iterable[int] = (),
+         allow_table_lookups: bool = False) -> list[Violation]:
+    """Violations in every function, in function then address order."""
+    scanner = _Scanner(public_load_disps, allow_table_lookups)
+    out: list[Violation] = []
+    for fn in functions:
+        out.extend(scanner.scan(fn))
+    return out
+
+
+MAX_DETAIL_LINES = 20
+
+
+def _detail(violations: list[Violation]) -> str:
+    lines = [str(v) for v in violations[:MAX_DETAIL_LINES]]
+    if len(violations) > MAX_DETAIL_LINES:
+        lines.append(f"... and {len(violations) - MAX_DETAIL_LINES} more")
+    return "\n".join(lines)
+
+
+def check(spec, asm_path: Path | str, *, allow_table_lookups: bool = False) -> list[CheckResult]:
+    """One `ct <function>` result per exported function (plus any other code found)."""
+    try:
+        functions = load(asm_path).functions
+    except (AssembleError, ElfError, OSError) as e:
+        return [CheckResult("ct", "fail", str(e))]
+    by_name = {f.name: f for f in functions}
+    scanner = _Scanner({spec.rounds_offset}, allow_table_lookups)
+    results: list[CheckResult] = []
+    exported = [spec.symbol(name) for name in spec.functions]
+    for fn_name, symbol in zip(spec.functions, exported):
+        fn = by_name.get(symbol)
+        if fn is None:
+            results.append(CheckResult(f"ct {fn_name}", "fail", f"symbol {symbol} not found"))
+            continue
+        results.append(_result(f"ct {fn_name}", scanner.scan(fn)))
+    # Local helpers and stray code can be reached too; never leave bytes unscanned.
+    for fn in functions:
+        if fn.name not in exported:
+            results.append(_result(f"ct {fn.name}", scanner.scan(fn)))
+    return results
+
+
+def _result(name: str, violations: list[Violation]) -> CheckResult:
+    errors = [v for v in violations if v.severity == "error"]
+    if errors:
+        return CheckResult(name, "fail", _detail(violations))
+    if violations:
+        return CheckResult(name, "pass", f"{len(violations)} warning(s)\n" + _detail(violations))
+    return CheckResult(name, "pass")
