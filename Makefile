@@ -1,0 +1,36 @@
+# aesgen — `make demo` sets up and runs the main job on this CPU; `make test` sets up and tests.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+OUT    := out
+# System tools: the assembler/linker, benchmark peers, and llvm-mca for modelled targets.
+APT_PACKAGES := gcc binutils libssl-dev libipsec-mb-dev llvm-19
+JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: setup test test-full demo clean regen-check
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  dpkg -s $(APT_PACKAGES) >/dev/null 2>&1 || { \
+	    echo "installing system packages: $(APT_PACKAGES)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(APT_PACKAGES) >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(APT_PACKAGES) >/dev/null; }; }; \
+	else echo "not root: skipping apt packages ($(APT_PACKAGES))"; fi
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+test: setup
+	$(BIN)/pytest -q -n $(JOBS)
+
+test-full: setup
+	$(BIN)/pytest -q -n $(JOBS) -m "full or not full"
+
+demo: setup
+	$(BIN)/python -m aesgen.demo --out $(OUT)
+
+clean:
+	rm -rf $(OUT) build .pytest_cache *.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
