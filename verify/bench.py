@@ -1,0 +1,133 @@
+"""`aesgen bench`: time kernels against the peers in one process, report ratios.
+
+The C harness (bench.c) alternates our kernel and each peer, one call per
+message, min and median over many trials; this module builds it, runs it,
+and turns TSC ticks into GB/s, ticks per byte and ratios. Nothing here
+asserts on speed: benchmarks report.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from aesgen.spec import KernelSpec
+
+from .bench_build import bench_binary
+from .build import build_shared
+from .ceiling import Ceiling
+
+SCHEMA = "aesgen-bench/1"
+OPS_BY_MODE = {"ecb": ("ecb_encrypt", "ecb_decrypt"), "ctr32": ("ctr32_encrypt",),
+               "cbc": ("cbc_encrypt", "cbc_decrypt")}
+PEERS = ("openssl", "ipsec-mb")
+ROUNDS = {128: 10, 192: 12, 256: 14}
+
+
+@dataclass
+class Measurement:
+    op: str
+    size: int
+    impl: str
+    min_ticks: float
+    median_ticks: float
+    gbps: float  # from the median
+    ticks_per_byte: float
+
+
+@dataclass
+class BenchResult:
+    spec: dict
+    key_bits: int
+    tsc_hz: float
+    peers: dict[str, str] = field(default_factory=dict)  # name -> detail, or "n/a (why)"
+    measurements: list[Measurement] = field(default_factory=list)
+    ceiling_gbps: float | None = None
+    machine: dict = field(default_factory=dict)
+
+    def get(self, op: str, size: int, impl: str) -> Measurement | None:
+        return next((m for m in self.measurements if (m.op, m.size, m.impl) == (op, size, impl)), None)
+
+    def ratio(self, op: str, size: int, peer: str) -> float | None:
+        """Our speed over the peer's (> 1: we are faster), from medians measured side by side."""
+        ours, theirs = self.get(op, size, "aesgen"), self.get(op, size, peer)
+        if not ours or not theirs:
+            return None
+        return theirs.median_ticks / ours.median_ticks
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["schema"] = SCHEMA
+        d["ratios"] = [
+            {"op": m.op, "size": m.size, "vs": peer, "ratio": self.ratio(m.op, m.size, peer)}
+            for m in self.measurements if m.impl == "aesgen"
+            for peer in self.peers if self.get(m.op, m.size, peer)
+        ]
+        if self.ceiling_gbps:
+            d["ceiling_fraction"] = [
+                {"op": m.op, "size": m.size, "fraction": m.gbps / self.ceiling_gbps}
+                for m in self.measurements if m.impl == "aesgen"
+            ]
+        return d
+
+
+def machine_info() -> dict:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": model, "machine": platform.machine(), "cpus": os.cpu_count()}
+
+
+def pin_cpu() -> int:
+    """Pin to the last CPU we may run on (away from CPU 0's interrupts where possible)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    return cpus[-1]
+
+
+def run_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[str, ...], key_bits: int,
+           trials: int, cpu: int | None) -> tuple[float, dict[str, str], list[Measurement]]:
+    cmd = [str(bench_binary()), str(so), spec.prefix, op, str(key_bits), ",".join(map(str, sizes)),
+           str(trials), ",".join(peers) or "-"]
+    if cpu is not None:
+        cmd.append(str(cpu))
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    rows = [json.loads(line) for line in out.splitlines() if line.strip()]
+    tsc = rows[0]["tsc_hz"]
+    peer_info: dict[str, str] = {}
+    measurements = []
+    for r in rows[1:]:
+        if "na" in r:
+            peer_info[r["impl"]] = f"n/a ({r['na']})"
+        elif "detail" in r:
+            peer_info[r["impl"]] = r["detail"]
+        else:
+            med = r["median_ticks"]
+            measurements.append(Measurement(op, r["size"], r["impl"], r["min_ticks"], med,
+                                            r["size"] / (med / tsc) / 1e9, med / r["size"]))
+    for p in peers:
+        peer_info.setdefault(p, "available")
+    return tsc, peer_info, measurements
+
+
+def bench(spec: KernelSpec, asm_path: Path, *, ops: list[str], sizes: list[int], peers: tuple[str, ...] = (),
+          key_bits: int = 128, trials: int = 31, ceiling: Ceiling | None = None,
+          cpu: int | None = None) -> BenchResult:
+    so = build_shared(asm_path)
+    result = BenchResult(spec=json.loads(spec.to_json()), key_bits=key_bits, tsc_hz=0.0, machine=machine_info())
+    cpu = pin_cpu() if cpu is None else cpu
+    for op in ops:
+        tsc, info, ms = run_op(spec, so, op, sizes, peers, key_bits, trials, cpu)
+        result.tsc_hz = tsc
+        result.peers.update(info)
+        result.measurements.extend(ms)
+    if ceiling is not None:
+        result.ceiling_gbps = ceiling.aes_gbps(spec.width, ROUNDS[key_bits])
+    return result

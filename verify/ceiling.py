@@ -1,0 +1,105 @@
+"""The machine's ceiling: throughput and latency of the instructions AES kernels live on.
+
+A generated measurement file (not a product kernel): for vaesenc, vpclmulqdq
+and vgf2p8affineinvqb at xmm/ymm/zmm, a loop of 12 independent chains
+(throughput) and a loop of one dependent chain (latency); plus a chain of
+`add` (1 cycle each) that converts TSC ticks into core cycles.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .bench_build import bench_binary, build_so_from_text
+
+CHAINS = 12
+INSTRUCTIONS = {  # name -> (GAS mnemonic with operands {s} {d}, needs imm)
+    "vaesenc": "vaesenc {s}, {d}, {d}",
+    "vpclmulqdq": "vpclmulqdq $0x00, {s}, {d}, {d}",
+    "vgf2p8affineinvqb": "vgf2p8affineinvqb $0x00, {s}, {d}, {d}",
+}
+FEATURES = {"vaesenc": ("vaes", "avx512f"), "vpclmulqdq": ("vpclmulqdq", "avx512f"),
+            "vgf2p8affineinvqb": ("gfni", "avx512f")}
+KINDS = {128: "xmm", 256: "ymm", 512: "zmm"}
+
+
+def _loop(name: str, body: list[str], wide: bool) -> list[str]:
+    lines = [f"\t.globl {name}", f"\t.type {name}, @function", f"{name}:", "\tendbr64", "1:"]
+    lines += [f"\t{b}" for b in body]
+    lines += ["\tdec %rdi", "\tjnz 1b"] + (["\tvzeroupper"] if wide else []) + ["\tret", f"\t.size {name}, .-{name}"]
+    return lines
+
+
+def ceiling_source() -> tuple[str, list[str]]:
+    lines = ["\t.text"]
+    names = []
+    for ins, pattern in INSTRUCTIONS.items():
+        for width, kind in KINDS.items():
+            src = f"%{kind}15"
+            tput = [pattern.format(s=src, d=f"%{kind}{r}") for r in range(CHAINS)]
+            lat = [pattern.format(s=src, d=f"%{kind}0")] * CHAINS
+            for mode, body in (("tput", tput), ("lat", lat)):
+                name = f"ceil_{ins}_{width}_{mode}"
+                names.append(name)
+                lines += _loop(name, body, width > 128)
+    lines += _loop("ceil_add_lat", ["add $1, %rax"] * CHAINS, False)
+    names.append("ceil_add_lat")
+    lines.append('\t.section .note.GNU-stack,"",@progbits')
+    return "\n".join(lines) + "\n", names
+
+
+@dataclass
+class InstructionCost:
+    instruction: str
+    width: int
+    throughput_cycles: float  # reciprocal throughput, core cycles
+    latency_cycles: float
+    throughput_ticks: float
+
+    def aes_bytes_per_tick(self, rounds: int = 10) -> float:
+        return 16 * (self.width // 128) / (rounds * self.throughput_ticks)
+
+
+@dataclass
+class Ceiling:
+    tsc_hz: float
+    core_hz: float
+    costs: list[InstructionCost]
+
+    def cost(self, instruction: str, width: int) -> InstructionCost | None:
+        return next((c for c in self.costs if c.instruction == instruction and c.width == width), None)
+
+    def aes_gbps(self, width: int, rounds: int = 10) -> float:
+        c = self.cost("vaesenc", width)
+        return c.aes_bytes_per_tick(rounds) * self.tsc_hz / 1e9 if c else float("nan")
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["aes128_gbps"] = {str(w): self.aes_gbps(w) for w in KINDS}
+        return d
+
+
+def measure(cpu: int | None = None) -> Ceiling:
+    from aesgen.cpu import host_flags
+
+    text, names = ceiling_source()
+    have = host_flags()
+    runnable = [n for n in names if n == "ceil_add_lat" or
+                all(f in have for f in FEATURES[n.split("_")[1]][: 1 if "_128_" in n else 2])]
+    so = build_so_from_text(text, "ceiling")
+    cmd = [str(bench_binary()), "--ceiling", str(so), *runnable]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    rows = [json.loads(line) for line in out.splitlines() if line.strip()]
+    tsc = rows[0]["tsc_hz"]
+    by_name = {r["name"]: r for r in rows[1:] if "na" not in r}
+    ticks_per_cycle = by_name["ceil_add_lat"]["min_ticks"]
+    costs = []
+    for ins in INSTRUCTIONS:
+        for width in KINDS:
+            t, l = by_name.get(f"ceil_{ins}_{width}_tput"), by_name.get(f"ceil_{ins}_{width}_lat")
+            if t and l:
+                costs.append(InstructionCost(ins, width, t["min_ticks"] / ticks_per_cycle,
+                                             l["min_ticks"] / ticks_per_cycle, t["min_ticks"]))
+    return Ceiling(tsc, tsc / ticks_per_cycle, costs)
