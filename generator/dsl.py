@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from .ir import Branch, Const, Function, GroupBlock, Insn, KeyRef, Label, Mem, Operand, Path, VReg
-from .spec import KernelSpec
+from .spec import KernelSpec, mode_of
 
 # SysV AMD64 integer argument registers, in order.
 SYSV_ARGS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
@@ -28,13 +28,21 @@ class FunctionBuilder:
         if len(args) > len(SYSV_ARGS):
             raise BuildError(f"{name}: more than {len(SYSV_ARGS)} register arguments")
         self.spec = spec
-        self.width = spec.width
-        self.fn = Function(name=name, args=args, comment=comment)
+        mode = mode_of(name)
+        # Mode functions run at their (possibly tuned) width and depth; key setup at the file's.
+        self.width = spec.width_for(mode) if mode else spec.width
+        self.depth = spec.depth_for(mode) if mode else spec.depth
+        self.fn = Function(name=name, args=args, comment=comment, width=self.width)
         self.reg = dict(zip(args, SYSV_ARGS))
         self._items: list = self.fn.entry
         self._ids = 0
         self._labels = 0
         self.path: Path | None = None
+
+    @property
+    def lanes(self) -> int:
+        """AES blocks per register at this function's width."""
+        return self.fn.width // 128
 
     # -- naming ------------------------------------------------------------
     def label_name(self, stem: str) -> str:

@@ -129,6 +129,7 @@ class Function:
     entry: list[Item] = field(default_factory=list)
     paths: list[Path] = field(default_factory=list)
     comment: str = ""
+    width: int = 128  # the vector width of the function's main work
 
 
 # Vector operations and whether legacy SSE ties dst to the first source.

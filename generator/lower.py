@@ -14,8 +14,9 @@ from .spec import KernelSpec
 
 
 class Lowerer:
-    def __init__(self, spec: KernelSpec) -> None:
+    def __init__(self, spec: KernelSpec, width: int) -> None:
         self.spec = spec
+        self.fn_width = width  # the function's main width (top_lane reads a register of it)
         self._ids = 1_000_000  # fresh temps, disjoint from the builder's
 
     def _temp(self) -> VReg:
@@ -35,7 +36,7 @@ class Lowerer:
                 return [replace(i, op="vperm2i128", srcs=(carried, cur), imm=0x21)]
             raise ValueError(f"prev_lanes at width {i.width} on {spec.isa}")
         if i.op == "top_lane":
-            return [replace(i, op="vextract128", imm=spec.lanes - 1, width=spec.width)]
+            return [replace(i, op="vextract128", imm=self.fn_width // 128 - 1, width=self.fn_width)]
         if i.op == "widen":
             if spec.isa == "avx512":
                 return [replace(i, op="vshufi32x4", srcs=(i.srcs[0], i.srcs[0]), imm=0)]

@@ -103,7 +103,7 @@ class FunctionEmitter:
         key_arg = dict(zip(fn.args, ("rdi", "rsi", "rdx", "rcx", "r8", "r9"))).get("key")
         what = f"{fn.name}" + (f" (AES-{path.nr * 32 - 192})" if path.nr else "")
         alloc = allocate_path(items, nregs=self.nregs, legacy=self.spec.isa == "sse", key_base=key_arg,
-                              key_stride=self.spec.key_stride, width=self.spec.width, what=what)
+                              key_stride=self.spec.key_stride, width=fn.width, what=what)
         if alloc.key_regs or alloc.spilled_keys:
             mem = f"; keys {','.join(map(str, alloc.spilled_keys))} as memory operands" if alloc.spilled_keys else ""
             self.notes.append(f"{what}: {alloc.registers_used} vector registers, "
@@ -111,7 +111,7 @@ class FunctionEmitter:
         return alloc.insns
 
     def function(self, fn: Function) -> tuple[list[str], list[Emitted]]:
-        lower = Lowerer(self.spec)
+        lower = Lowerer(self.spec, fn.width)
         items: list = [Insn("endbr64")] + flatten(lower.items(fn.entry))
         for path in fn.paths:
             items.extend(self.path_items(fn, path, lower))

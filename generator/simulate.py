@@ -201,7 +201,7 @@ class Interpreter:
         elif op == "vzero":
             out = (0,) * lanes
         elif op == "top_lane":
-            src = self.value(i.srcs[0], self.lanes_of(self.spec.width))
+            src = self.value(i.srcs[0], self.lanes_of(self.fn.width))
             out = (src[-1],)
         elif op == "prev_lanes":
             cur, carried = (self.value(s, lanes) for s in i.srcs)

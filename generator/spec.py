@@ -36,6 +36,11 @@ FEATURES_BY_ISA = {
     "avx512": ("aes", "ssse3", "avx", "avx2", "bmi2", "vaes", "avx512f", "avx512bw", "avx512vl"),
 }
 
+def mode_of(function: str) -> str | None:
+    """The mode a C function belongs to (None for key setup and cpu_supported)."""
+    return next((m for m, fs in MODE_FUNCTIONS.items() if function in fs), None)
+
+
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -49,6 +54,9 @@ class KernelSpec:
     prefix: str = ""
     abi: str = "sysv"
     features: tuple[str, ...] = field(default=())
+    # Per-mode (mode, width, depth) where a mode differs from width/depth (tuned files).
+    # `width` must then be the widest: it sets the key schedule's stride.
+    overrides: tuple[tuple[str, int, int], ...] = field(default=())
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "modes", tuple(self.modes))
@@ -59,6 +67,18 @@ class KernelSpec:
         if not self.features:
             object.__setattr__(self, "features", FEATURES_BY_ISA[self.isa])
         object.__setattr__(self, "features", tuple(self.features))
+        object.__setattr__(self, "overrides", tuple(tuple(o) for o in self.overrides))
+
+    def width_for(self, mode: str) -> int:
+        return next((w for m, w, _ in self.overrides if m == mode), self.width)
+
+    def depth_for(self, mode: str) -> int:
+        return next((d for m, _, d in self.overrides if m == mode), self.depth)
+
+    @property
+    def max_group_blocks(self) -> int:
+        """The most blocks any function handles per main-loop iteration."""
+        return max(self.depth_for(m) * self.width_for(m) // 128 for m in self.modes)
 
     @property
     def lanes(self) -> int:
@@ -94,6 +114,7 @@ class KernelSpec:
         d = asdict(self)
         d["modes"] = list(self.modes)
         d["features"] = list(self.features)
+        d["overrides"] = [list(o) for o in self.overrides]
         return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
     @classmethod
@@ -101,6 +122,7 @@ class KernelSpec:
         d = json.loads(text)
         d["modes"] = tuple(d["modes"])
         d["features"] = tuple(d["features"])
+        d["overrides"] = tuple(tuple(o) for o in d.get("overrides", ()))
         return cls(**d)
 
     @classmethod

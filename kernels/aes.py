@@ -12,7 +12,7 @@ from aesgen.ir import Mem, Operand, VReg
 
 def finish(b: FunctionBuilder) -> None:
     """Return; after ymm/zmm use, vzeroupper first (no SSE/AVX transition penalty for the caller)."""
-    if b.spec.width > 128:
+    if b.width > 128:
         b.s("vzeroupper")
     b.s("ret")
 

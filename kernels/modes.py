@@ -34,8 +34,7 @@ def vector_loops(b: FunctionBuilder, count: str, per_vector: int, ptrs: tuple[st
 
     `per_vector` is how much one vector consumes of `count` (blocks or bytes).
     """
-    spec = b.spec
-    for g in ([spec.depth, 1] if spec.depth > 1 else [1]):
+    for g in ([b.depth, 1] if b.depth > 1 else [1]):
         top, out = b.label_name(f"loop{g}x_"), b.label_name(f"end{g}x_")
         b.label(top)
         b.s("cmp", count, imm=g * per_vector)
@@ -44,7 +43,7 @@ def vector_loops(b: FunctionBuilder, count: str, per_vector: int, ptrs: tuple[st
         if advance:
             advance(g)
         for p in ptrs:
-            b.s("add", p, imm=g * spec.lanes * 16)
+            b.s("add", p, imm=g * b.lanes * 16)
         b.s("sub", count, imm=g * per_vector)
         b.branch("jmp", top)
         b.label(out)
@@ -73,15 +72,15 @@ def ecb_function(b: FunctionBuilder, decrypt: bool) -> None:
     def path(nr: int) -> None:
         def body(g: int, width: int | None = None, mask: str | None = None) -> None:
             def block(j: int) -> None:
-                off = 16 * spec.lanes * j
+                off = 16 * b.lanes * j
                 x = b.v("vload", Mem(inp, off), width=width, mask=mask, role="blk")
                 y = rounds(b, x, nr, width=width)
                 b.store(Mem(outp, off), y, width=width, mask=mask)
-            b.groups(g, block, comment=f"{g} group(s) of {spec.lanes} block(s)")
+            b.groups(g, block, comment=f"{g} group(s) of {b.lanes} block(s)")
 
         done = b.label_name("done")
-        vector_loops(b, n, spec.lanes, (inp, outp), body)
-        if spec.lanes > 1:
+        vector_loops(b, n, b.lanes, (inp, outp), body)
+        if b.lanes > 1:
             b.s("test", n, n)
             b.branch("e", done)
             if spec.isa == "avx512":
@@ -97,7 +96,7 @@ def ecb_function(b: FunctionBuilder, decrypt: bool) -> None:
 # ----------------------------------------------------------------------------- CTR32
 def ctr32_function(b: FunctionBuilder) -> None:
     spec = b.spec
-    L = spec.lanes
+    L = b.lanes
     keyp, inp, outp, n, ctr = (b.reg[a] for a in ("key", "in", "out", "len", "ctr"))
     return_if_zero(b, n)
     bswap = bswap_mask(L)
@@ -225,7 +224,7 @@ def cbc_encrypt_function(b: FunctionBuilder) -> None:
 
 def cbc_decrypt_function(b: FunctionBuilder) -> None:
     spec = b.spec
-    L = spec.lanes
+    L = b.lanes
     keyp, inp, outp, n, iv = (b.reg[a] for a in ("key", "in", "out", "nblocks", "iv"))
     return_if_zero(b, n)
 

@@ -156,7 +156,7 @@ def check_function(kernel: Kernel, fn: str, probe: Probe, *, n: int, trials: int
             continue
         decrypt = fn.endswith("decrypt")
         ks = kernel.set_key(key, decrypt=decrypt)
-        blocks = (n, 1, spec.depth * spec.lanes)[trial % 3]
+        blocks = (n, 1, spec.max_group_blocks)[trial % 3]
         length = 16 * blocks + (rng.randrange(1, 16) if fn == "ctr32_encrypt" else 0)
         data = rng.randbytes(length)
         chain = rng.randbytes(16)

@@ -45,7 +45,7 @@ _REGIONS_AT, _REGIONS_MAX = 4096, 8192
 
 def max_blocks(spec: KernelSpec, quick: bool) -> int:
     """N: enough blocks for two full interleaved groups plus every tail (quick: one group)."""
-    group = spec.depth * spec.lanes
+    group = spec.max_group_blocks
     return 2 * group + 1 if quick else 3 * group + 5
 
 
