@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from . import __version__
-from .config import ConfigError, make_spec, parse_modes
+from .config import ConfigError, make_spec, parse_modes, parse_per_mode
 from .cpu import missing_features
 from .dsl import BuildError
 from .spec import FEATURES_BY_ISA, ISAS, MAX_DEPTH, MODE_FUNCTIONS, MODES, WIDTHS_BY_ISA, KernelSpec
@@ -31,21 +31,63 @@ class UsageFailure(click.ClickException):
 
 def config_options(f):
     f = click.option("--prefix", default=None, help="Symbol prefix (a C identifier). "
-                     "Default: aesgen_<backend>_<isa>_<width>x<depth>.")(f)
+                     "Default: aesgen_<backend>_<isa>_<width>x<depth>, or aesgen_<target>.")(f)
     f = click.option("--backend", default="aesni", show_default=True, help="Kernel family: aesni.")(f)
-    f = click.option("--depth", "-d", type=int, default=8, show_default=True,
-                     help=f"Independent block groups interleaved (1..{MAX_DEPTH}).")(f)
+    f = click.option("--depth", "-d", type=int, default=None,
+                     help=f"Independent block groups interleaved (1..{MAX_DEPTH}; default 8, "
+                          "or the target model's choice).")(f)
     f = click.option("--width", "-w", type=int, default=None,
-                     help="Vector width in bits: 128, 256 or 512 (default: the ISA's widest).")(f)
-    f = click.option("--isa", default="avx512", show_default=True, help=f"One of: {', '.join(ISAS)}.")(f)
+                     help="Vector width in bits: 128, 256 or 512 (default: the ISA's widest, "
+                          "or the target's preferred).")(f)
+    f = click.option("--isa", default=None, help=f"One of: {', '.join(ISAS)} (default avx512, or the target's).")(f)
+    f = click.option("--target", "-t", default=None,
+                     help="Choose ISA, width and depth per mode for a CPU: native or a target name "
+                          "(see `aesgen targets`).")(f)
+    f = click.option("--per-mode", "per_mode", multiple=True, metavar="MODE=WIDTHxDEPTH",
+                     help="A mode's own width and depth, e.g. cbc=256x4 (repeatable; what tuned files record).")(f)
+    f = click.option("--tuned", is_flag=True, help="With --target native: use the `aesgen tune` result.")(f)
+    f = click.option("--profile", type=click.Choice(["bulk", "short"]), default="bulk", show_default=True,
+                     help="With --tuned: the configs tuned for bulk (>= 4 KiB) or short (<= 256 B) messages.")(f)
     return f
 
 
-def spec_from_options(modes: str, isa: str, width: int | None, depth: int, backend: str,
-                      prefix: str | None) -> KernelSpec:
+def spec_from_options(modes: str, isa: str | None, width: int | None, depth: int | None, backend: str,
+                      prefix: str | None, target: str | None = None, tuned: bool = False,
+                      profile: str = "bulk", per_mode: tuple[str, ...] = ()) -> KernelSpec:
+    from .target import TargetError
+
     try:
-        return make_spec(parse_modes(modes), isa, width, depth, backend, prefix)
-    except ConfigError as e:
+        mode_list = parse_modes(modes)
+        if target is None:
+            if tuned:
+                raise ConfigError("--tuned needs --target native")
+            return make_spec(mode_list, isa or "avx512", width, depth or 8, backend, prefix,
+                             parse_per_mode(per_mode, mode_list))
+        from . import model, target as targets
+
+        t = targets.load(target)
+        if per_mode:
+            raise ConfigError("--per-mode and --target exclude each other (the target chooses per mode)")
+        if tuned:
+            from .tune import load_tuned
+            if target != "native":
+                raise ConfigError("--tuned works with --target native (tuning measures this CPU)")
+            return load_tuned(t, mode_list, profile, prefix)
+        if isa is not None and not t.has_isa(isa):
+            missing = [f for f in FEATURES_BY_ISA.get(isa, ()) if f not in t.features]
+            raise ConfigError(f"target {t.name} cannot run --isa {isa} (it lacks {' '.join(missing) or isa}); "
+                              f"it supports up to {t.isa}")
+        if width is not None and width not in WIDTHS_BY_ISA[isa or t.isa]:
+            raise ConfigError(f"--isa {isa or t.isa} on target {t.name} has no {width}-bit registers; "
+                              f"widths: {', '.join(map(str, t.widths(isa)))}")
+        if prefix is not None:
+            make_spec(mode_list, isa or t.isa, width, 1, backend, prefix)  # validates the prefix
+        choices = {m: model.choose(t, m, isa, width) for m in mode_list}
+        if depth is not None:
+            make_spec(mode_list, isa or t.isa, width, depth, backend, None)  # validates the depth
+            choices = {m: model.ModeChoice(m, c.isa, c.width, depth, "--depth") for m, c in choices.items()}
+        return model.spec_for(t, mode_list, prefix, choices, backend)
+    except (ConfigError, TargetError) as e:
         raise UsageFailure(str(e)) from None
 
 
@@ -93,47 +135,50 @@ def main() -> None:
 @config_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="The .S file to write; FILE.h is written next to it.")
-def generate(modes: str, isa: str, width: int | None, depth: int, backend: str, prefix: str | None,
+def generate(modes: str, isa: str | None, width: int | None, depth: int | None, backend: str,
+             prefix: str | None, target: str | None, tuned: bool, profile: str, per_mode: tuple[str, ...],
              output: Path) -> None:
     """Generate MODES (comma list of ecb,ctr32,cbc) into FILE.S and FILE.h.
 
-    Example: aesgen generate ecb,ctr32,cbc --isa avx512 --width 512 --depth 8 -o out/aes.S
+    Examples: aesgen generate ecb,ctr32,cbc --isa avx512 --width 512 --depth 8 -o out/aes.S;
+    aesgen generate ctr32 --target skylake -o skl.S
     """
-    spec = spec_from_options(modes, isa, width, depth, backend, prefix)
+    spec = spec_from_options(modes, isa, width, depth, backend, prefix, target, tuned, profile, per_mode)
     asm, header = generate_files(spec, output)
     console.print(f"wrote {asm} and {header} ({spec.prefix}, {', '.join(spec.functions)})")
 
 
 @main.command()
-@click.argument("target")
+@click.argument("what", metavar="FILE.S|MODES")
 @config_options
 @click.option("--quick", is_flag=True, help="Fewer random trials and shorter lengths.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of the random tests.")
 @click.option("-v", "--verbose", is_flag=True, help="List every check, not only failures.")
-def verify(target: str, isa: str, width: int | None, depth: int, backend: str, prefix: str | None,
+def verify(what: str, isa: str | None, width: int | None, depth: int | None, backend: str,
+           prefix: str | None, target: str | None, tuned: bool, profile: str, per_mode: tuple[str, ...],
            quick: bool, seed: int, verbose: bool) -> None:
     """Run the whole verification suite on a kernel.
 
-    TARGET is a generated .S file, or MODES to generate with the config flags
+    The argument is a generated .S file, or MODES to generate with the config flags
     first (e.g. `aesgen verify ctr32 --isa avx2 --depth 4`). Ends with the line
     `N passed, M failed`; exits 1 on any failure.
     """
     from .verify import verify_kernel
 
     with tempfile.TemporaryDirectory(prefix="aesgen-verify-") as tmp:
-        if target.endswith(".S") or os.path.sep in target:
-            path = Path(target)
+        if what.endswith(".S") or os.path.sep in what:
+            path = Path(what)
             if not path.is_file():
-                raise UsageFailure(f"no such file '{target}'")
+                raise UsageFailure(f"no such file '{what}'")
             try:
                 spec = KernelSpec.from_asm(path)
             except ValueError as e:
                 raise UsageFailure(str(e)) from None
         else:
-            spec = spec_from_options(target, isa, width, depth, backend, prefix)
+            spec = spec_from_options(what, isa, width, depth, backend, prefix, target, tuned, profile, per_mode)
             path, _ = generate_files(spec, Path(tmp) / f"{spec.prefix}.S")
         console.print(f"verifying {spec.prefix}: {', '.join(spec.modes)} on {spec.isa}/{spec.width}, "
-                      f"depth {spec.depth}")
+                      f"depth {spec.depth}" + (f", per mode {spec.overrides}" if spec.overrides else ""))
         results = verify_kernel(path, spec, quick=quick, seed=seed)
     report(results, verbose)
     failed = sum(r.status == "fail" for r in results)
@@ -191,14 +236,32 @@ def list_() -> None:
     console.print(table)
 
 
+@main.command(name="targets")
+def targets_() -> None:
+    """List the target microarchitectures, what the model picks for each, and this CPU's match."""
+    from . import model
+    from .target import native, targets
+
+    table = Table(title="targets (latency/throughput in cycles; depth = ceil(latency / throughput))")
+    for col in ("target", "description", "ISA", "widths", "vaesenc lat/tput", "model: width x depth", "llvm-mca"):
+        table.add_column(col)
+    for t in [*targets().values(), native()]:
+        c = model.choose(t, "ctr32")
+        lat, tput = t.cost("aesenc", c.width)
+        table.add_row(t.name, t.description, t.isa, ",".join(map(str, t.widths())), f"{lat:g}/{tput:g}",
+                      f"{c.width} x {c.depth}", t.llvm_mca_cpu)
+    console.print(table)
+
+
 @main.command()
 @click.argument("function")
 @click.option("--key", "key_hex", required=True, help="AES key, hex (16, 24 or 32 bytes).")
 @click.option("--in", "in_hex", default="", help="Input, hex (whole blocks for ecb/cbc).")
 @click.option("--iv", "iv_hex", default=None, help="CBC iv or CTR counter block, hex (16 bytes).")
 @config_options
-def simulate(function: str, key_hex: str, in_hex: str, iv_hex: str | None, isa: str, width: int | None,
-             depth: int, backend: str, prefix: str | None) -> None:
+def simulate(function: str, key_hex: str, in_hex: str, iv_hex: str | None, isa: str | None,
+             width: int | None, depth: int | None, backend: str, prefix: str | None, target: str | None,
+             tuned: bool, profile: str, per_mode: tuple[str, ...]) -> None:
     """Run a kernel description in the DSL's reference semantics (no CPU needed).
 
     FUNCTION is one of ecb_encrypt, ecb_decrypt, ctr32_encrypt, cbc_encrypt,
@@ -212,7 +275,7 @@ def simulate(function: str, key_hex: str, in_hex: str, iv_hex: str | None, isa: 
     if mode is None:
         raise UsageFailure(f"unknown function '{function}'; choose from "
                            f"{', '.join(f for fs in MODE_FUNCTIONS.values() for f in fs)}")
-    spec = spec_from_options(mode, isa, width, depth, backend, prefix)
+    spec = spec_from_options(mode, isa, width, depth, backend, prefix, target, tuned, profile, per_mode)
     try:
         key, data = bytes.fromhex(key_hex), bytes.fromhex(in_hex)
         chain = bytes.fromhex(iv_hex) if iv_hex is not None else bytes(16)
@@ -234,6 +297,102 @@ def simulate(function: str, key_hex: str, in_hex: str, iv_hex: str | None, isa: 
     console.print(f"out: {m.read(oa, len(data)).hex()}")
     if mode != "ecb":
         console.print(f"{'ctr' if mode == 'ctr32' else 'iv'}: {m.read(ca, 16).hex()}")
+
+
+def parse_sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageFailure(f"--sizes '{text}': expected a comma list of byte counts") from None
+    if not sizes or any(s <= 0 or s % 16 for s in sizes):
+        raise UsageFailure("--sizes: positive multiples of 16 (ECB and CBC take whole blocks)")
+    return sizes
+
+
+def print_ceiling(ceiling) -> None:
+    table = Table(title=f"instruction ceiling (TSC {ceiling.tsc_hz / 1e9:.2f} GHz, "
+                        f"core ~{ceiling.core_hz / 1e9:.2f} GHz from a 1-cycle add chain)")
+    for col in ("instruction", "width", "throughput (cycles)", "latency (cycles)", "AES-128 GB/s allowed"):
+        table.add_column(col, justify="right")
+    for c in ceiling.costs:
+        gbps = f"{c.aes_bytes_per_tick() * ceiling.tsc_hz / 1e9:.1f}" if c.instruction == "vaesenc" else ""
+        table.add_row(c.instruction, str(c.width), f"{c.throughput_cycles:.2f}", f"{c.latency_cycles:.2f}", gbps)
+    console.print(table)
+
+
+@main.command()
+@click.argument("modes", required=False)
+@config_options
+@click.option("--sizes", default="16,64,256,1024,4096,16384", show_default=True, help="Message sizes in bytes.")
+@click.option("--compare", default="openssl,ipsec-mb", show_default=True,
+              help="Peers timed in the same process: openssl, ipsec-mb (empty for none).")
+@click.option("--key-bits", type=click.Choice(["128", "192", "256"]), default="128", show_default=True)
+@click.option("--trials", type=int, default=31, show_default=True, help="Samples per size and implementation.")
+@click.option("--ceiling", "show_ceiling", is_flag=True, help="Measure and print the instruction ceiling.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the results as JSON (schema aesgen-bench/1).")
+@click.option("--no-verify", is_flag=True, help="Skip the quick verification before timing.")
+def bench(modes: str | None, isa, width, depth, backend, prefix, target, tuned, profile, per_mode, sizes: str,
+          compare: str, key_bits: str, trials: int, show_ceiling: bool, json_path: Path | None,
+          no_verify: bool) -> None:
+    """Time kernels against OpenSSL and intel-ipsec-mb, one call per message.
+
+    Examples: aesgen bench --ceiling; aesgen bench ctr32 --target native --compare openssl,ipsec-mb
+    """
+    import json
+
+    from .verify import ceiling as ceiling_mod
+    from .verify.bench import OPS_BY_MODE, PEERS, bench as run_bench
+
+    if modes is None and not show_ceiling:
+        raise UsageFailure("give MODES to benchmark, or --ceiling")
+    peers = tuple(p for p in compare.split(",") if p)
+    for p in peers:
+        if p not in PEERS:
+            raise UsageFailure(f"unknown peer '{p}'; choose from {', '.join(PEERS)}")
+    size_list = parse_sizes(sizes)
+    ceiling = ceiling_mod.measure()
+    if show_ceiling:
+        print_ceiling(ceiling)
+    if modes is None:
+        if json_path:
+            json_path.write_text(json.dumps({"schema": "aesgen-ceiling/1", **ceiling.to_dict()}, indent=1))
+        return
+    spec = spec_from_options(modes, isa, width, depth, backend, prefix, target, tuned, profile, per_mode)
+    with tempfile.TemporaryDirectory(prefix="aesgen-bench-") as tmp:
+        path, _ = generate_files(spec, Path(tmp) / f"{spec.prefix}.S")
+        if not no_verify:
+            from .verify import verify_kernel
+            failed = [r for r in verify_kernel(path, spec, quick=True) if r.status == "fail"]
+            if failed:
+                raise click.ClickException(f"{len(failed)} verification checks failed ({failed[0].name}); "
+                                           "not benchmarking a wrong kernel")
+        ops = [op for m in spec.modes for op in OPS_BY_MODE[m]]
+        result = run_bench(spec, path, ops=ops, sizes=size_list, peers=peers, key_bits=int(key_bits),
+                           trials=trials, ceiling=ceiling)
+    print_bench(spec, result)
+    if json_path:
+        json_path.write_text(json.dumps(result.to_json(), indent=1))
+        console.print(f"wrote {json_path}")
+
+
+def print_bench(spec: KernelSpec, result) -> None:
+    for peer, info in result.peers.items():
+        console.print(f"{peer}: {info}")
+    peers = [p for p in result.peers if not result.peers[p].startswith("n/a")]
+    table = Table(title=f"{spec.prefix}: AES-{result.key_bits}, GB/s from median TSC ticks "
+                        f"(TSC {result.tsc_hz / 1e9:.2f} GHz), one call per message")
+    for col in ("op", "bytes", "aesgen GB/s", "ticks/B", *[f"{p} GB/s" for p in peers],
+                *[f"x {p}" for p in peers], "of ceiling"):
+        table.add_column(col, justify="right")
+    for m in [m for m in result.measurements if m.impl == "aesgen"]:
+        others = [result.get(m.op, m.size, p) for p in peers]
+        ratios = [result.ratio(m.op, m.size, p) for p in peers]
+        frac = result.ceiling_fraction(m.op, m.size)
+        table.add_row(m.op, str(m.size), f"{m.gbps:.2f}", f"{m.ticks_per_byte:.3f}",
+                      *[f"{o.gbps:.2f}" if o else "n/a" for o in others],
+                      *[f"{r:.2f}" if r else "n/a" for r in ratios], f"{frac:.0%}" if frac else "")
+    console.print(table)
 
 
 if __name__ == "__main__":

@@ -23,8 +23,20 @@ def parse_modes(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(modes))
 
 
+def parse_per_mode(items: tuple[str, ...], modes: tuple[str, ...]) -> dict[str, tuple[int, int]]:
+    """`cbc=256x4` -> {"cbc": (256, 4)}."""
+    out: dict[str, tuple[int, int]] = {}
+    for item in items:
+        mode, _, cfg = item.partition("=")
+        w, _, d = cfg.partition("x")
+        if mode not in modes or not w.isdigit() or not d.isdigit():
+            raise ConfigError(f"--per-mode '{item}': expected MODE=WIDTHxDEPTH with MODE one of {', '.join(modes)}")
+        out[mode] = (int(w), int(d))
+    return out
+
+
 def make_spec(modes: tuple[str, ...], isa: str, width: int | None, depth: int, backend: str = "aesni",
-              prefix: str | None = None) -> KernelSpec:
+              prefix: str | None = None, per_mode: dict[str, tuple[int, int]] | None = None) -> KernelSpec:
     if backend not in BACKENDS:
         raise ConfigError(f"unknown backend '{backend}'; choose from {', '.join(BACKENDS)}")
     if isa not in ISAS:
@@ -39,4 +51,16 @@ def make_spec(modes: tuple[str, ...], isa: str, width: int | None, depth: int, b
         raise ConfigError(f"depth {depth} out of range; choose 1..{MAX_DEPTH}")
     if prefix is not None and not C_IDENTIFIER.match(prefix):
         raise ConfigError(f"prefix '{prefix}' is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)")
-    return KernelSpec(modes=modes, isa=isa, width=width, depth=depth, backend=backend, prefix=prefix or "")
+    overrides = []
+    for mode, (w, d) in (per_mode or {}).items():
+        if w not in widths:
+            raise ConfigError(f"--per-mode {mode}: --isa {isa} has no {w}-bit registers; "
+                              f"widths for {isa}: {', '.join(map(str, widths))}")
+        if w > width:
+            raise ConfigError(f"--per-mode {mode}: width {w} exceeds --width {width} (the file's widest)")
+        if not 1 <= d <= MAX_DEPTH:
+            raise ConfigError(f"--per-mode {mode}: depth {d} out of range; choose 1..{MAX_DEPTH}")
+        if (w, d) != (width, depth):
+            overrides.append((mode, w, d))
+    return KernelSpec(modes=modes, isa=isa, width=width, depth=depth, backend=backend, prefix=prefix or "",
+                      overrides=tuple(overrides))

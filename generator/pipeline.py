@@ -47,8 +47,9 @@ class GeneratedKernel:
 
 
 def command_line(spec: KernelSpec, output: str = "FILE.S") -> str:
+    per_mode = "".join(f" --per-mode {m}={w}x{d}" for m, w, d in spec.overrides)
     return (f"aesgen generate {','.join(spec.modes)} --isa {spec.isa} --width {spec.width} "
-            f"--depth {spec.depth} --backend {spec.backend} --prefix {spec.prefix} -o {output}")
+            f"--depth {spec.depth}{per_mode} --backend {spec.backend} --prefix {spec.prefix} -o {output}")
 
 
 def prototype(spec: KernelSpec, fn: Function) -> str:
@@ -194,6 +195,8 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
         "functions": fn_views, "constants": const_views,
         "spec_hash": hashlib.sha256(spec_json.encode()).hexdigest()[:16],
         "instruction_count": len(instructions), "guard": spec.prefix.upper(),
+        "per_mode": ", ".join(f"{MODE_TITLES[m]} {spec.width_for(m)}-bit x depth {spec.depth_for(m)}"
+                              + (" (serial encrypt)" if m == "cbc" else "") for m in spec.modes),
     }
     env = _env()
     return GeneratedKernel(spec, env.get_template("kernel.S.j2").render(context),

@@ -1,0 +1,73 @@
+"""The performance model: per mode, which ISA, width and depth a target wants.
+
+Depth fills the AES pipe: with latency L and reciprocal throughput T cycles,
+ceil(L / T) independent vaesenc must be in flight (8 on Zen 4/5, 4 on
+Skylake). Per mode: ECB and CBC decryption are that many independent groups;
+CTR32 too (its counter arithmetic runs on other ports); CBC encryption is one
+serial chain, so its depth does not matter (CBC decryption sets it). A depth
+the register file cannot hold is lowered to the largest that fits.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .dsl import BuildError
+from .spec import MAX_DEPTH, KernelSpec
+from .target import Target
+
+
+@dataclass(frozen=True)
+class ModeChoice:
+    mode: str
+    isa: str
+    width: int
+    depth: int
+    reason: str
+
+
+def pipe_depth(target: Target, width: int) -> int:
+    lat, tput = target.cost("aesenc", width)
+    return max(1, math.ceil(lat / tput))
+
+
+@lru_cache(maxsize=None)
+def max_depth(isa: str, width: int, mode: str) -> int:
+    """The largest depth whose kernel fits the register file (0 if none)."""
+    from .pipeline import generate
+
+    lo, hi = 0, MAX_DEPTH  # feasibility is monotone in depth: bisect
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        try:
+            generate(KernelSpec((mode,), isa, width, mid))
+            lo = mid
+        except BuildError:
+            hi = mid - 1
+    return lo
+
+
+def choose(target: Target, mode: str, isa: str | None = None, width: int | None = None) -> ModeChoice:
+    isa = isa or target.isa
+    width = width or target.widths(isa)[0]
+    want = pipe_depth(target, width)
+    lat, tput = target.cost("aesenc", width)
+    reason = f"vaesenc {width}-bit: latency {lat:g} / throughput {tput:g} cycles -> {want} in flight"
+    fits = max_depth(isa, width, mode)
+    depth = min(want, fits)
+    if depth < want:
+        reason += f"; {fits} fit the {target.vector_registers} registers"
+    return ModeChoice(mode, isa, width, depth, reason)
+
+
+def spec_for(target: Target, modes: tuple[str, ...], prefix: str | None = None,
+             choices: dict[str, ModeChoice] | None = None, backend: str = "aesni") -> KernelSpec:
+    """One file for the target: the widest chosen width sets the key stride; per-mode overrides."""
+    choices = choices or {m: choose(target, m) for m in modes}
+    isa = choices[modes[0]].isa
+    width = max(c.width for c in choices.values())
+    depth = max(c.depth for c in choices.values())
+    overrides = tuple((m, c.width, c.depth) for m, c in choices.items() if (c.width, c.depth) != (width, depth))
+    return KernelSpec(modes=modes, isa=isa, width=width, depth=depth, backend=backend,
+                      prefix=prefix or f"aesgen_{target.name}", overrides=overrides)

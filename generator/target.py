@@ -1,0 +1,142 @@
+"""Target microarchitectures: features, register file, instruction costs, preferred widths.
+
+One TOML file per target in `targets/`. `native` detects this CPU from
+/proc/cpuinfo (vendor, family, model: the CPUID signature the kernel reports)
+and maps it to the nearest target, keeping the real feature set (what CPUID
+and XGETBV allow here).
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from .cpu import host_flags
+from .spec import FEATURES_BY_ISA, ISAS, WIDTHS_BY_ISA
+
+
+class TargetError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    description: str
+    vendor: str
+    llvm_mca_cpu: str
+    features: tuple[str, ...]
+    vector_registers: int
+    preferred_widths: tuple[int, ...]
+    family: int
+    models: tuple = ()
+    instructions: dict = field(default_factory=dict, hash=False, compare=False)
+    modelled_as: str | None = None  # for native: the target whose costs it borrows
+
+    @property
+    def isa(self) -> str:
+        """The richest ISA family every required feature of which the target has."""
+        best = "sse"
+        for isa in ISAS:
+            if all(f in self.features for f in FEATURES_BY_ISA[isa]):
+                best = isa
+        return best
+
+    def has_isa(self, isa: str) -> bool:
+        return all(f in self.features for f in FEATURES_BY_ISA[isa])
+
+    def widths(self, isa: str | None = None) -> list[int]:
+        """The ISA's widths in the target's order of preference."""
+        allowed = WIDTHS_BY_ISA[isa or self.isa]
+        ordered = [w for w in self.preferred_widths if w in allowed]
+        return ordered + [w for w in allowed if w not in ordered]
+
+    def cost(self, instruction: str, width: int) -> tuple[float, float]:
+        """(latency, reciprocal throughput) in cycles; vaesenc at 128 is aesenc."""
+        keys = [f"{instruction}_{width}", f"v{instruction}_{width}", f"{instruction.lstrip('v')}_{width}"]
+        for k in keys:
+            if k in self.instructions:
+                lat, tput = self.instructions[k]
+                return float(lat), float(tput)
+        raise TargetError(f"target {self.name} has no cost for {instruction} at {width} bits")
+
+    def matches(self, vendor: str, family: int, model: int) -> bool:
+        if vendor != self.vendor or family != self.family:
+            return False
+        if not self.models:
+            return True
+        for m in self.models:
+            if isinstance(m, list) and m[0] <= model <= m[1] or m == model:
+                return True
+        return False
+
+
+def _parse(text: str, origin: str) -> Target:
+    d = tomllib.loads(text)
+    try:
+        return Target(name=d["name"], description=d["description"], vendor=d["vendor"],
+                      llvm_mca_cpu=d["llvm_mca_cpu"], features=tuple(d["features"]),
+                      vector_registers=int(d["vector_registers"]),
+                      preferred_widths=tuple(d["preferred_widths"]), family=d["match"]["family"],
+                      models=tuple(d["match"].get("models", ())), instructions=dict(d["instructions"]))
+    except KeyError as e:
+        raise TargetError(f"{origin}: missing field {e}") from None
+
+
+@lru_cache(maxsize=1)
+def targets() -> dict[str, Target]:
+    out = {}
+    for entry in sorted(resources.files("aesgen").joinpath("targets").iterdir(), key=lambda p: p.name):
+        if entry.name.endswith(".toml"):
+            t = _parse(entry.read_text(encoding="utf-8"), entry.name)
+            out[t.name] = t
+    return out
+
+
+def cpu_signature(cpuinfo: str | None = None) -> tuple[str, int, int, str]:
+    """(vendor_id, family, model, model name) of the first CPU."""
+    text = cpuinfo if cpuinfo is not None else Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        if ":" in line:
+            k, v = line.split(":", 1)
+            fields.setdefault(k.strip(), v.strip())
+        elif fields:
+            break
+    return (fields.get("vendor_id", ""), int(fields.get("cpu family", "0")), int(fields.get("model", "0")),
+            fields.get("model name", "unknown CPU"))
+
+
+def nearest(vendor: str, family: int, model: int, flags: frozenset[str]) -> Target:
+    """The matching target; else the one sharing the most features (same vendor first)."""
+    all_targets = list(targets().values())
+    for t in all_targets:
+        if t.matches(vendor, family, model):
+            return t
+
+    def score(t: Target) -> tuple[int, int, int]:
+        covered = all(f in flags for f in t.features)
+        return (covered, sum(f in flags for f in t.features), t.vendor == vendor)
+
+    return max(all_targets, key=score)
+
+
+def native(cpuinfo: str | None = None, flags: frozenset[str] | None = None) -> Target:
+    vendor, family, model, name = cpu_signature(cpuinfo)
+    flags = host_flags() if flags is None else flags
+    base = nearest(vendor, family, model, flags)
+    known = {f for t in targets().values() for f in t.features}
+    real = tuple(f for f in sorted(known) if f in flags)
+    return replace(base, name="native", description=f"this CPU: {name} (modelled as {base.name})",
+                   features=real, vector_registers=32 if "avx512f" in real else 16, modelled_as=base.name)
+
+
+def load(name: str) -> Target:
+    if name == "native":
+        return native()
+    try:
+        return targets()[name]
+    except KeyError:
+        raise TargetError(f"unknown target '{name}'; choose from native, {', '.join(targets())}") from None
