@@ -395,5 +395,122 @@ def print_bench(spec: KernelSpec, result) -> None:
     console.print(table)
 
 
+def parse_range(text: str) -> list[int]:
+    out: list[int] = []
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.partition("-")
+            out.extend(range(int(lo), int(hi or lo) + 1))
+    except ValueError:
+        raise UsageFailure(f"'{text}': expected numbers and ranges like 1-16 or 1,2,4,8") from None
+    return sorted(set(out))
+
+
+@main.command()
+@click.argument("mode")
+@click.option("--widths", default="128,256,512", show_default=True, help="Widths to explore (comma list).")
+@click.option("--depths", default="1-16", show_default=True, help="Depths to explore (ranges allowed).")
+@click.option("--target", "-t", default="native", show_default=True,
+              help="native measures on this CPU; another target is predicted with llvm-mca (a model).")
+@click.option("--sizes", default="256,16384", show_default=True,
+              help="SHORT,BULK message sizes: short-message latency and bulk throughput.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None)
+def explore(mode: str, widths: str, depths: str, target: str, sizes: str, json_path: Path | None,
+            plot_path: Path | None) -> None:
+    """Interleave depth vs throughput and latency, per width, for MODE (ecb, ctr32 or cbc).
+
+    Example: aesgen explore ctr32 --widths 128,256,512 --depths 1-16 --plot out/ctr.png --json out/ctr.json
+    """
+    from rich.progress import Progress
+
+    from . import explore as ex
+    from .target import TargetError, load
+
+    try:
+        parse_modes(mode)
+        t = load(target)
+    except (ConfigError, TargetError) as e:
+        raise UsageFailure(str(e)) from None
+    if mode not in ex.OP_FOR_MODE:
+        raise UsageFailure(f"explore takes one mode: {', '.join(ex.OP_FOR_MODE)}")
+    size_list = parse_sizes(sizes)
+    short, bulk = min(size_list), max(size_list)
+    width_list, depth_list = parse_range(widths), parse_range(depths)
+    for path in (json_path, plot_path):
+        if path is not None and not path.parent.is_dir():
+            raise UsageFailure(f"output folder '{path.parent}' does not exist")
+    measure = target == "native"
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task(f"explore {mode} on {t.name}", total=None)
+        result = ex.explore(mode, t, width_list, depth_list, bulk=bulk, short=short, measure=measure,
+                            progress=lambda s: progress.update(task, description=s))
+    print_exploration(result)
+    if json_path:
+        ex.write_json(result, json_path)
+        console.print(f"wrote {json_path}")
+    if plot_path:
+        ex.plot(result, plot_path)
+        console.print(f"wrote {plot_path}")
+
+
+def print_exploration(result) -> None:
+    kind = "measured on this CPU" if result.measured else f"MODEL: llvm-mca -mcpu for {result.target}, not measured"
+    table = Table(title=f"explore {result.mode} ({kind})")
+    cols = ("width", "depth", "status", "bulk GB/s", f"cycles per {result.short_size} B") if result.measured \
+        else ("width", "depth", "status", "model cycles/iteration", "model bytes/cycle")
+    for c in cols:
+        table.add_column(c, justify="right")
+    best = result.best()
+    for p in result.points:
+        mark = " *" if best is p else ""
+        if p.status in ("infeasible", "verify-failed"):
+            table.add_row(str(p.width), str(p.depth), f"[yellow]{p.status}[/]", p.reason, "")
+        elif result.measured:
+            table.add_row(str(p.width), str(p.depth), p.status + mark, f"{p.bulk_gbps:.2f}", f"{p.short_cycles:.0f}")
+        else:
+            table.add_row(str(p.width), str(p.depth), p.status + mark, f"{p.model_cycles_per_iteration:.1f}",
+                          f"{p.model_bytes_per_cycle:.2f}")
+    console.print(table)
+    knees = ", ".join(f"{w}-bit: depth {d}" for w, d in result.predicted_knee.items())
+    console.print(f"model's predicted knee (ceil(latency / throughput)): {knees}")
+    if best:
+        console.print(f"best: {best.width}-bit at depth {best.depth}")
+
+
+@main.command()
+@click.argument("modes")
+@click.option("--target", "-t", default="native", show_default=True, help="Only native: tuning measures.")
+def tune(modes: str, target: str) -> None:
+    """Measure the model's candidates on this CPU; save the best per mode for bulk and short messages.
+
+    `aesgen generate MODES --target native --tuned [--profile short]` then uses the result.
+    """
+    from rich.progress import Progress
+
+    from . import tune as tuning
+    from .target import TargetError, load
+
+    if target != "native":
+        raise UsageFailure("tune measures, so it needs --target native (explore --target T models others)")
+    try:
+        mode_list = parse_modes(modes)
+        t = load(target)
+    except (ConfigError, TargetError) as e:
+        raise UsageFailure(str(e)) from None
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("tune", total=None)
+        result = tuning.tune(t, mode_list, progress=lambda s: progress.update(task, description=s))
+    path = tuning.save(result)
+    table = Table(title=f"tuned for {result.cpu} ({t.description})")
+    for c in ("mode", "bulk (16 KiB): width x depth", "GB/s", "short (256 B): width x depth", "cycles"):
+        table.add_column(c, justify="right")
+    for m, mt in result.modes.items():
+        table.add_row(m, f"{mt.bulk['width']} x {mt.bulk['depth']}", f"{mt.bulk['gbps']:.2f}",
+                      f"{mt.short['width']} x {mt.short['depth']}", f"{mt.short['cycles']:.0f}")
+    console.print(table)
+    console.print(f"saved {path}")
+
+
 if __name__ == "__main__":
     main()

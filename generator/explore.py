@@ -1,0 +1,214 @@
+"""`aesgen explore`: throughput and latency over interleave depth and width.
+
+On this CPU every feasible config is generated, quick-verified and measured
+(bulk throughput, and the cycles one short message takes). For another
+target nothing can run, so the main loop of each config goes through
+llvm-mca with the target's -mcpu and the result is labelled a model.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .dsl import BuildError
+from .model import pipe_depth
+from .pipeline import generate
+from .spec import WIDTHS_BY_ISA, KernelSpec
+from .target import Target
+
+OP_FOR_MODE = {"ecb": "ecb_encrypt", "ctr32": "ctr32_encrypt", "cbc": "cbc_decrypt"}
+SCHEMA = "aesgen-explore/1"
+LLVM_MCA = ("llvm-mca-19", "llvm-mca")
+
+
+@dataclass
+class Point:
+    width: int
+    depth: int
+    status: str  # "measured", "model", "infeasible", "verify-failed"
+    reason: str = ""
+    bulk_gbps: float | None = None  # measured, from the median
+    short_cycles: float | None = None  # core cycles for one short message (median)
+    model_cycles_per_iteration: float | None = None  # llvm-mca
+    model_bytes_per_cycle: float | None = None
+
+
+@dataclass
+class Exploration:
+    mode: str
+    target: str
+    measured: bool
+    bulk_size: int
+    short_size: int
+    predicted_knee: dict[int, int] = field(default_factory=dict)  # width -> depth the model predicts
+    points: list[Point] = field(default_factory=list)
+
+    def best(self) -> Point | None:
+        key = (lambda p: p.bulk_gbps) if self.measured else (lambda p: p.model_bytes_per_cycle)
+        ok = [p for p in self.points if key(p) is not None]
+        return max(ok, key=lambda p: (key(p), -p.depth), default=None)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["schema"] = SCHEMA
+        b = self.best()
+        d["best"] = {"width": b.width, "depth": b.depth} if b else None
+        return d
+
+
+def main_loop_text(asm: str, function: str, depth: int) -> str:
+    """The first (AES-128) main loop of `function`, comments stripped, for llvm-mca."""
+    m = re.search(rf"^(\S*_{function}_loop{depth}x_\d+):$", asm, re.M)
+    if not m:
+        raise BuildError(f"no depth-{depth} main loop in {function}")
+    start = m.start()
+    end = asm.index(f"jmp {m.group(1)}", start)
+    end = asm.index("\n", end)
+    return "\n".join(line.split("#", 1)[0].rstrip() for line in asm[start:end].splitlines()) + "\n"
+
+
+def llvm_mca(text: str, mcpu: str, iterations: int = 200) -> float:
+    """Cycles per iteration of the loop body, as llvm-mca models them."""
+    tool = next((t for t in LLVM_MCA if shutil.which(t)), None)
+    if tool is None:
+        raise BuildError("llvm-mca not found (apt install llvm-19)")
+    with tempfile.NamedTemporaryFile("w", suffix=".s") as f:
+        f.write(text)
+        f.flush()
+        out = subprocess.run([tool, f"-mcpu={mcpu}", f"-iterations={iterations}", f.name],
+                             capture_output=True, text=True)
+    m = re.search(r"Total Cycles:\s+(\d+)", out.stdout)
+    if out.returncode != 0 or not m:
+        raise BuildError(f"llvm-mca -mcpu={mcpu} failed: {out.stderr.strip().splitlines()[-1:]}")
+    return int(m.group(1)) / iterations
+
+
+def explore(mode: str, target: Target, widths: list[int], depths: list[int], *, bulk: int = 16384,
+            short: int = 256, measure: bool = True, trials: int = 7, rounds: int = 3,
+            progress: Callable[[str], None] | None = None) -> Exploration:
+    """Every config is built and verified first, then timed in `rounds` passes over all of
+    them: a burst of noise on the shared machine then spoils one pass, not one config."""
+    isa = target.isa
+    result = Exploration(mode, target.name, measure, bulk, short)
+    for w in widths:
+        if w in WIDTHS_BY_ISA[isa]:
+            result.predicted_knee[w] = pipe_depth(target, w)
+    with tempfile.TemporaryDirectory(prefix="aesgen-explore-") as tmp:
+        runnable: list[tuple[Point, KernelSpec, Path]] = []
+        for w in widths:
+            for d in depths:
+                if progress:
+                    progress(f"build {w}-bit depth {d}")
+                point, spec, path = _prepare(mode, target, isa, w, d, measure, Path(tmp))
+                result.points.append(point)
+                if path is not None:
+                    runnable.append((point, spec, path))
+        if measure and runnable:
+            _measure(mode, runnable, bulk, short, trials, rounds, progress)
+    return result
+
+
+def _prepare(mode: str, target: Target, isa: str, width: int, depth: int, measure: bool,
+             tmp: Path) -> tuple[Point, KernelSpec | None, Path | None]:
+    if width not in WIDTHS_BY_ISA[isa]:
+        return Point(width, depth, "infeasible", f"{isa} has no {width}-bit registers"), None, None
+    spec = KernelSpec((mode,), isa, width, depth)
+    try:
+        kernel = generate(spec)
+    except BuildError as e:
+        return Point(width, depth, "infeasible", str(e)), None, None
+    op = OP_FOR_MODE[mode]
+    if not measure:
+        try:
+            cycles = llvm_mca(main_loop_text(kernel.asm, op, depth), target.llvm_mca_cpu)
+        except BuildError as e:
+            return Point(width, depth, "infeasible", str(e)), None, None
+        per_iteration = 16 * depth * width // 128
+        return Point(width, depth, "model", "llvm-mca", model_cycles_per_iteration=cycles,
+                     model_bytes_per_cycle=per_iteration / cycles), None, None
+    from .verify import verify_kernel
+
+    path = tmp / f"{spec.prefix}.S"
+    path.write_text(kernel.asm)
+    failed = [r for r in verify_kernel(path, spec, quick=True) if r.status == "fail"]
+    if failed:
+        return Point(width, depth, "verify-failed", failed[0].name), None, None
+    return Point(width, depth, "measured"), spec, path
+
+
+def _measure(mode: str, runnable: list, bulk: int, short: int, trials: int, rounds: int,
+             progress: Callable[[str], None] | None) -> None:
+    from statistics import median
+
+    from .verify.bench import bench
+    from .verify.ceiling import measure as measure_ceiling
+
+    ceiling = measure_ceiling()
+    cycles_per_tick = ceiling.core_hz / ceiling.tsc_hz
+    op = OP_FOR_MODE[mode]
+    samples: dict[int, list[tuple[float, float]]] = {id(p): [] for p, _, _ in runnable}
+    for r in range(rounds):
+        for point, spec, path in runnable:
+            if progress:
+                progress(f"time {point.width}-bit depth {point.depth} (pass {r + 1}/{rounds})")
+            res = bench(spec, path, ops=[op], sizes=[short, bulk], trials=trials)
+            b, s = res.get(op, bulk, "aesgen"), res.get(op, short, "aesgen")
+            samples[id(point)].append((b.gbps, s.median_ticks * cycles_per_tick))
+    for point, _, _ in runnable:
+        got = samples[id(point)]
+        point.bulk_gbps = median(g for g, _ in got)
+        point.short_cycles = median(c for _, c in got)
+
+
+def plot(result: Exploration, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2 if result.measured else 1, figsize=(12 if result.measured else 7, 4.5),
+                             squeeze=False)
+    ax = axes[0][0]
+    ylabel = "bulk throughput, GB/s (measured)" if result.measured else "bytes per cycle (llvm-mca MODEL)"
+    best = result.best()
+    for w in sorted({p.width for p in result.points}):
+        pts = [p for p in result.points if p.width == w and p.status in ("measured", "model")]
+        if not pts:
+            continue
+        ys = [p.bulk_gbps if result.measured else p.model_bytes_per_cycle for p in pts]
+        line, = ax.plot([p.depth for p in pts], ys, marker="o", label=f"{w}-bit")
+        if w in result.predicted_knee:
+            ax.axvline(result.predicted_knee[w], color=line.get_color(), linestyle=":", alpha=0.7)
+    if best:
+        y = best.bulk_gbps if result.measured else best.model_bytes_per_cycle
+        ax.plot([best.depth], [y], marker="*", markersize=16, color="black", linestyle="none",
+                label=f"best: {best.width}-bit depth {best.depth}")
+    ax.set_xlabel("depth (independent block groups in flight); dotted: model's predicted knee")
+    ax.set_ylabel(ylabel)
+    ax.set_title(f"{result.mode} on {result.target}, {result.bulk_size}-byte messages")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    if result.measured:
+        ax2 = axes[0][1]
+        for w in sorted({p.width for p in result.points}):
+            pts = [p for p in result.points if p.width == w and p.short_cycles]
+            if pts:
+                ax2.plot([p.depth for p in pts], [p.short_cycles for p in pts], marker="o", label=f"{w}-bit")
+        ax2.set_xlabel("depth")
+        ax2.set_ylabel(f"core cycles per {result.short_size}-byte message (median)")
+        ax2.set_title("short-message latency")
+        ax2.grid(alpha=0.3)
+        ax2.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_json(result: Exploration, path: Path) -> None:
+    path.write_text(json.dumps(result.to_json(), indent=1))

@@ -1,0 +1,111 @@
+"""`aesgen tune`: measure the model's candidates on this CPU and keep the best per mode.
+
+Candidates are every width of the target's ISA and depths around the model's
+prediction; each is generated, quick-verified and timed for bulk (16 KiB) and
+short (256 B) messages. The best per mode and profile is saved (JSON, keyed by
+the CPU signature) and `aesgen generate --target native --tuned` uses it.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .config import ConfigError
+from .explore import Point, explore
+from .model import max_depth, pipe_depth
+from .spec import MAX_DEPTH, WIDTHS_BY_ISA, KernelSpec
+from .target import Target, cpu_signature
+
+SCHEMA = "aesgen-tune/1"
+PROFILES = ("bulk", "short")
+
+
+@dataclass
+class ModeTuning:
+    mode: str
+    bulk: dict  # {"width", "depth", "gbps"}
+    short: dict  # {"width", "depth", "cycles"}
+    candidates: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class Tuning:
+    cpu: str
+    signature: list
+    isa: str
+    modes: dict[str, ModeTuning] = field(default_factory=dict)
+
+
+def tune_path() -> Path:
+    base = os.environ.get("AESGEN_TUNE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "aesgen")
+    return Path(base) / "tuned-native.json"
+
+
+def candidate_depths(target: Target, isa: str, width: int, mode: str) -> list[int]:
+    want = pipe_depth(target, width)
+    fits = max_depth(isa, width, mode)
+    return sorted({d for d in range(max(1, want - 2), want + 5) if d <= min(fits, MAX_DEPTH)} | {1})
+
+
+def tune(target: Target, modes: tuple[str, ...], progress: Callable[[str], None] | None = None) -> Tuning:
+    vendor, family, model, name = cpu_signature()
+    isa = target.isa
+    result = Tuning(cpu=name, signature=[vendor, family, model], isa=isa)
+    for mode in modes:
+        points: list[Point] = []
+        for w in WIDTHS_BY_ISA[isa]:
+            depths = candidate_depths(target, isa, w, mode)
+            ex = explore(mode, target, [w], depths, progress=(lambda s, m=mode: progress(f"{m}: {s}"))
+                         if progress else None)
+            points += [p for p in ex.points if p.status == "measured"]
+        if not points:
+            raise ConfigError(f"tune: no config of {mode} could be measured on this CPU")
+        b = max(points, key=lambda p: (p.bulk_gbps, -p.depth))
+        s = min(points, key=lambda p: (p.short_cycles, p.depth))
+        result.modes[mode] = ModeTuning(mode, {"width": b.width, "depth": b.depth, "gbps": b.bulk_gbps},
+                                        {"width": s.width, "depth": s.depth, "cycles": s.short_cycles},
+                                        [asdict(p) for p in points])
+    return result
+
+
+def save(t: Tuning, path: Path | None = None) -> Path:
+    path = path or tune_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    existing = {}
+    if path.exists():
+        try:
+            existing = json.loads(path.read_text()).get("modes", {})
+        except (OSError, ValueError):
+            existing = {}
+    data = asdict(t)
+    data["modes"] = {**existing, **data["modes"]}  # tuning some modes keeps the others
+    data["schema"] = SCHEMA
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
+    return path
+
+
+def load_tuned(target: Target, modes: tuple[str, ...], profile: str, prefix: str | None,
+               path: Path | None = None) -> KernelSpec:
+    path = path or tune_path()
+    if not path.exists():
+        raise ConfigError(f"no tuning result at {path}; run `aesgen tune {','.join(modes)} --target native`")
+    data = json.loads(path.read_text())
+    vendor, family, model, _ = cpu_signature()
+    if data.get("signature") != [vendor, family, model]:
+        raise ConfigError(f"{path} was tuned on another CPU ({data.get('cpu')}); run `aesgen tune` again")
+    missing = [m for m in modes if m not in data["modes"]]
+    if missing:
+        raise ConfigError(f"{path} has no tuning for {', '.join(missing)}; run `aesgen tune {','.join(missing)} "
+                          "--target native`")
+    picks = {m: data["modes"][m][profile] for m in modes}
+    width = max(p["width"] for p in picks.values())
+    depth = max(p["depth"] for p in picks.values())
+    overrides = tuple((m, p["width"], p["depth"]) for m, p in picks.items() if (p["width"], p["depth"]) != (width, depth))
+    return KernelSpec(modes=modes, isa=data["isa"], width=width, depth=depth,
+                      prefix=prefix or f"aesgen_native_{profile}", overrides=overrides)
