@@ -458,19 +458,21 @@ def print_exploration(result) -> None:
     kind = "measured on this CPU" if result.measured else f"MODEL: llvm-mca -mcpu for {result.target}, not measured"
     table = Table(title=f"explore {result.mode} ({kind})")
     cols = ("width", "depth", "status", "bulk GB/s", f"cycles per {result.short_size} B") if result.measured \
-        else ("width", "depth", "status", "model cycles/iteration", "model bytes/cycle")
+        else ("width", "depth", "status", "model cycles/iteration", "model bytes/cycle",
+              "model cycles, 1 iteration alone")
     for c in cols:
         table.add_column(c, justify="right")
     best = result.best()
     for p in result.points:
         mark = " *" if best is p else ""
         if p.status in ("infeasible", "verify-failed"):
-            table.add_row(str(p.width), str(p.depth), f"[yellow]{p.status}[/]", p.reason, "")
+            table.add_row(str(p.width), str(p.depth), f"[yellow]{p.status}[/]", p.reason, "",
+                          *([] if result.measured else [""]))
         elif result.measured:
             table.add_row(str(p.width), str(p.depth), p.status + mark, f"{p.bulk_gbps:.2f}", f"{p.short_cycles:.0f}")
         else:
             table.add_row(str(p.width), str(p.depth), p.status + mark, f"{p.model_cycles_per_iteration:.1f}",
-                          f"{p.model_bytes_per_cycle:.2f}")
+                          f"{p.model_bytes_per_cycle:.2f}", f"{p.model_single_iteration_cycles:.0f}")
     console.print(table)
     knees = ", ".join(f"{w}-bit: depth {d}" for w, d in result.predicted_knee.items())
     console.print(f"model's predicted knee (ceil(latency / throughput)): {knees}")

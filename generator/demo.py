@@ -1,50 +1,90 @@
-"""`make demo`: generate and verify the core kernels for every ISA/width this CPU runs."""
+"""`make demo`, the main job: tune, generate, verify and benchmark for this CPU.
+
+1. tune ECB, CTR32 and CBC on this CPU (the model's candidates, measured);
+2. generate the tuned files for bulk and for short messages into out/;
+3. run the whole verifier on both;
+4. benchmark the bulk file against OpenSSL and intel-ipsec-mb in one process,
+   with the measured instruction ceiling, in one table;
+5. explore CTR32 over width and depth and plot it (out/ctr32_explore.png).
+"""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
+from rich.progress import Progress
 
-from .cli import write_atomically
-from .cpu import missing_features
+from .cli import print_bench, print_ceiling, print_exploration, write_atomically
 from .pipeline import generate
-from .spec import FEATURES_BY_ISA, ISAS, MODES, WIDTHS_BY_ISA, KernelSpec
+from .spec import MODES
+from .target import native
 
-DEMO_DEPTH = 8
+SIZES = [64, 256, 1024, 4096, 16384]
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import explore, tune
     from .verify import verify_kernel
+    from .verify.bench import OPS_BY_MODE, bench
+    from .verify.ceiling import measure
 
     ap = argparse.ArgumentParser(prog="aesgen.demo", description=__doc__)
     ap.add_argument("--out", default="out", type=Path)
     args = ap.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    console = Console(highlight=False)
-    table = Table(title=f"ECB, CTR32, CBC kernels at depth {DEMO_DEPTH}, verified on this CPU")
-    for col in ("isa", "width", "file", "checks passed", "failed"):
-        table.add_column(col)
-    total_failed = 0
-    for isa in ISAS:
-        for width in WIDTHS_BY_ISA[isa]:
-            spec = KernelSpec(MODES, isa, width, DEMO_DEPTH)
-            missing = missing_features(FEATURES_BY_ISA[isa])
-            path = args.out / f"{spec.prefix}.S"
-            kernel = generate(spec, path.name)
-            write_atomically({path: kernel.asm, path.with_suffix(".h"): kernel.header})
-            if missing:
-                table.add_row(isa, str(width), str(path), f"skipped (CPU lacks {' '.join(missing)})", "")
-                continue
-            results = verify_kernel(path, spec, quick=True)
-            failed = sum(r.status == "fail" for r in results)
-            total_failed += failed
-            table.add_row(isa, str(width), str(path), str(sum(r.status == "pass" for r in results)),
-                          f"[red]{failed}[/]" if failed else "0")
-    console.print(table)
-    return 1 if total_failed else 0
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    console = Console(highlight=False, width=150)
+    target = native()
+    console.print(f"[bold]aesgen demo[/] on {target.description}; ISA {target.isa}")
+
+    ceiling = measure()
+    print_ceiling(ceiling)
+
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("tune", total=None)
+        tuning = tune.tune(target, MODES, progress=lambda s: progress.update(task, description=f"tune {s}"))
+    tune.save(tuning)
+    for mode, mt in tuning.modes.items():
+        console.print(f"tuned {mode}: bulk {mt.bulk['width']}-bit x depth {mt.bulk['depth']} "
+                      f"({mt.bulk['gbps']:.1f} GB/s at 16 KiB), short {mt.short['width']}-bit x depth "
+                      f"{mt.short['depth']} ({mt.short['cycles']:.0f} cycles per 256 B)")
+
+    failed = 0
+    files = {}
+    for profile in tune.PROFILES:
+        spec = tune.load_tuned(target, MODES, profile, None)
+        path = out / f"{spec.prefix}.S"
+        kernel = generate(spec, path.name)
+        write_atomically({path: kernel.asm, path.with_suffix(".h"): kernel.header})
+        results = verify_kernel(path, spec)
+        bad = [r for r in results if r.status == "fail"]
+        failed += len(bad)
+        console.print(f"{path}: {sum(r.status == 'pass' for r in results)} passed, {len(bad)} failed")
+        for r in bad:
+            console.print(f"  [red]FAIL[/] {r.name}: {r.detail}")
+        files[profile] = (spec, path)
+    if failed:
+        return 1
+
+    spec, path = files["bulk"]
+    ops = [op for m in MODES for op in OPS_BY_MODE[m]]
+    result = bench(spec, path, ops=ops, sizes=SIZES, peers=("openssl", "ipsec-mb"), ceiling=ceiling)
+    print_bench(spec, result)
+    (out / "bench.json").write_text(json.dumps(result.to_json(), indent=1))
+
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("explore", total=None)
+        ex = explore.explore("ctr32", target, [128, 256, 512], list(range(1, 17)),
+                             progress=lambda s: progress.update(task, description=f"explore ctr32: {s}"))
+    print_exploration(ex)
+    explore.write_json(ex, out / "ctr32_explore.json")
+    explore.plot(ex, out / "ctr32_explore.png")
+    console.print(f"wrote {', '.join(str(p) for _, p in files.values())} (+ .h), {out}/bench.json, "
+                  f"{out}/ctr32_explore.png, {out}/ctr32_explore.json")
+    return 0
 
 
 if __name__ == "__main__":

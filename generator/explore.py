@@ -37,6 +37,7 @@ class Point:
     short_cycles: float | None = None  # core cycles for one short message (median)
     model_cycles_per_iteration: float | None = None  # llvm-mca
     model_bytes_per_cycle: float | None = None
+    model_single_iteration_cycles: float | None = None  # llvm-mca, one iteration alone: latency
 
 
 @dataclass
@@ -126,12 +127,17 @@ def _prepare(mode: str, target: Target, isa: str, width: int, depth: int, measur
     op = OP_FOR_MODE[mode]
     if not measure:
         try:
-            cycles = llvm_mca(main_loop_text(kernel.asm, op, depth), target.llvm_mca_cpu)
+            loop = main_loop_text(kernel.asm, op, depth)
+            # Steady state (iterations overlap, as an ideal out-of-order core runs them) and
+            # one iteration alone (the latency a short message sees).
+            cycles = llvm_mca(loop, target.llvm_mca_cpu)
+            single = llvm_mca(loop, target.llvm_mca_cpu, iterations=1)
         except BuildError as e:
             return Point(width, depth, "infeasible", str(e)), None, None
         per_iteration = 16 * depth * width // 128
         return Point(width, depth, "model", "llvm-mca", model_cycles_per_iteration=cycles,
-                     model_bytes_per_cycle=per_iteration / cycles), None, None
+                     model_bytes_per_cycle=per_iteration / cycles,
+                     model_single_iteration_cycles=single), None, None
     from .verify import verify_kernel
 
     path = tmp / f"{spec.prefix}.S"
