@@ -128,8 +128,10 @@ def bench(spec: KernelSpec, asm_path: Path, *, ops: list[str], sizes: list[int],
     cpu = pin_cpu() if cpu is None else cpu
     for op in ops:
         tsc, info, ms = run_op(spec, so, op, sizes, peers, key_bits, trials, cpu)
-        result.tsc_hz = tsc
+        result.tsc_hz = result.tsc_hz or tsc  # one TSC rate for the whole result
         result.peers.update(info)
+        for m in ms:
+            m.gbps = m.size / (m.median_ticks / result.tsc_hz) / 1e9
         result.measurements.extend(ms)
     if ceiling is not None:
         result.ceilings = {op: op_ceiling(ceiling, spec, op, key_bits) for op in ops}

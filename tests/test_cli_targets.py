@@ -1,0 +1,93 @@
+"""CLI paths of the targets issue: --target, explore as a model, tuned files."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from aesgen.cli import main
+from aesgen.spec import KernelSpec
+from aesgen.target import cpu_signature
+
+
+def run(*args, env=None):
+    return CliRunner().invoke(main, list(args), env=env)
+
+
+def test_generate_for_skylake_is_aesni_avx_without_vaes(tmp_path):
+    out = tmp_path / "x.S"
+    r = run("generate", "ctr32", "--target", "skylake", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    spec = KernelSpec.from_asm(out)
+    assert (spec.isa, spec.width) == ("avx", 128)
+    assert "vaes" not in spec.features
+    text = out.read_text()
+    assert "%ymm" not in text and "%zmm" not in text
+    assert "vaesenc %xmm" in text
+
+
+def test_target_refuses_flags_it_lacks(tmp_path):
+    r = run("generate", "ctr32", "--target", "skylake", "--isa", "avx512", "-o", str(tmp_path / "x.S"))
+    assert r.exit_code == 2
+    assert "skylake" in r.output and "avx512" in r.output
+    assert not list(tmp_path.iterdir())
+
+
+def test_target_and_per_mode_exclude_each_other(tmp_path):
+    r = run("generate", "ecb", "--target", "zen5", "--per-mode", "ecb=256x4", "-o", str(tmp_path / "x.S"))
+    assert r.exit_code == 2
+
+
+def test_per_mode_regenerate_command_is_exact(tmp_path):
+    out = tmp_path / "p.S"
+    r = run("generate", "ecb,cbc", "--isa", "avx512", "--width", "512", "--depth", "6",
+            "--per-mode", "cbc=256x3", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    spec = KernelSpec.from_asm(out)
+    assert spec.overrides == (("cbc", 256, 3),)
+    cmd = next(line for line in out.read_text().splitlines() if line.startswith("#   aesgen generate"))
+    again = tmp_path / "again.S"
+    argv = cmd.split()[2:]
+    argv[argv.index("-o") + 1] = str(again)
+    assert run(*argv).exit_code == 0
+    assert again.read_text().replace("again.S", "p.S") == out.read_text()
+
+
+@pytest.mark.skipif(not (shutil.which("llvm-mca-19") or shutil.which("llvm-mca")), reason="llvm-mca not installed")
+def test_explore_for_another_target_is_a_labelled_model(tmp_path):
+    js = tmp_path / "e.json"
+    r = run("explore", "ctr32", "--target", "skylake", "--widths", "128", "--depths", "1-3", "--json", str(js))
+    assert r.exit_code == 0, r.output
+    assert "MODEL" in r.output and "llvm-mca" in r.output
+    d = json.loads(js.read_text())
+    assert d["schema"] == "aesgen-explore/1" and d["measured"] is False
+    assert [p["status"] for p in d["points"]] == ["model"] * 3
+    assert all(p["model_cycles_per_iteration"] > 0 and p["bulk_gbps"] is None for p in d["points"])
+    assert d["predicted_knee"] == {"128": 4}
+
+
+def test_tuned_generation_uses_the_saved_result(tmp_path):
+    vendor, family, model, name = cpu_signature()
+    pick = lambda w, d: {"width": w, "depth": d, "gbps": 1.0, "cycles": 1.0}  # noqa: E731
+    data = {"schema": "aesgen-tune/1", "cpu": name, "signature": [vendor, family, model], "isa": "avx2",
+            "modes": {"ctr32": {"mode": "ctr32", "bulk": pick(256, 6), "short": pick(256, 2), "candidates": []},
+                      "ecb": {"mode": "ecb", "bulk": pick(256, 8), "short": pick(256, 1), "candidates": []}}}
+    (tmp_path / "tuned-native.json").write_text(json.dumps(data))
+    env = {"AESGEN_TUNE_DIR": str(tmp_path)}
+    for profile, depths in (("bulk", {"ctr32": 6, "ecb": 8}), ("short", {"ctr32": 2, "ecb": 1})):
+        out = tmp_path / f"{profile}.S"
+        r = run("generate", "ctr32,ecb", "--target", "native", "--tuned", "--profile", profile, "-o", str(out),
+                env=env)
+        assert r.exit_code == 0, r.output
+        spec = KernelSpec.from_asm(out)
+        assert {m: spec.depth_for(m) for m in depths} == depths
+    r = run("generate", "cbc", "--target", "native", "--tuned", "-o", str(tmp_path / "c.S"), env=env)
+    assert r.exit_code == 2 and "aesgen tune cbc" in r.output
+
+
+def test_tuned_needs_a_tune_result(tmp_path):
+    r = run("generate", "ecb", "--target", "native", "--tuned", "-o", str(tmp_path / "x.S"),
+            env={"AESGEN_TUNE_DIR": str(tmp_path / "none")})
+    assert r.exit_code == 2 and "aesgen tune" in r.output

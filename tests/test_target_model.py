@@ -1,0 +1,106 @@
+"""Targets (data files, native detection) and the model's choices."""
+from __future__ import annotations
+
+import pytest
+
+from aesgen import model
+from aesgen.spec import FEATURES_BY_ISA, WIDTHS_BY_ISA
+from aesgen.target import TargetError, cpu_signature, load, native, nearest, targets
+
+ALL = ("westmere", "sandybridge", "haswell", "skylake", "icelake", "tigerlake", "sapphirerapids",
+       "zen2", "zen3", "zen4", "zen5")
+
+
+def test_every_named_target_has_a_data_file():
+    assert set(ALL) <= set(targets())
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_target_data_is_complete(name):
+    t = load(name)
+    assert t.vector_registers == (32 if "avx512f" in t.features else 16)
+    assert t.preferred_widths and all(w in (128, 256, 512) for w in t.preferred_widths)
+    lat, tput = t.cost("aesenc", 128)
+    assert lat > tput > 0
+    for w in WIDTHS_BY_ISA[t.isa]:
+        t.cost("aesenc", w)  # every width the ISA offers has a cost
+
+
+@pytest.mark.parametrize("name,isa", [("westmere", "sse"), ("sandybridge", "avx"), ("skylake", "avx"),
+                                      ("zen3", "avx2"), ("icelake", "avx512"), ("zen5", "avx512")])
+def test_isa_follows_features(name, isa):
+    assert load(name).isa == isa
+
+
+def test_icelake_and_tigerlake_prefer_ymm():
+    # Linux and BoringSSL keep 256-bit code on these (zmm lowers the clock).
+    for name in ("icelake", "tigerlake"):
+        assert load(name).widths()[0] == 256
+    assert load("sapphirerapids").widths()[0] == 512
+
+
+@pytest.mark.parametrize("name,width,depth", [("skylake", 128, 4), ("zen5", 512, 8), ("zen3", 256, 8),
+                                              ("zen4", 512, 4), ("icelake", 256, 6), ("westmere", 128, 3)])
+def test_model_depth_is_latency_over_throughput(name, width, depth):
+    c = model.choose(load(name), "ecb")
+    assert (c.width, c.depth) == (width, depth)
+
+
+def test_model_lowers_depth_to_what_the_registers_hold():
+    # Sandy Bridge wants 8 (latency 8, throughput 1); CTR32 at depth 8 fits 16 registers,
+    # at 16 it would not: max_depth bounds the choice.
+    assert model.max_depth("avx", 128, "ctr32") < 16
+    c = model.choose(load("sandybridge"), "ctr32")
+    assert c.depth <= model.max_depth("avx", 128, "ctr32")
+
+
+def test_spec_for_sets_the_widest_width_and_per_mode_overrides():
+    t = load("zen5")
+    choices = {"ecb": model.ModeChoice("ecb", "avx512", 512, 8, ""),
+               "cbc": model.ModeChoice("cbc", "avx512", 256, 4, "")}
+    spec = model.spec_for(t, ("ecb", "cbc"), None, choices)
+    assert (spec.width, spec.depth) == (512, 8)
+    assert spec.width_for("cbc") == 256 and spec.depth_for("cbc") == 4
+    assert spec.prefix == "aesgen_zen5"
+
+
+CPUINFO = """processor\t: 0
+vendor_id\t: {vendor}
+cpu family\t: {family}
+model\t\t: {model}
+model name\t: Test CPU
+flags\t\t: {flags}
+
+processor\t: 1
+"""
+
+
+@pytest.mark.parametrize("vendor,family,model_,expect", [
+    ("GenuineIntel", 6, 0x55, "skylake"), ("GenuineIntel", 6, 0x8c, "tigerlake"),
+    ("GenuineIntel", 6, 0x8f, "sapphirerapids"), ("AuthenticAMD", 0x17, 0x31, "zen2"),
+    ("AuthenticAMD", 0x19, 0x21, "zen3"), ("AuthenticAMD", 0x19, 0x11, "zen4"),
+    ("AuthenticAMD", 0x1A, 0x02, "zen5")])
+def test_native_maps_signatures_to_targets(vendor, family, model_, expect):
+    info = CPUINFO.format(vendor=vendor, family=family, model=model_, flags="aes ssse3 avx")
+    t = native(info, frozenset({"aes", "ssse3", "avx"}))
+    assert t.modelled_as == expect
+    # The real feature set wins over the target's: only what this CPU has.
+    assert t.features == ("aes", "avx", "ssse3")
+    assert t.isa == "avx"
+
+
+def test_unknown_cpu_maps_to_the_target_sharing_most_features():
+    flags = frozenset(FEATURES_BY_ISA["avx2"]) | {"pclmulqdq", "vpclmulqdq", "bmi2"}
+    t = nearest("SomeVendor", 99, 1, flags)
+    assert all(f in flags for f in t.features)
+    assert t.isa == "avx2"
+
+
+def test_cpu_signature_reads_the_first_cpu():
+    info = CPUINFO.format(vendor="AuthenticAMD", family=25, model=17, flags="aes")
+    assert cpu_signature(info) == ("AuthenticAMD", 25, 17, "Test CPU")
+
+
+def test_unknown_target_is_refused():
+    with pytest.raises(TargetError, match="unknown target 'pentium'"):
+        load("pentium")
