@@ -204,21 +204,11 @@ def report(results, verbose: bool) -> None:
     console.print(f"{passed} passed, {failed} failed")
 
 
-def max_feasible_depth(isa: str, width: int, mode: str) -> int:
-    from .pipeline import generate
-
-    for depth in range(MAX_DEPTH, 0, -1):
-        try:
-            generate(KernelSpec((mode,), isa, width, depth))
-            return depth
-        except BuildError:
-            continue
-    return 0
-
-
 @main.command(name="list")
 def list_() -> None:
     """Print modes, ISAs, widths and depths, and which of them this CPU can run."""
+    from .model import max_depth
+
     console.print(f"modes: {', '.join(MODES)}  "
                   f"({'; '.join(f'{m}: ' + ', '.join(fs) for m, fs in MODE_FUNCTIONS.items())})")
     table = Table(title="ISA x width (depth 1..max; max limited by the register file)")
@@ -231,7 +221,7 @@ def list_() -> None:
         for width in WIDTHS_BY_ISA[isa]:
             missing = missing_features(FEATURES_BY_ISA[isa])
             runs = "[green]yes[/]" if not missing else f"[red]no (missing {' '.join(missing)})[/]"
-            depths = [str(max_feasible_depth(isa, width, m)) for m in MODES]
+            depths = [str(max_depth(isa, width, m)) for m in MODES]
             table.add_row(isa, str(width), *depths, runs)
     console.print(table)
 

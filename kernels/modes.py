@@ -65,7 +65,7 @@ def _bzhi_mask(b: FunctionBuilder, nbits: str) -> str:
 # ----------------------------------------------------------------------------- ECB
 def ecb_function(b: FunctionBuilder, decrypt: bool) -> None:
     spec = b.spec
-    keyp, inp, outp, n = (b.reg[a] for a in ("key", "in", "out", "nblocks"))
+    inp, outp, n = (b.reg[a] for a in ("in", "out", "nblocks"))
     rounds = decrypt_rounds if decrypt else encrypt_rounds
     return_if_zero(b, n)
 
@@ -97,7 +97,7 @@ def ecb_function(b: FunctionBuilder, decrypt: bool) -> None:
 def ctr32_function(b: FunctionBuilder) -> None:
     spec = b.spec
     L = b.lanes
-    keyp, inp, outp, n, ctr = (b.reg[a] for a in ("key", "in", "out", "len", "ctr"))
+    inp, outp, n, ctr = (b.reg[a] for a in ("in", "out", "len", "ctr"))
     return_if_zero(b, n)
     bswap = bswap_mask(L)
 
@@ -190,7 +190,7 @@ def cbc_encrypt_function(b: FunctionBuilder) -> None:
     The next plaintext block (with round key 0) is folded into this block's
     last round key, so the chain is nothing but AES rounds.
     """
-    keyp, inp, outp, n, iv = (b.reg[a] for a in ("key", "in", "out", "nblocks", "iv"))
+    inp, outp, n, iv = (b.reg[a] for a in ("in", "out", "nblocks", "iv"))
     return_if_zero(b, n)
 
     def path(nr: int) -> None:
@@ -225,7 +225,7 @@ def cbc_encrypt_function(b: FunctionBuilder) -> None:
 def cbc_decrypt_function(b: FunctionBuilder) -> None:
     spec = b.spec
     L = b.lanes
-    keyp, inp, outp, n, iv = (b.reg[a] for a in ("key", "in", "out", "nblocks", "iv"))
+    inp, outp, n, iv = (b.reg[a] for a in ("in", "out", "nblocks", "iv"))
     return_if_zero(b, n)
 
     def path(nr: int) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from .bench_build import bench_binary, build_so_from_text
 
