@@ -31,6 +31,11 @@ test-full: setup
 demo: setup
 	$(BIN)/python -m aesgen.demo --out $(OUT)
 
+# Regenerate the golden kernels and fail if the generator's output changed (avo-style).
+regen-check: setup
+	AESGEN_UPDATE_GOLDEN=1 $(BIN)/pytest -q tests/test_pipeline.py -k golden
+	git diff --exit-code -- tests/golden
+
 clean:
 	rm -rf $(OUT) build .pytest_cache *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -178,7 +178,7 @@ def verify(what: str, isa: str | None, width: int | None, depth: int | None, bac
             spec = spec_from_options(what, isa, width, depth, backend, prefix, target, tuned, profile, per_mode)
             path, _ = generate_files(spec, Path(tmp) / f"{spec.prefix}.S")
         console.print(f"verifying {spec.prefix}: {', '.join(spec.modes)} on {spec.isa}/{spec.width}, "
-                      f"depth {spec.depth}" + (f", per mode {spec.overrides}" if spec.overrides else ""))
+                      f"depth {spec.depth}" + ("".join(f"; {m} {w}-bit x depth {d}" for m, w, d in spec.overrides)))
         results = verify_kernel(path, spec, quick=quick, seed=seed)
     report(results, verbose)
     failed = sum(r.status == "fail" for r in results)
@@ -504,5 +504,23 @@ def tune(modes: str, target: str) -> None:
     console.print(f"saved {path}")
 
 
+def run() -> None:
+    """Console entry point: usage errors are one line on stderr and exit code 2."""
+    if len(sys.argv) < 2:
+        sys.argv.append("--help")
+    try:
+        code = main(standalone_mode=False)
+    except click.UsageError as e:
+        click.echo(f"aesgen: error: {e.format_message()}", err=True)
+        sys.exit(2)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except click.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
 if __name__ == "__main__":
-    main()
+    run()

@@ -1,9 +1,10 @@
 """Reference semantics of the IR: run a kernel description on plain Python ints.
 
-The simulator executes the DSL-level program (before lowering, scheduling and
-register allocation) on a flat byte memory. Group streams run one after the
-other, in group order: if the interleaved machine code disagrees with this,
-the scheduler broke a dependency.
+The simulator executes the DSL-level program (before lowering and register
+allocation) on a flat byte memory. Block groups run in the documented
+interleave (`schedule.flatten`: lockstep streams, then each group's closing
+ops), which is part of what `groups()` means: a kernel may rely on every
+group's loads coming before any group's stores.
 """
 from __future__ import annotations
 

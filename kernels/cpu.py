@@ -42,7 +42,8 @@ def cpu_supported_function(b: FunctionBuilder) -> None:
         b.s("push", "rbx", comment="cpuid writes rbx (callee-saved)")
         b.s("xor32", "eax", "eax")
         b.s("cpuid")
-        b.s("cmp32", "eax", imm=7)
+        top_leaf = max(leaf for leaf, _ in masks)
+        b.s("cmp32", "eax", imm=top_leaf, comment="highest CPUID leaf we read")
         b.branch("b", fail)
         for leaf in (1, 7):
             regs = {reg: m for (lf, reg), m in masks.items() if lf == leaf}
