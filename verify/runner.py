@@ -202,7 +202,7 @@ def _runtime_groups(spec: KernelSpec) -> list[str]:
     data_fns = [f for f in spec.functions if f not in ("cpu_supported", "set_encrypt_key", "set_decrypt_key")]
     names += [f"kat {f}" for f in data_fns]
     names += [f"mct {f}" for f in data_fns if f.startswith("cbc")]
-    names += [f"diff {f}" for f in data_fns]
+    names += [f"diff {f}" for f in data_fns] + [f"simulate {f}" for f in data_fns]
     names += [f"abi {f}" for f in spec.functions] + ["abi selftest"]
     names += [f"guard {f}" for f in spec.functions if f != "cpu_supported"]
     return names
@@ -223,7 +223,7 @@ def verify_kernel(
 ) -> list[CheckResult]:
     """Every check for one kernel file (.S, or a .c test fixture); never raises for kernel bugs."""
     from aesgen import cpu
-    from aesgen.verify import abi, differential, guard, kat
+    from aesgen.verify import abi, differential, guard, kat, simcheck
     from aesgen.verify.build import BuildError, Kernel, build_shared, harness
 
     path = Path(asm_path)
@@ -261,6 +261,7 @@ def verify_kernel(
         units.append(unit)
     for unit in differential.units(kernel, n=n, quick=quick, seed=seed):
         units.append(unit)
+    units.append(("simulate", lambda p: simcheck.check(kernel, p, seed=seed)))
     units.append(("abi", lambda p: abi.check(kernel, p, n=n, quick=quick, seed=seed)))
     for unit in guard.units(kernel, n=n, quick=quick, seed=seed):
         units.append(unit)
