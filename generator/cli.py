@@ -61,7 +61,7 @@ def spec_from_options(modes: str, isa: str | None, width: int | None, depth: int
         if target is None:
             if tuned:
                 raise ConfigError("--tuned needs --target native")
-            return make_spec(mode_list, isa or "avx512", width, depth or 8, backend, prefix,
+            return make_spec(mode_list, isa or "avx512", width, 8 if depth is None else depth, backend, prefix,
                              parse_per_mode(per_mode, mode_list))
         from . import model, target as targets
 
@@ -284,9 +284,9 @@ def simulate(function: str, key_hex: str, in_hex: str, iv_hex: str | None, isa: 
     ia, oa, ca = m.alloc(data), m.alloc(max(len(data), 1)), m.alloc(chain)
     count = len(data) if mode == "ctr32" else len(data) // 16
     call(m, build_function(spec, function), sched, ia, oa, count, ca)
-    console.print(f"out: {m.read(oa, len(data)).hex()}")
+    click.echo(f"out: {m.read(oa, len(data)).hex()}")  # plain echo: one line, never wrapped
     if mode != "ecb":
-        console.print(f"{'ctr' if mode == 'ctr32' else 'iv'}: {m.read(ca, 16).hex()}")
+        click.echo(f"{'ctr' if mode == 'ctr32' else 'iv'}: {m.read(ca, 16).hex()}")
 
 
 def parse_sizes(text: str) -> list[int]:

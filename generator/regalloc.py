@@ -91,7 +91,8 @@ class _Scan:
                      if last_use.get(s.id) == n]
             dst = i.dst
             tied = self.legacy and i.op in TIED_LEGACY
-            if tied and isinstance(dst, VReg) and len(srcs) == 2 and i.op in COMMUTATIVE:
+            if (tied and isinstance(dst, VReg) and not dst.pinned and len(srcs) == 2
+                    and i.op in COMMUTATIVE):
                 # Prefer tying to a source that dies here (no copy needed).
                 a, b = srcs
                 if isinstance(b, VReg) and b in dying and not (isinstance(a, VReg) and a in dying):
@@ -103,14 +104,21 @@ class _Scan:
                     dying.remove(srcs[0])
                     for s in dying:
                         free.append(where[s.id])
+                elif tied:
+                    # The copy writes dst before the op reads the second source: dst must
+                    # not take a register freed by this instruction.
+                    if not free:
+                        raise RegisterPressure("out of vector registers")
+                    where[dst.id] = free.pop()
+                    copy_from = srcs[0]
+                    for s in dying:
+                        free.append(where[s.id])
                 else:
                     for s in dying:
                         free.append(where[s.id])
                     if not free:
                         raise RegisterPressure("out of vector registers")
                     where[dst.id] = free.pop()
-                    if tied:
-                        copy_from = srcs[0]
             else:
                 for s in dying:
                     free.append(where[s.id])
@@ -121,7 +129,7 @@ class _Scan:
             pdst = self.operand(dst, where, i.width)
             psrcs = [self.operand(s, where, i.width) for s in srcs]
             if copy_from is not None:
-                if len(psrcs) > 1 and psrcs[1] == pdst:
+                if len(psrcs) > 1 and isinstance(psrcs[1], Phys) and psrcs[1].num == pdst.num:
                     raise BuildError(f"internal: legacy {i.op} cannot tie {dst} (also the second source)")
                 out.append(Insn("vmov", pdst, (psrcs[0],), width=i.width, comment="2-operand copy"))
                 psrcs = [pdst] + psrcs[1:]

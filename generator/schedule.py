@@ -53,7 +53,7 @@ def check_order(insns: list[Insn], where: str) -> None:
         for src in insn.srcs:
             if isinstance(src, VReg) and src.id in local and src.id not in defined:
                 raise BuildError(f"schedule: {src} used before defined in {where}")
-            if isinstance(src, Mem) and insn.op.startswith("vload"):
+            if isinstance(src, Mem) and src.base != "rsp":  # loads and memory operands alike
                 idx, lo, hi = _span(insn, src)
                 for s_idx, s_lo, s_hi in stores:
                     if s_idx == idx and lo < s_hi and s_lo < hi:

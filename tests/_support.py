@@ -1,9 +1,9 @@
 """Shared test helpers: an independent AES model and the reference modes.
 
 Nothing here uses aesgen code to compute an expected value. The S-box is the
-FIPS-197 Figure 7 table (pasted from the standard, and proved right by
-`test_simulate.test_independent_model_matches_cryptography`); block-level
-expectations come from `cryptography`.
+FIPS-197 Figure 7 table (pasted from the standard; `test_simulate` checks the
+model against Appendix A.1 and, through full AES encryptions, against
+`cryptography`); block-level expectations come from `cryptography`.
 """
 from __future__ import annotations
 

@@ -235,23 +235,16 @@ def test_commutative_ops_tie_to_the_source_that_dies() -> None:
     check_allocation(items, a, nregs=16, legacy=True)
 
 
-@pytest.mark.xfail(strict=True, reason="regalloc.py: for a non-commutative tied op whose first source stays "
-                   "live and second source dies, the dying source's register is freed before dst is "
-                   "picked, so dst reuses it and the 2-operand copy overwrites the second source "
-                   "(the internal check at line ~124 compares Phys with roles, so it never fires)")
+@pytest.mark.parametrize("roles", (("t", "t"), ("key", "blk")), ids=("same-role", "different-roles"))
 @pytest.mark.parametrize("op,imm", [("punpcklqdq", None), ("palignr", 8), ("aesenc", None)])
-def test_copy_never_overwrites_the_second_source(op: str, imm: int | None) -> None:
-    a_, b_, t = v(1), v(2), v(3)
+def test_copy_never_overwrites_the_second_source(op: str, imm: int | None, roles: tuple[str, str]) -> None:
+    a_, b_, t = v(1, role=roles[0]), v(2, role=roles[1]), v(3)
     items = [Insn("vload", a_, (Mem("rsi", 0),)), Insn("vload", b_, (Mem("rsi", 16),)),
              Insn(op, t, (a_, b_), imm=imm),
              Insn("vstore", Mem("rdx", 0), (t,)), Insn("vstore", Mem("rdx", 16), (a_,))]
     check_allocation(items, alloc(items, legacy=True), nregs=16, legacy=True)
 
 
-@pytest.mark.xfail(strict=True, reason="regalloc.py: the commutative swap (prefer tying to the dying source) "
-                   "also fires when the destination is a pinned register that is the first source; "
-                   "`p = p + t` (t dying) then raises 'internal: legacy paddd cannot tie' on a program "
-                   "that needs no copy at all")
 @pytest.mark.parametrize("op", ("paddd", "vxor"))
 def test_pinned_accumulator_plus_a_dying_temporary(op: str) -> None:
     p, t = v(50, pinned=True, role="ACC"), v(1)

@@ -98,8 +98,6 @@ def test_red_zone_stores_do_not_count() -> None:
                  Insn("vload", y, (Mem("rsi", -16),))], "red zone")
 
 
-@pytest.mark.xfail(strict=True, reason="check_order only inspects ops named vload*: a memory source of an "
-                   "arithmetic op (kept as-is on avx/avx2/avx512) is not checked against earlier stores")
 def test_memory_source_of_arithmetic_after_an_overlapping_store_is_rejected() -> None:
     x, y = vr(1), vr(2)
     insns = [Insn("vload", x, (Mem("rsi", 64),)), Insn("vstore", Mem("rdx", 0), (x,)),
