@@ -128,7 +128,7 @@ class FunctionEmitter:
                 lines.append("\t.cfi_remember_state")
             text = f"\t{e.text}"
             if e.comment:
-                text = f"{text:<48}# {e.comment}"
+                text = f"{text:<47} # {e.comment}"
             lines.append(text.rstrip())
             if isinstance(it, Insn) and it.op == "push":
                 lines += ["\t.cfi_adjust_cfa_offset 8", f"\t.cfi_rel_offset %{it.dst}, 0"]
@@ -194,7 +194,7 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
         "isa_line": ISA_LINES[spec.isa], "register_notes": emitter.notes, "spec_line": SPEC_MARKER + spec_json,
         "functions": fn_views, "constants": const_views,
         "spec_hash": hashlib.sha256(spec_json.encode()).hexdigest()[:16],
-        "instruction_count": len(instructions), "guard": spec.prefix.upper(),
+        "instruction_count": len(instructions), "guard": f"AESGEN_{spec.prefix.upper()}",
         "per_mode": ", ".join(f"{MODE_TITLES[m]} {spec.width_for(m)}-bit x depth {spec.depth_for(m)}"
                               + (" (serial encrypt)" if m == "cbc" else "") for m in spec.modes),
     }

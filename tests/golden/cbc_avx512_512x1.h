@@ -8,8 +8,8 @@
  * Key schedules are opaque: aesgen_aesni_avx512_512x1_KEY_BYTES bytes, aligned to 64 bytes by the caller.
  * bits is 128, 192 or 256. in == out is allowed; any alignment; a zero length touches no memory.
  */
-#ifndef AESGEN_AESNI_AVX512_512X1_H
-#define AESGEN_AESNI_AVX512_512X1_H
+#ifndef AESGEN_AESGEN_AESNI_AVX512_512X1_H
+#define AESGEN_AESGEN_AESNI_AVX512_512X1_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -35,4 +35,4 @@ void aesgen_aesni_avx512_512x1_cbc_decrypt(const void *dkey, const uint8_t *in, 
 }
 #endif
 
-#endif /* AESGEN_AESNI_AVX512_512X1_H */
+#endif /* AESGEN_AESGEN_AESNI_AVX512_512X1_H */

@@ -784,7 +784,7 @@ aesgen_aesni_avx_128x2_ctr32_encrypt:
 	vmovdqa 0x90(%rdi),%xmm5                       # round key 9 stays in a register; KEY9
 	vmovdqa 0xa0(%rdi),%xmm4                       # round key 10 stays in a register; KEY10
 	vmovdqu (%r8),%xmm0                            # ctr
-	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm0,%xmm0# ctr
+	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm0,%xmm0 # ctr
 	vmovdqa %xmm0,%xmm15                           # CTR_BASE
 	lea 0xf(%rcx),%r10
 	shr $4,%r10                                    # blocks = ceil(len / 16)
@@ -796,10 +796,10 @@ aesgen_aesni_avx_128x2_ctr32_encrypt:
 .Laesgen_aesni_avx_128x2_ctr32_encrypt_loop2x_6:
 	cmp $0x20,%rcx
 	jb .Laesgen_aesni_avx_128x2_ctr32_encrypt_end2x_7
-	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm15,%xmm0# counter block; blk CTR_BASE
-	vpaddd .Laesgen_aesni_avx_128x2_ctr_step1_x1(%rip),%xmm15,%xmm1# CTR_BASE
+	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm15,%xmm0 # counter block; blk CTR_BASE
+	vpaddd .Laesgen_aesni_avx_128x2_ctr_step1_x1(%rip),%xmm15,%xmm1 # CTR_BASE
 	vpxor %xmm14,%xmm0,%xmm0                       # round 0: whiten; blk KEY0
-	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm1,%xmm1# counter block; blk
+	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm1,%xmm1 # counter block; blk
 	vaesenc %xmm13,%xmm0,%xmm0                     # round 1; KEY1
 	vpxor %xmm14,%xmm1,%xmm1                       # round 0: whiten; blk KEY0
 	vaesenc %xmm12,%xmm0,%xmm0                     # round 2; KEY2
@@ -827,7 +827,7 @@ aesgen_aesni_avx_128x2_ctr32_encrypt:
 	vpxor %xmm4,%xmm2,%xmm2                        # input folded into the last round key; KEY10
 	vaesenclast %xmm2,%xmm1,%xmm2                  # round 10 (last)
 	vmovdqu %xmm2,0x10(%rdx)
-	vpaddd .Laesgen_aesni_avx_128x2_ctr_step2_x1(%rip),%xmm15,%xmm15# CTR_BASE
+	vpaddd .Laesgen_aesni_avx_128x2_ctr_step2_x1(%rip),%xmm15,%xmm15 # CTR_BASE
 	add $0x20,%rsi
 	add $0x20,%rdx
 	sub $0x20,%rcx
@@ -836,7 +836,7 @@ aesgen_aesni_avx_128x2_ctr32_encrypt:
 .Laesgen_aesni_avx_128x2_ctr32_encrypt_loop1x_8:
 	cmp $0x10,%rcx
 	jb .Laesgen_aesni_avx_128x2_ctr32_encrypt_end1x_9
-	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm15,%xmm0# counter block; blk CTR_BASE
+	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm15,%xmm0 # counter block; blk CTR_BASE
 	vpxor %xmm14,%xmm0,%xmm0                       # round 0: whiten; blk KEY0
 	vaesenc %xmm13,%xmm0,%xmm0                     # round 1; KEY1
 	vaesenc %xmm12,%xmm0,%xmm0                     # round 2; KEY2
@@ -851,7 +851,7 @@ aesgen_aesni_avx_128x2_ctr32_encrypt:
 	vpxor %xmm4,%xmm1,%xmm1                        # input folded into the last round key; KEY10
 	vaesenclast %xmm1,%xmm0,%xmm1                  # round 10 (last)
 	vmovdqu %xmm1,(%rdx)
-	vpaddd .Laesgen_aesni_avx_128x2_ctr_step1_x1(%rip),%xmm15,%xmm15# CTR_BASE
+	vpaddd .Laesgen_aesni_avx_128x2_ctr_step1_x1(%rip),%xmm15,%xmm15 # CTR_BASE
 	add $0x10,%rsi
 	add $0x10,%rdx
 	sub $0x10,%rcx
@@ -859,7 +859,7 @@ aesgen_aesni_avx_128x2_ctr32_encrypt:
 .Laesgen_aesni_avx_128x2_ctr32_encrypt_end1x_9:
 	test %rcx,%rcx
 	je .Laesgen_aesni_avx_128x2_ctr32_encrypt_done5
-	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm15,%xmm0# CTR_BASE
+	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm15,%xmm0 # CTR_BASE
 	vpxor %xmm14,%xmm0,%xmm0                       # round 0: whiten; KEY0
 	vaesenc %xmm13,%xmm0,%xmm0                     # round 1; KEY1
 	vaesenc %xmm12,%xmm0,%xmm0                     # round 2; KEY2
@@ -898,7 +898,7 @@ aesgen_aesni_avx_128x2_ctr32_encrypt:
 	vmovdqa 0xa0(%rdi),%xmm4                       # round key 10 stays in a register; KEY10
 	vmovdqa 0xb0(%rdi),%xmm3                       # round key 11 stays in a register; KEY11
 	vmovdqu (%r8),%xmm0                            # ctr
-	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm0,%xmm0# ctr
+	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm0,%xmm0 # ctr
 	vmovdqa %xmm0,%xmm15                           # CTR_BASE
 	lea 0xf(%rcx),%r10
 	shr $4,%r10                                    # blocks = ceil(len / 16)
@@ -910,10 +910,10 @@ aesgen_aesni_avx_128x2_ctr32_encrypt:
 .Laesgen_aesni_avx_128x2_ctr32_encrypt_loop2x_12:
 	cmp $0x20,%rcx
 	jb .Laesgen_aesni_avx_128x2_ctr32_encrypt_end2x_13
-	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm15,%xmm0# counter block; blk CTR_BASE
-	vpaddd .Laesgen_aesni_avx_128x2_ctr_step1_x1(%rip),%xmm15,%xmm1# CTR_BASE
+	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm15,%xmm0 # counter block; blk CTR_BASE
+	vpaddd .Laesgen_aesni_avx_128x2_ctr_step1_x1(%rip),%xmm15,%xmm1 # CTR_BASE
 	vpxor %xmm14,%xmm0,%xmm0                       # round 0: whiten; blk KEY0
-	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm1,%xmm1# counter block; blk
+	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm1,%xmm1 # counter block; blk
 	vaesenc %xmm13,%xmm0,%xmm0                     # round 1; KEY1
 	vpxor %xmm14,%xmm1,%xmm1                       # round 0: whiten; blk KEY0
 	vaesenc %xmm12,%xmm0,%xmm0                     # round 2; KEY2
@@ -945,7 +945,7 @@ aesgen_aesni_avx_128x2_ctr32_encrypt:
 	vpxor 0xc0(%rdi),%xmm2,%xmm2                   # input folded into the last round key
 	vaesenclast %xmm2,%xmm1,%xmm2                  # round 12 (last)
 	vmovdqu %xmm2,0x10(%rdx)
-	vpaddd .Laesgen_aesni_avx_128x2_ctr_step2_x1(%rip),%xmm15,%xmm15# CTR_BASE
+	vpaddd .Laesgen_aesni_avx_128x2_ctr_step2_x1(%rip),%xmm15,%xmm15 # CTR_BASE
 	add $0x20,%rsi
 	add $0x20,%rdx
 	sub $0x20,%rcx
@@ -954,7 +954,7 @@ aesgen_aesni_avx_128x2_ctr32_encrypt:
 .Laesgen_aesni_avx_128x2_ctr32_encrypt_loop1x_14:
 	cmp $0x10,%rcx
 	jb .Laesgen_aesni_avx_128x2_ctr32_encrypt_end1x_15
-	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm15,%xmm0# counter block; blk CTR_BASE
+	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm15,%xmm0 # counter block; blk CTR_BASE
 	vpxor %xmm14,%xmm0,%xmm0                       # round 0: whiten; blk KEY0
 	vaesenc %xmm13,%xmm0,%xmm0                     # round 1; KEY1
 	vaesenc %xmm12,%xmm0,%xmm0                     # round 2; KEY2
@@ -971,7 +971,7 @@ aesgen_aesni_avx_128x2_ctr32_encrypt:
 	vpxor 0xc0(%rdi),%xmm1,%xmm1                   # input folded into the last round key
 	vaesenclast %xmm1,%xmm0,%xmm1                  # round 12 (last)
 	vmovdqu %xmm1,(%rdx)
-	vpaddd .Laesgen_aesni_avx_128x2_ctr_step1_x1(%rip),%xmm15,%xmm15# CTR_BASE
+	vpaddd .Laesgen_aesni_avx_128x2_ctr_step1_x1(%rip),%xmm15,%xmm15 # CTR_BASE
 	add $0x10,%rsi
 	add $0x10,%rdx
 	sub $0x10,%rcx
@@ -979,7 +979,7 @@ aesgen_aesni_avx_128x2_ctr32_encrypt:
 .Laesgen_aesni_avx_128x2_ctr32_encrypt_end1x_15:
 	test %rcx,%rcx
 	je .Laesgen_aesni_avx_128x2_ctr32_encrypt_done11
-	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm15,%xmm0# CTR_BASE
+	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm15,%xmm0 # CTR_BASE
 	vpxor %xmm14,%xmm0,%xmm0                       # round 0: whiten; KEY0
 	vaesenc %xmm13,%xmm0,%xmm0                     # round 1; KEY1
 	vaesenc %xmm12,%xmm0,%xmm0                     # round 2; KEY2
@@ -1020,7 +1020,7 @@ aesgen_aesni_avx_128x2_ctr32_encrypt:
 	vmovdqa 0xa0(%rdi),%xmm4                       # round key 10 stays in a register; KEY10
 	vmovdqa 0xb0(%rdi),%xmm3                       # round key 11 stays in a register; KEY11
 	vmovdqu (%r8),%xmm0                            # ctr
-	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm0,%xmm0# ctr
+	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm0,%xmm0 # ctr
 	vmovdqa %xmm0,%xmm15                           # CTR_BASE
 	lea 0xf(%rcx),%r10
 	shr $4,%r10                                    # blocks = ceil(len / 16)
@@ -1032,10 +1032,10 @@ aesgen_aesni_avx_128x2_ctr32_encrypt:
 .Laesgen_aesni_avx_128x2_ctr32_encrypt_loop2x_18:
 	cmp $0x20,%rcx
 	jb .Laesgen_aesni_avx_128x2_ctr32_encrypt_end2x_19
-	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm15,%xmm0# counter block; blk CTR_BASE
-	vpaddd .Laesgen_aesni_avx_128x2_ctr_step1_x1(%rip),%xmm15,%xmm1# CTR_BASE
+	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm15,%xmm0 # counter block; blk CTR_BASE
+	vpaddd .Laesgen_aesni_avx_128x2_ctr_step1_x1(%rip),%xmm15,%xmm1 # CTR_BASE
 	vpxor %xmm14,%xmm0,%xmm0                       # round 0: whiten; blk KEY0
-	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm1,%xmm1# counter block; blk
+	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm1,%xmm1 # counter block; blk
 	vaesenc %xmm13,%xmm0,%xmm0                     # round 1; KEY1
 	vpxor %xmm14,%xmm1,%xmm1                       # round 0: whiten; blk KEY0
 	vaesenc %xmm12,%xmm0,%xmm0                     # round 2; KEY2
@@ -1071,7 +1071,7 @@ aesgen_aesni_avx_128x2_ctr32_encrypt:
 	vpxor 0xe0(%rdi),%xmm2,%xmm2                   # input folded into the last round key
 	vaesenclast %xmm2,%xmm1,%xmm2                  # round 14 (last)
 	vmovdqu %xmm2,0x10(%rdx)
-	vpaddd .Laesgen_aesni_avx_128x2_ctr_step2_x1(%rip),%xmm15,%xmm15# CTR_BASE
+	vpaddd .Laesgen_aesni_avx_128x2_ctr_step2_x1(%rip),%xmm15,%xmm15 # CTR_BASE
 	add $0x20,%rsi
 	add $0x20,%rdx
 	sub $0x20,%rcx
@@ -1080,7 +1080,7 @@ aesgen_aesni_avx_128x2_ctr32_encrypt:
 .Laesgen_aesni_avx_128x2_ctr32_encrypt_loop1x_20:
 	cmp $0x10,%rcx
 	jb .Laesgen_aesni_avx_128x2_ctr32_encrypt_end1x_21
-	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm15,%xmm0# counter block; blk CTR_BASE
+	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm15,%xmm0 # counter block; blk CTR_BASE
 	vpxor %xmm14,%xmm0,%xmm0                       # round 0: whiten; blk KEY0
 	vaesenc %xmm13,%xmm0,%xmm0                     # round 1; KEY1
 	vaesenc %xmm12,%xmm0,%xmm0                     # round 2; KEY2
@@ -1099,7 +1099,7 @@ aesgen_aesni_avx_128x2_ctr32_encrypt:
 	vpxor 0xe0(%rdi),%xmm1,%xmm1                   # input folded into the last round key
 	vaesenclast %xmm1,%xmm0,%xmm1                  # round 14 (last)
 	vmovdqu %xmm1,(%rdx)
-	vpaddd .Laesgen_aesni_avx_128x2_ctr_step1_x1(%rip),%xmm15,%xmm15# CTR_BASE
+	vpaddd .Laesgen_aesni_avx_128x2_ctr_step1_x1(%rip),%xmm15,%xmm15 # CTR_BASE
 	add $0x10,%rsi
 	add $0x10,%rdx
 	sub $0x10,%rcx
@@ -1107,7 +1107,7 @@ aesgen_aesni_avx_128x2_ctr32_encrypt:
 .Laesgen_aesni_avx_128x2_ctr32_encrypt_end1x_21:
 	test %rcx,%rcx
 	je .Laesgen_aesni_avx_128x2_ctr32_encrypt_done17
-	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm15,%xmm0# CTR_BASE
+	vpshufb .Laesgen_aesni_avx_128x2_bswap_x1(%rip),%xmm15,%xmm0 # CTR_BASE
 	vpxor %xmm14,%xmm0,%xmm0                       # round 0: whiten; KEY0
 	vaesenc %xmm13,%xmm0,%xmm0                     # round 1; KEY1
 	vaesenc %xmm12,%xmm0,%xmm0                     # round 2; KEY2

@@ -8,8 +8,8 @@
  * Key schedules are opaque: aesgen_aesni_avx_128x2_KEY_BYTES bytes, aligned to 64 bytes by the caller.
  * bits is 128, 192 or 256. in == out is allowed; any alignment; a zero length touches no memory.
  */
-#ifndef AESGEN_AESNI_AVX_128X2_H
-#define AESGEN_AESNI_AVX_128X2_H
+#ifndef AESGEN_AESGEN_AESNI_AVX_128X2_H
+#define AESGEN_AESGEN_AESNI_AVX_128X2_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -33,4 +33,4 @@ void aesgen_aesni_avx_128x2_ctr32_encrypt(const void *key, const uint8_t *in, ui
 }
 #endif
 
-#endif /* AESGEN_AESNI_AVX_128X2_H */
+#endif /* AESGEN_AESGEN_AESNI_AVX_128X2_H */
