@@ -138,7 +138,7 @@ def main() -> None:
 def generate(modes: str, isa: str | None, width: int | None, depth: int | None, backend: str,
              prefix: str | None, target: str | None, tuned: bool, profile: str, per_mode: tuple[str, ...],
              output: Path) -> None:
-    """Generate MODES (comma list of ecb,ctr32,cbc) into FILE.S and FILE.h.
+    """Generate MODES (comma list of ecb,ctr32,cbc,ghash,polyval) into FILE.S and FILE.h.
 
     Examples: aesgen generate ecb,ctr32,cbc --isa avx512 --width 512 --depth 8 -o out/aes.S;
     aesgen generate ctr32 --target skylake -o skl.S

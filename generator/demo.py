@@ -19,7 +19,7 @@ from rich.progress import Progress
 
 from .cli import print_bench, print_ceiling, print_exploration, write_atomically
 from .pipeline import generate
-from .spec import MODES
+from .spec import CIPHER_MODES as MODES
 from .target import native
 
 SIZES = [64, 256, 1024, 4096, 16384]

@@ -138,5 +138,6 @@ VECTOR_OPS = {
     "vxor", "paddd", "pshufb", "aesenc", "aesenclast", "aesdec", "aesdeclast",
     "aesimc", "aeskeygenassist", "pshufd", "pslldq", "punpcklqdq", "palignr",
     "prev_lanes", "top_lane", "widen", "vzero",
+    "clmul", "psllq", "psrlq", "psrad", "pand", "upper_half",
 }
-COMMUTATIVE = {"vxor", "paddd"}
+COMMUTATIVE = {"vxor", "paddd", "pand"}

@@ -52,7 +52,16 @@ VECTOR_FORMS: dict[str, tuple[str | None, str | None, str | None]] = {
     "vextract128": (None, "VEX_VEXTRACTI128_XMMM128_YMM_IMM8", "EVEX_VEXTRACTI32X4_XMMM128_K1Z_{R}_IMM8"),
     "vinserti128": (None, "VEX_VINSERTI128_YMM_YMM_XMMM128_IMM8", None),
     "vshufi32x4": (None, None, "EVEX_VSHUFI32X4_{R}_K1Z_{R}_{R}M{W}B32_IMM8"),
+    "vextract256": (None, None, "EVEX_VEXTRACTI64X4_YMMM256_K1Z_ZMM_IMM8"),
+    "clmul": ("PCLMULQDQ_XMM_XMMM128_IMM8", "VEX_VPCLMULQDQ_{R}_{R}_{R}M{W}_IMM8",
+              "EVEX_VPCLMULQDQ_{R}_{R}_{R}M{W}_IMM8"),
+    "psllq": ("PSLLQ_XMM_IMM8", "VEX_VPSLLQ_{R}_{R}_IMM8", "EVEX_VPSLLQ_{R}_K1Z_{R}M{W}B64_IMM8"),
+    "psrlq": ("PSRLQ_XMM_IMM8", "VEX_VPSRLQ_{R}_{R}_IMM8", "EVEX_VPSRLQ_{R}_K1Z_{R}M{W}B64_IMM8"),
+    "psrad": ("PSRAD_XMM_IMM8", "VEX_VPSRAD_{R}_{R}_IMM8", "EVEX_VPSRAD_{R}_K1Z_{R}M{W}B32_IMM8"),
+    "pand": ("PAND_XMM_XMMM128", "VEX_VPAND_{R}_{R}_{R}M{W}", "EVEX_VPANDD_{R}_K1Z_{R}_{R}M{W}B32"),
 }
+# Legacy SSE shifts by an immediate name only the destination register.
+LEGACY_SHIFTS = {"pslldq", "psllq", "psrlq", "psrad"}
 # Byte-granular masked moves (CTR tails) use vmovdqu8 instead of vmovdqu64.
 BYTE_MASKED = {"vload": "EVEX_VMOVDQU8_{R}_K1Z_{R}M{W}", "vstore": "EVEX_VMOVDQU8_{R}M{W}_K1Z_{R}"}
 # Ops that only ever work on xmm registers (whatever the file's width).
@@ -146,7 +155,7 @@ class Assembler:
             if not (isinstance(srcs[0], Phys) and srcs[0] == dst or srcs[0].num == dst.num):
                 raise BuildError(f"internal: legacy {i.op} with untied destination")
             srcs = srcs[1:]
-        if fam == "legacy" and i.op == "pslldq":
+        if fam == "legacy" and i.op in LEGACY_SHIFTS:
             srcs = []
         ops = [self._operand(dst, i, width, is_dst=True)] + [self._operand(s, i, width) for s in srcs]
         ins = self._create(self._code(name), ops, i.imm)
@@ -160,6 +169,8 @@ class Assembler:
             w = width
             if i.op == "vextract128" and is_dst:
                 w = 128
+            if i.op == "vextract256" and is_dst:
+                w = 256
             if i.op == "vinserti128" and not is_dst and o is i.srcs[1]:
                 w = 128
             return ("r", vreg(o.num, w))
@@ -220,6 +231,11 @@ class Assembler:
                 return Instruction.create_reg_i32(C(f"{name}_RM32_IMM8"), gpr(d), imm)
             form = f"{name}_EAX_IMM32" if d == "eax" else f"{name}_RM32_IMM32"
             return Instruction.create_reg_u32(C(form), gpr(d), imm & 0xFFFFFFFF)
+        if op in ("add_r", "sub_r"):
+            return Instruction.create_reg_reg(C(f"{op[:3].upper()}_RM64_R64"), gpr(d), gpr(s[0]))
+        if op == "and":
+            form = "AND_RM64_IMM8" if _fits8(imm) else "AND_RM64_IMM32"
+            return Instruction.create_reg_i32(C(form), gpr(d), imm)
         if op == "add32r":
             return Instruction.create_reg_reg(C("ADD_RM32_R32"), gpr(d), gpr(s[0]))
         if op == "cmpr":

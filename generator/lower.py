@@ -37,6 +37,10 @@ class Lowerer:
             raise ValueError(f"prev_lanes at width {i.width} on {spec.isa}")
         if i.op == "top_lane":
             return [replace(i, op="vextract128", imm=self.fn_width // 128 - 1, width=self.fn_width)]
+        if i.op == "upper_half":  # the upper half of a width-W register, as a W/2 value
+            src_width = i.width * 2
+            op = "vextract256" if src_width == 512 else "vextract128"
+            return [replace(i, op=op, imm=1, width=src_width)]
         if i.op == "widen":
             if spec.isa == "avx512":
                 return [replace(i, op="vshufi32x4", srcs=(i.srcs[0], i.srcs[0]), imm=0)]

@@ -22,7 +22,7 @@ from .regalloc import allocate_path
 from .schedule import flatten
 from .spec import SPEC_MARKER, KernelSpec
 
-MODE_TITLES = {"ecb": "ECB", "ctr32": "CTR32", "cbc": "CBC"}
+MODE_TITLES = {"ecb": "ECB", "ctr32": "CTR32", "cbc": "CBC", "ghash": "GHASH", "polyval": "POLYVAL"}
 ISA_LINES = {
     "sse": "sse: legacy AES-NI, two-operand SSE encoding, 16 xmm registers",
     "avx": "avx: VEX-encoded AES-NI, three-operand, 16 xmm registers",
@@ -32,9 +32,10 @@ ISA_LINES = {
 C_TYPES = {
     "user_key": "const uint8_t *user_key", "bits": "unsigned bits", "key": "const void *key",
     "in": "const uint8_t *in", "out": "uint8_t *out", "nblocks": "size_t nblocks", "len": "size_t len",
-    "ctr": "uint8_t ctr[16]", "iv": "uint8_t iv[16]",
+    "ctr": "uint8_t ctr[16]", "iv": "uint8_t iv[16]", "acc": "uint8_t acc[16]", "data": "const uint8_t *data",
+    "h": "const uint8_t h[16]",
 }
-RETURNS_INT = {"cpu_supported", "set_encrypt_key", "set_decrypt_key"}
+RETURNS_INT = {"cpu_supported", "set_encrypt_key", "set_decrypt_key", "gcm_set_key"}
 
 
 @dataclass
@@ -48,6 +49,7 @@ class GeneratedKernel:
 
 def command_line(spec: KernelSpec, output: str = "FILE.S") -> str:
     per_mode = "".join(f" --per-mode {m}={w}x{d}" for m, w, d in spec.overrides)
+    per_mode += " --karatsuba" if spec.karatsuba else ""
     return (f"aesgen generate {','.join(spec.modes)} --isa {spec.isa} --width {spec.width} "
             f"--depth {spec.depth}{per_mode} --backend {spec.backend} --prefix {spec.prefix} -o {output}")
 
@@ -56,6 +58,10 @@ def prototype(spec: KernelSpec, fn: Function) -> str:
     args = [C_TYPES[a] for a in fn.args] or ["void"]
     if fn.name in ("set_encrypt_key", "set_decrypt_key"):
         args[2] = "void *key"
+    if fn.name == "gcm_set_key":
+        args[2] = "void *gkey"
+    if fn.name == "ghash":
+        args[0] = "const void *gkey"
     if fn.name in ("ecb_decrypt", "cbc_decrypt"):
         args[0] = "const void *dkey"
     ret = "int" if fn.name in RETURNS_INT else "void"
@@ -196,7 +202,10 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
         "spec_hash": hashlib.sha256(spec_json.encode()).hexdigest()[:16],
         "instruction_count": len(instructions), "guard": f"AESGEN_{spec.prefix.upper()}",
         "per_mode": ", ".join(f"{MODE_TITLES[m]} {spec.width_for(m)}-bit x depth {spec.depth_for(m)}"
-                              + (" (serial encrypt)" if m == "cbc" else "") for m in spec.modes),
+                              + (" (serial encrypt)" if m == "cbc" else "")
+                              + (f" ({'Karatsuba' if spec.karatsuba else 'schoolbook'} products, "
+                                 f"{spec.depth_for(m) * spec.width_for(m) // 128} blocks per reduction)"
+                                 if m in ("ghash", "polyval") else "") for m in spec.modes),
     }
     env = _env()
     return GeneratedKernel(spec, env.get_template("kernel.S.j2").render(context),

@@ -17,7 +17,7 @@ from .ir import COMMUTATIVE, Branch, Insn, KeyRef, Label, Mem, VReg
 
 # Ops whose legacy SSE form overwrites the first source.
 TIED_LEGACY = {"vxor", "paddd", "pshufb", "aesenc", "aesenclast", "aesdec", "aesdeclast",
-               "pslldq", "punpcklqdq", "palignr"}
+               "pslldq", "punpcklqdq", "palignr", "clmul", "psllq", "psrlq", "psrad", "pand"}
 
 
 class RegisterPressure(BuildError):

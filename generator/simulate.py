@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import aesref
+from . import aesref, gf128
 from .ir import Branch, Const, Function, Insn, KeyRef, Label, Mem, VReg
 from .schedule import flatten
 from .spec import KernelSpec
@@ -207,6 +207,9 @@ class Interpreter:
         elif op == "prev_lanes":
             cur, carried = (self.value(s, lanes) for s in i.srcs)
             out = (carried[-1],) + cur[:-1]
+        elif op == "upper_half":  # i.width is the result's width
+            src = self.value(i.srcs[0], 2 * lanes)
+            out = src[lanes:]
         elif op == "widen":
             out = self.value(i.srcs[0], 1) * lanes
         else:
@@ -244,7 +247,17 @@ LANE_OPS = {
     "pslldq": lambda a, imm: (a << (8 * imm)) & M128 if imm < 16 else 0,
     "punpcklqdq": lambda a, b, _i: (a & M64) | ((b & M64) << 64),
     "palignr": lambda hi, lo, imm: (((hi << 128) | lo) >> (8 * imm)) & M128,
+    "clmul": lambda a, b, imm: gf128.clmul((a >> (64 * (imm & 1))) & M64, (b >> (64 * ((imm >> 4) & 1))) & M64),
+    "psllq": lambda a, imm: _qwords_map(a, lambda q: (q << imm) & M64),
+    "psrlq": lambda a, imm: _qwords_map(a, lambda q: q >> imm),
+    "psrad": lambda a, imm: _from_dwords([(d >> min(imm, 31)) | (-(d >> 31) << (32 - min(imm, 31)) if d >> 31
+                                           else d >> min(imm, 31)) for d in _dwords(a)]),
+    "pand": lambda a, b, _i: a & b,
 }
+
+
+def _qwords_map(a: int, f) -> int:
+    return f(a & M64) | (f(a >> 64) << 64)
 
 
 def _alu(it: Interpreter, i: Insn, fn, bits: int = 64, write: bool = True) -> None:
@@ -307,6 +320,9 @@ SCALAR = {
     "store8": lambda it, i: _store(it, i, it.m.get(i.srcs[0]), 1),
     "add": lambda it, i: _alu(it, i, lambda a, b: a + b),
     "add32r": lambda it, i: _alu(it, i, lambda a, b: a + b, 32),
+    "add_r": lambda it, i: _alu(it, i, lambda a, b: a + b),
+    "sub_r": lambda it, i: _alu(it, i, lambda a, b: a - b),
+    "and": lambda it, i: _alu(it, i, lambda a, b: a & b),
     "sub": lambda it, i: _alu(it, i, lambda a, b: a - b),
     "cmp": lambda it, i: _alu(it, i, lambda a, b: a - b, write=False),
     "cmpr": lambda it, i: _alu(it, i, lambda a, b: a - b, write=False),

@@ -14,13 +14,19 @@ from pathlib import Path
 
 SPEC_MARKER = "# aesgen-spec: "
 
-MODES = ("ecb", "ctr32", "cbc")
+MODES = ("ecb", "ctr32", "cbc", "ghash", "polyval")
+# The block-cipher modes (the ones `make demo`, tune and bench cover today).
+CIPHER_MODES = ("ecb", "ctr32", "cbc")
 # C functions each mode contributes (besides the always-present key setup).
 MODE_FUNCTIONS = {
     "ecb": ("ecb_encrypt", "ecb_decrypt"),
     "ctr32": ("ctr32_encrypt",),
     "cbc": ("cbc_encrypt", "cbc_decrypt"),
+    "ghash": ("gcm_set_key", "ghash"),
+    "polyval": ("polyval",),
 }
+# Modes that multiply by powers of the GHASH key stored after the AES schedule.
+GHASH_TABLE_MODES = ("ghash",)
 COMMON_FUNCTIONS = ("cpu_supported", "set_encrypt_key", "set_decrypt_key")
 
 ISAS = ("sse", "avx", "avx2", "avx512")
@@ -37,8 +43,23 @@ FEATURES_BY_ISA = {
 }
 
 def mode_of(function: str) -> str | None:
-    """The mode a C function belongs to (None for key setup and cpu_supported)."""
+    """The mode whose width/depth a C function runs at (None: the file's default)."""
+    if function == "gcm_set_key":
+        return None
     return next((m for m, fs in MODE_FUNCTIONS.items() if function in fs), None)
+
+
+CLMUL_MODES = ("ghash", "polyval")
+
+
+def required_features(isa: str, width: int, modes: tuple[str, ...]) -> tuple[str, ...]:
+    """/proc/cpuinfo flags a file needs: the ISA's, plus carry-less multiply when hashing."""
+    feats = list(FEATURES_BY_ISA[isa])
+    if any(m in CLMUL_MODES for m in modes):
+        feats.append("pclmulqdq")
+        if isa in ("avx2", "avx512"):  # ymm/zmm hashing; the xmm tails use it too on these files
+            feats.append("vpclmulqdq")
+    return tuple(feats)
 
 
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -57,6 +78,8 @@ class KernelSpec:
     # Per-mode (mode, width, depth) where a mode differs from width/depth (tuned files).
     # `width` must then be the widest: it sets the key schedule's stride.
     overrides: tuple[tuple[str, int, int], ...] = field(default=())
+    # GHASH/POLYVAL products: Karatsuba (3 carry-less multiplies) instead of schoolbook (4).
+    karatsuba: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "modes", tuple(self.modes))
@@ -65,7 +88,7 @@ class KernelSpec:
                 self, "prefix", f"aesgen_{self.backend}_{self.isa}_{self.width}x{self.depth}"
             )
         if not self.features:
-            object.__setattr__(self, "features", FEATURES_BY_ISA[self.isa])
+            object.__setattr__(self, "features", required_features(self.isa, self.width, self.modes))
         object.__setattr__(self, "features", tuple(self.features))
         object.__setattr__(self, "overrides", tuple(tuple(o) for o in self.overrides))
 
@@ -105,7 +128,23 @@ class KernelSpec:
         names = list(COMMON_FUNCTIONS)
         for mode in self.modes:
             names.extend(MODE_FUNCTIONS[mode])
-        return tuple(names)
+        return tuple(dict.fromkeys(names))
+
+    @property
+    def ghash_blocks(self) -> int:
+        """K: blocks per GHASH reduction (lanes x depth), the number of powers of H stored."""
+        users = [m for m in self.modes if m in GHASH_TABLE_MODES] or ["ghash"]
+        return max(self.depth_for(m) * self.width_for(m) // 128 for m in users)
+
+    @property
+    def gcm_table_offset(self) -> int:
+        """Where the powers of H start in the GCM key: after the AES schedule."""
+        return self.key_bytes
+
+    @property
+    def gcm_key_bytes(self) -> int:
+        """AES schedule, then H^K..H^1 (16 bytes each), then their Karatsuba halves-xor."""
+        return (self.gcm_table_offset + 32 * self.ghash_blocks + 63) // 64 * 64
 
     def symbol(self, function: str) -> str:
         return f"{self.prefix}_{function}"

@@ -7,6 +7,7 @@ from aesgen.spec import KernelSpec
 
 from .aes import set_key_function
 from .cpu import cpu_supported_function
+from .ghash import gcm_set_key_function, ghash_function, polyval_function
 from .modes import cbc_decrypt_function, cbc_encrypt_function, ctr32_function, ecb_function
 
 # name -> (C argument names, describe(builder), one-line summary)
@@ -22,6 +23,12 @@ FUNCTIONS = {
                       "CTR with a 32-bit big-endian counter (encrypts and decrypts)"),
     "cbc_encrypt": (("key", "in", "out", "nblocks", "iv"), cbc_encrypt_function, "CBC encryption (serial)"),
     "cbc_decrypt": (("key", "in", "out", "nblocks", "iv"), cbc_decrypt_function, "CBC decryption (parallel)"),
+    "gcm_set_key": (("user_key", "bits", "key"), gcm_set_key_function,
+                    "GCM key: AES schedule and the powers of H"),
+    "ghash": (("key", "acc", "data", "nblocks"), lambda b: ghash_function(b, b.spec.karatsuba),
+              "GHASH (SP 800-38D) of whole blocks, continued from acc"),
+    "polyval": (("h", "acc", "data", "nblocks"), lambda b: polyval_function(b, b.spec.karatsuba),
+                "POLYVAL (RFC 8452) of whole blocks, continued from acc"),
 }
 
 

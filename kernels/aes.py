@@ -29,19 +29,19 @@ def rcon(i: int) -> int:
 
 def encrypt_rounds(b: FunctionBuilder, x: VReg, nr: int, last_key: Operand | None = None,
                    width: int | None = None, whiten: bool = True, dst: VReg | None = None,
-                   last: bool = True) -> VReg:
+                   last: bool = True, key_at=key) -> VReg:
     """AddRoundKey 0, nr-1 full rounds, the last round with `last_key` (default key nr).
 
     Folding a value into the last round key (CTR's plaintext, CBC's next block)
     moves that XOR off the critical path: aesenclast ends with XOR of its key.
     """
     if whiten:
-        x = b.v("vxor", x, key(0), width=width, dst=dst, comment="round 0: whiten")
+        x = b.v("vxor", x, key_at(0), width=width, dst=dst, comment="round 0: whiten")
     for r in range(1, nr):
-        x = b.v("aesenc", x, key(r), width=width, dst=dst, comment=f"round {r}")
+        x = b.v("aesenc", x, key_at(r), width=width, dst=dst, comment=f"round {r}")
     if not last:
         return x
-    return b.v("aesenclast", x, last_key if last_key is not None else key(nr), width=width,
+    return b.v("aesenclast", x, last_key if last_key is not None else key_at(nr), width=width,
                dst=dst, comment=f"round {nr} (last)")
 
 

@@ -5,6 +5,7 @@ from aesgen.dsl import FunctionBuilder
 
 # (CPUID leaf, output register, bit) per /proc/cpuinfo flag name.
 CPUID_BITS = {
+    "pclmulqdq": (1, "ecx", 1),
     "ssse3": (1, "ecx", 9),
     "aes": (1, "ecx", 25),
     "avx": (1, "ecx", 28),

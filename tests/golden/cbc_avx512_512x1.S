@@ -19,7 +19,7 @@
 # cbc_decrypt (AES-192): 17 vector registers, 13 round keys in registers
 # cbc_decrypt (AES-256): 19 vector registers, 15 round keys in registers
 #
-# aesgen-spec: {"abi":"sysv","backend":"aesni","depth":1,"features":["aes","ssse3","avx","avx2","bmi2","vaes","avx512f","avx512bw","avx512vl"],"isa":"avx512","modes":["cbc"],"overrides":[],"prefix":"aesgen_aesni_avx512_512x1","width":512}
+# aesgen-spec: {"abi":"sysv","backend":"aesni","depth":1,"features":["aes","ssse3","avx","avx2","bmi2","vaes","avx512f","avx512bw","avx512vl"],"isa":"avx512","karatsuba":false,"modes":["cbc"],"overrides":[],"prefix":"aesgen_aesni_avx512_512x1","width":512}
 
 	.text
 
@@ -1289,4 +1289,4 @@ aesgen_aesni_avx512_512x1_cbc_decrypt:
 
 	.section .note.GNU-stack,"",@progbits
 
-# provenance: aesgen 0.1.0; spec sha256 0763d815aa4cbcd2; 1165 instructions
+# provenance: aesgen 0.1.0; spec sha256 e23d15643182c3ac; 1165 instructions

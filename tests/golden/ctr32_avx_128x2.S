@@ -16,7 +16,7 @@
 # ctr32_encrypt (AES-192): 16 vector registers, 12 round keys in registers; keys 12 as memory operands
 # ctr32_encrypt (AES-256): 16 vector registers, 12 round keys in registers; keys 12,13,14 as memory operands
 #
-# aesgen-spec: {"abi":"sysv","backend":"aesni","depth":2,"features":["aes","ssse3","avx"],"isa":"avx","modes":["ctr32"],"overrides":[],"prefix":"aesgen_aesni_avx_128x2","width":128}
+# aesgen-spec: {"abi":"sysv","backend":"aesni","depth":2,"features":["aes","ssse3","avx"],"isa":"avx","karatsuba":false,"modes":["ctr32"],"overrides":[],"prefix":"aesgen_aesni_avx_128x2","width":128}
 
 	.text
 
@@ -1167,4 +1167,4 @@ aesgen_aesni_avx_128x2_ctr32_encrypt:
 
 	.section .note.GNU-stack,"",@progbits
 
-# provenance: aesgen 0.1.0; spec sha256 4d62384c2d4d8519; 1040 instructions
+# provenance: aesgen 0.1.0; spec sha256 02faa4bc169fea51; 1040 instructions

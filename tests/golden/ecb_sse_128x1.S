@@ -19,7 +19,7 @@
 # ecb_decrypt (AES-192): 14 vector registers, 13 round keys in registers
 # ecb_decrypt (AES-256): 16 vector registers, 15 round keys in registers
 #
-# aesgen-spec: {"abi":"sysv","backend":"aesni","depth":1,"features":["aes","ssse3"],"isa":"sse","modes":["ecb"],"overrides":[],"prefix":"aesgen_aesni_sse_128x1","width":128}
+# aesgen-spec: {"abi":"sysv","backend":"aesni","depth":1,"features":["aes","ssse3"],"isa":"sse","karatsuba":false,"modes":["ecb"],"overrides":[],"prefix":"aesgen_aesni_sse_128x1","width":128}
 
 	.text
 
@@ -1184,4 +1184,4 @@ aesgen_aesni_sse_128x1_ecb_decrypt:
 
 	.section .note.GNU-stack,"",@progbits
 
-# provenance: aesgen 0.1.0; spec sha256 fa6bef440d7f66e3; 1057 instructions
+# provenance: aesgen 0.1.0; spec sha256 b738159b7fddd54a; 1057 instructions

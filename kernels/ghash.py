@@ -1,0 +1,342 @@
+"""GHASH and POLYVAL in the DSL: carry-less products, aggregated reduction, powers of H.
+
+Both are POLYVAL's Montgomery product dot(a, b) = a * b * x^-128 (see
+`aesgen.gf128`); GHASH runs it on byte-reversed blocks with H * x as its key.
+A main-loop iteration multiplies k = lanes x depth blocks by H^k .. H^1 (read
+from a table of powers kept in descending order, so any run of r <= k blocks
+uses the contiguous entries H^r .. H^1), sums the unreduced products and
+reduces once. Products are schoolbook (4 clmul) or Karatsuba (3 clmul, the
+halves-xor of each power precomputed in a second table).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aesgen.dsl import FunctionBuilder
+from aesgen.gf128 import x128_mod_p
+from aesgen.ir import Const, Mem, VReg
+
+from .aes import EXPANDERS, ROUNDS_BY_BITS, ScheduleWriter, _r32, encrypt_rounds, finish
+from .modes import return_if_zero
+
+
+def gfpoly(lanes: int) -> Const:
+    """x^128 mod P (0xc2..01) per lane: its high qword is the fold multiplier c."""
+    return Const(f"gfpoly_x{lanes}", x128_mod_p().to_bytes(16, "little") * lanes)
+
+
+def bswap_const(lanes: int) -> Const:
+    from aesgen.consts import bswap_mask
+    return bswap_mask(lanes)
+
+
+@dataclass
+class Products:
+    """Unreduced sum of products: lo + mi * x^64 + hi * x^128 (per lane)."""
+
+    lo: VReg
+    mi: VReg
+    hi: VReg
+
+
+def multiply(b: FunctionBuilder, x: VReg, p, px, karatsuba: bool, width: int) -> Products:
+    """x * p lane-wise, unreduced. `px` is p's halves-xor (Karatsuba only)."""
+    lo = b.v("clmul", x, p, imm=0x00, width=width, comment="x0 * h0")
+    hi = b.v("clmul", x, p, imm=0x11, width=width, comment="x1 * h1")
+    if karatsuba:
+        xx = b.v("vxor", x, b.v("pshufd", x, imm=0x4E, width=width), width=width, comment="x0 ^ x1")
+        mi = b.v("clmul", xx, px, imm=0x00, width=width, comment="(x0 ^ x1)(h0 ^ h1)")
+    else:
+        m1 = b.v("clmul", x, p, imm=0x01, width=width, comment="x1 * h0")
+        m2 = b.v("clmul", x, p, imm=0x10, width=width, comment="x0 * h1")
+        mi = b.v("vxor", m1, m2, width=width)
+    return Products(lo, mi, hi)
+
+
+def accumulate(b: FunctionBuilder, acc: Products | None, new: Products, width: int,
+               into: Products | None = None) -> Products:
+    if acc is None:
+        if into is None:
+            return new
+        acc = into
+    dst = into or Products(None, None, None)  # type: ignore[arg-type]
+    return Products(b.v("vxor", acc.lo, new.lo, width=width, dst=dst.lo),
+                    b.v("vxor", acc.mi, new.mi, width=width, dst=dst.mi),
+                    b.v("vxor", acc.hi, new.hi, width=width, dst=dst.hi))
+
+
+def reduce(b: FunctionBuilder, s: Products, karatsuba: bool, width: int, dst: VReg | None = None) -> VReg:
+    """Two Montgomery folds per lane, then the lanes summed into one 128-bit value."""
+    lanes = width // 128
+    mi = s.mi
+    if karatsuba:  # (x0^x1)(h0^h1) = mid ^ lo ^ hi
+        mi = b.v("vxor", mi, b.v("vxor", s.lo, s.hi, width=width), width=width, comment="Karatsuba middle")
+    t = b.v("clmul", s.lo, gfpoly(lanes), imm=0x10, width=width, comment="fold 1: lo0 * c")
+    mi = b.v("vxor", mi, b.v("pshufd", s.lo, imm=0x4E, width=width), width=width)
+    mi = b.v("vxor", mi, t, width=width)
+    t = b.v("clmul", mi, gfpoly(lanes), imm=0x10, width=width, comment="fold 2: mi0 * c")
+    hi = b.v("vxor", s.hi, b.v("pshufd", mi, imm=0x4E, width=width), width=width)
+    hi = b.v("vxor", hi, t, width=width, dst=dst if lanes == 1 else None)
+    while lanes > 1:  # sum the lanes: each is a reduced partial sum
+        lanes //= 2
+        half = b.v("upper_half", hi, width=64 * lanes * 2, comment="sum the lanes")
+        hi = b.v("vxor", hi, half, width=128 * lanes, dst=dst if lanes == 1 else None)
+    return hi
+
+
+def dot(b: FunctionBuilder, a, h, dst: VReg | None = None) -> VReg:
+    """One 128-bit POLYVAL product (schoolbook)."""
+    return reduce(b, multiply(b, a, h, None, False, 128), False, 128, dst)
+
+
+def mul_x(b: FunctionBuilder, v: VReg) -> VReg:
+    """v * x mod P, constant time: the carry out of bit 127 selects the 0xc2..01 xor."""
+    top = b.v("psrad", b.v("pshufd", v, imm=0xFF, width=128), imm=31, width=128, comment="all ones if bit 127")
+    fix = b.v("pand", top, gfpoly(1), width=128)
+    shifted = b.v("psllq", v, imm=1, width=128)
+    carry = b.v("pslldq", b.v("psrlq", v, imm=63, width=128), imm=8, width=128, comment="bit 63 -> 64")
+    return b.v("vxor", b.v("vxor", shifted, carry, width=128), fix, width=128)
+
+
+class HashCore:
+    """The hashing loop shared by P_ghash and P_polyval (and later GCM)."""
+
+    def __init__(self, b: FunctionBuilder, *, reflect: bool, table: Mem, k_max: int, karatsuba: bool) -> None:
+        self.b, self.reflect, self.table, self.k_max, self.karatsuba = b, reflect, table, k_max, karatsuba
+        self.width, self.lanes, self.depth = b.width, b.lanes, b.depth
+
+    def power(self, entry_offset: int, width: int, base: str | None = None, mask: str | None = None):
+        """Powers vector at table entry offset (bytes); and its Karatsuba halves-xor."""
+        b, t = self.b, self.table
+        mem = Mem(base or t.base, (0 if base else t.disp) + entry_offset)
+        p = b.v("vload", mem, width=width, mask=mask, comment="powers of H")
+        px = None
+        if self.karatsuba:
+            pxm = Mem(mem.base, mem.disp + 16 * self.k_max)
+            px = b.v("vload", pxm, width=width, mask=mask, comment="their halves-xor")
+        return p, px
+
+    def block(self, data: str, off: int, width: int, mask: str | None = None) -> VReg:
+        b = self.b
+        x = b.v("vload", Mem(data, off), width=width, mask=mask, comment="data blocks")
+        if self.reflect:
+            x = b.v("pshufb", x, bswap_const(width // 128), width=width, comment="GHASH: byte-reverse")
+        return x
+
+    def main_loop(self, acc: VReg, data: str, n: str) -> None:
+        """While n >= k: acc = sum of (blocks, acc folded into the first) x H^k..H^1, reduced."""
+        b, L, D, W, K = self.b, self.lanes, self.depth, self.width, self.depth * self.lanes
+        top, out = b.label_name("hash_loop"), b.label_name("hash_end")
+        b.label(top)
+        b.s("cmp", n, imm=K)
+        b.branch("b", out)
+        state: dict[str, Products | None] = {"sum": None}
+
+        def group(j: int) -> None:
+            b.final()  # products of one group at a time: few registers, and clmul throughput rules anyway
+            x = self.block(data, 16 * L * j, W)
+            if j == 0:
+                x = b.v("vxor", x, acc, width=W, comment="the running hash joins the first block")
+            p, px = self.power(16 * (self.k_max - K + L * j), W)
+            state["sum"] = accumulate(b, state["sum"], multiply(b, x, p, px, self.karatsuba, W), W)
+
+        b.groups(D, group, comment=f"{K} blocks, one reduction")
+        reduce(b, state["sum"], self.karatsuba, W, dst=acc)
+        b.s("add", data, imm=16 * K)
+        b.s("sub", n, imm=K)
+        b.branch("jmp", top)
+        b.label(out)
+
+    def tail(self, acc: VReg, data: str, n: str, isa: str) -> None:
+        """The last n < k blocks: powers H^n..H^1, whole vectors then a partial one, one reduction."""
+        b, L, W = self.b, self.lanes, self.width
+        done = b.label_name("hash_done")
+        b.s("test", n, n)
+        b.branch("e", done)
+        # r10 walks the powers table from entry k_max - n.
+        b.s("movi", "r10", imm=self.k_max)
+        b.s("sub_r", "r10", n)
+        b.s("shl", "r10", imm=4)
+        b.s("add_r", "r10", self.table.base)
+        if self.table.disp:
+            b.s("add", "r10", imm=self.table.disp)
+        sums = Products(b.pinned("SUM_LO"), b.pinned("SUM_MI"), b.pinned("SUM_HI"))
+        for v in (sums.lo, sums.mi, sums.hi):
+            b.v("vzero", dst=v, width=W)
+        if L > 1:
+            top, out = b.label_name("tail_vec"), b.label_name("tail_part")
+            b.label(top)
+            b.s("cmp", n, imm=L)
+            b.branch("b", out)
+            self._tail_step(sums, acc, data, W, None)
+            b.s("add", data, imm=16 * L)
+            b.s("add", "r10", imm=16 * L)
+            b.s("sub", n, imm=L)
+            b.branch("jmp", top)
+            b.label(out)
+            skip = b.label_name("tail_none")
+            b.s("test", n, n)
+            b.branch("e", skip)
+            if isa == "avx512":
+                b.s("lea", "r11", Mem(n, 0, index=n, scale=1))
+                b.s("movi", "rax", imm=-1)
+                b.s("bzhi", "rax", "rax", "r11")
+                b.s("kmovq", "k1", "rax")
+                self._tail_step(sums, acc, data, W, "k1")
+            else:  # one block left of a ymm vector
+                self._tail_step(sums, acc, data, 128, None)
+            b.label(skip)
+        else:
+            top = b.label_name("tail_blk")
+            b.label(top)
+            self._tail_step(sums, acc, data, 128, None)
+            b.s("add", data, imm=16)
+            b.s("add", "r10", imm=16)
+            b.s("sub", n, imm=1)
+            b.branch("ne", top)
+        reduce(b, sums, self.karatsuba, W, dst=acc)
+        b.label(done)
+
+    def _tail_step(self, sums: Products, acc: VReg, data: str, width: int, mask: str | None) -> None:
+        b, W = self.b, self.width
+        x = self.block(data, 0, width, mask)
+        x = b.v("vxor", x, acc, width=width, comment="the running hash joins the first block")
+        b.v("vzero", dst=acc, width=128)  # folded in: later vectors add nothing
+        p, px = self.power(0, width, base="r10", mask=mask)
+        prod = multiply(b, x, p, px, self.karatsuba, width)
+        accumulate(b, sums, prod, W, into=sums)
+
+
+def ghash_function(b: FunctionBuilder, karatsuba: bool) -> None:
+    """P_ghash(gkey, acc, data, nblocks): acc = GHASH_H continued over the blocks."""
+    spec = b.spec
+    acc_p, data, n = b.reg["acc"], b.reg["data"], b.reg["nblocks"]
+    return_if_zero(b, n)
+
+    def body() -> None:
+        acc = b.pinned("HASH")
+        a = b.v("vload", Mem(acc_p, 0), width=128, comment="acc, GHASH byte order")
+        b.v("pshufb", a, bswap_const(1), width=128, dst=acc, comment="to POLYVAL order")
+        core = HashCore(b, reflect=True, table=Mem(b.reg["key"], spec.gcm_table_offset),
+                        k_max=spec.ghash_blocks, karatsuba=karatsuba)
+        core.main_loop(acc, data, n)
+        core.tail(acc, data, n, spec.isa)
+        out = b.v("pshufb", acc, bswap_const(1), width=128)
+        b.store(Mem(acc_p, 0), out, width=128)
+        finish(b)
+
+    b.single_path(None, body)
+
+
+def gcm_set_key_function(b: FunctionBuilder) -> None:
+    """P_gcm_set_key(user_key, bits, gkey): AES schedule, then H^K..H^1 and their halves-xor."""
+    spec = b.spec
+    user, bits, out = b.reg["user_key"], b.reg["bits"], b.reg["key"]
+    K, table = spec.ghash_blocks, spec.gcm_table_offset
+    labels = {kb: b.label_name(f"bits{kb}_") for kb in EXPANDERS}
+    powers = b.label_name("powers")
+    for kb, lab in labels.items():
+        b.s("cmp32", _r32(bits), imm=kb)
+        b.branch("e", lab)
+    b.s("mov32i", "eax", imm=-1, comment="unsupported key size")
+    b.s("ret")
+    for kb, lab in labels.items():
+        nr = ROUNDS_BY_BITS[kb]
+
+        def path(kb: int = kb, nr: int = nr) -> None:
+            EXPANDERS[kb](b, user, ScheduleWriter(b, out, nr, False))
+            b.s("store32i", Mem(out, spec.rounds_offset, bits=32), imm=nr, comment="round count")
+            with b.at_width(128):
+                # The schedule was just written: read it from memory, not from registers
+                # that regalloc would load at the path's entry (before it exists).
+                h = encrypt_rounds(b, b.v("vzero"), nr,
+                                   key_at=lambda i: Mem(out, i * spec.key_stride))
+                h = b.v("pshufb", h, bswap_const(1), comment="H in POLYVAL order")
+                h = mul_x(b, h)
+                b.store(Mem(out, table + 16 * (K - 1)), h, comment="H^1 (GHASH's H * x)")
+            b.branch("jmp", powers)
+
+        b.single_path(nr, path, lab)
+
+    def power_table() -> None:
+        # H^i = dot(H^(i/2), H^(i - i/2)): a tree, log2(K) products deep.
+        def entry(i: int) -> Mem:
+            return Mem(out, table + 16 * (K - i))
+
+        with b.at_width(128):
+            for i in range(2, K + 1):
+                a = b.v("vload", entry(i // 2))
+                c = b.v("vload", entry(i - i // 2))
+                b.store(entry(i), dot(b, a, c), comment=f"H^{i}")
+            for i in range(1, K + 1):
+                p = b.v("vload", entry(i))
+                px = b.v("vxor", p, b.v("pshufd", p, imm=0x4E))
+                b.store(Mem(out, table + 16 * K + 16 * (K - i)), px, comment=f"H^{i} halves-xor")
+        b.s("xor32", "eax", "eax")
+        finish(b)
+
+    b.single_path(None, power_table, powers)
+
+
+def polyval_function(b: FunctionBuilder, karatsuba: bool) -> None:
+    """P_polyval(h, acc, data, nblocks): RFC 8452 POLYVAL continued from acc.
+
+    Short inputs go block by block (Horner); longer ones build H^K..H^1 in an
+    aligned stack frame first, then run the aggregated loop.
+    """
+    spec = b.spec
+    h_p, acc_p, data, n = b.reg["h"], b.reg["acc"], b.reg["data"], b.reg["nblocks"]
+    K = b.depth * b.lanes
+    return_if_zero(b, n)
+
+    def body() -> None:
+        acc = b.pinned("HASH")
+        b.v("vload", Mem(acc_p, 0), width=128, dst=acc, comment="acc")
+        wide = b.label_name("wide")
+        done = b.label_name("done")
+        b.s("cmp", n, imm=K)
+        b.branch("ae", wide)
+        # Horner, one block at a time: acc = dot(acc ^ X, H).
+        top = b.label_name("horner")
+        b.label(top)
+        with b.at_width(128):
+            x = b.v("vxor", b.v("vload", Mem(data, 0)), acc)
+            dot(b, x, b.v("vload", Mem(h_p, 0)), dst=acc)
+        b.s("add", data, imm=16)
+        b.s("sub", n, imm=1)
+        b.branch("ne", top)
+        b.branch("jmp", done)
+        b.label(wide)
+        frame = 32 * K + 64
+        b.s("push", "rbp")
+        b.s("mov", "rbp", "rsp")
+        b.s("and", "rsp", imm=-64)
+        b.s("sub", "rsp", imm=frame)
+        with b.at_width(128):
+            def entry(i: int) -> Mem:
+                return Mem("rsp", 16 * (K - i))
+            h = b.v("vload", Mem(h_p, 0))
+            b.store(entry(1), h)
+            for i in range(2, K + 1):
+                a = b.v("vload", entry(i // 2))
+                c = b.v("vload", entry(i - i // 2))
+                b.store(entry(i), dot(b, a, c))
+            if karatsuba:
+                for i in range(1, K + 1):
+                    p = b.v("vload", entry(i))
+                    b.store(Mem("rsp", 16 * K + 16 * (K - i)), b.v("vxor", p, b.v("pshufd", p, imm=0x4E)))
+        core = HashCore(b, reflect=False, table=Mem("rsp", 0), k_max=K, karatsuba=karatsuba)
+        core.main_loop(acc, data, n)
+        core.tail(acc, data, n, spec.isa)
+        # Leave no powers of H behind on the stack.
+        with b.at_width(128):
+            z = b.v("vzero")
+            for off in range(0, frame, 16):
+                b.store(Mem("rsp", off), z)
+        b.s("mov", "rsp", "rbp")
+        b.s("pop", "rbp")
+        b.label(done)
+        b.store(Mem(acc_p, 0), acc, width=128)
+        finish(b)
+
+    b.single_path(None, body)
