@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -45,15 +46,25 @@ def config_options(f):
                           "(see `aesgen targets`).")(f)
     f = click.option("--per-mode", "per_mode", multiple=True, metavar="MODE=WIDTHxDEPTH",
                      help="A mode's own width and depth, e.g. cbc=256x4 (repeatable; what tuned files record).")(f)
+    f = click.option("--karatsuba", is_flag=True,
+                     help="GHASH/POLYVAL: Karatsuba products (3 carry-less multiplies) instead of schoolbook (4).")(f)
     f = click.option("--tuned", is_flag=True, help="With --target native: use the `aesgen tune` result.")(f)
     f = click.option("--profile", type=click.Choice(["bulk", "short"]), default="bulk", show_default=True,
                      help="With --tuned: the configs tuned for bulk (>= 4 KiB) or short (<= 256 B) messages.")(f)
     return f
 
 
-def spec_from_options(modes: str, isa: str | None, width: int | None, depth: int | None, backend: str,
-                      prefix: str | None, target: str | None = None, tuned: bool = False,
-                      profile: str = "bulk", per_mode: tuple[str, ...] = ()) -> KernelSpec:
+def spec_from_options(modes: str, isa: str | None = None, width: int | None = None, depth: int | None = None,
+                      backend: str = "aesni", prefix: str | None = None, target: str | None = None,
+                      tuned: bool = False, profile: str = "bulk", per_mode: tuple[str, ...] = (),
+                      karatsuba: bool = False) -> KernelSpec:
+    spec = _spec_from_options(modes, isa, width, depth, backend, prefix, target, tuned, profile, per_mode)
+    return replace(spec, karatsuba=True) if karatsuba else spec
+
+
+def _spec_from_options(modes: str, isa: str | None, width: int | None, depth: int | None, backend: str,
+                       prefix: str | None, target: str | None, tuned: bool, profile: str,
+                       per_mode: tuple[str, ...]) -> KernelSpec:
     from .target import TargetError
 
     try:
@@ -135,15 +146,13 @@ def main() -> None:
 @config_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="The .S file to write; FILE.h is written next to it.")
-def generate(modes: str, isa: str | None, width: int | None, depth: int | None, backend: str,
-             prefix: str | None, target: str | None, tuned: bool, profile: str, per_mode: tuple[str, ...],
-             output: Path) -> None:
+def generate(modes: str, output: Path, **config) -> None:
     """Generate MODES (comma list of ecb,ctr32,cbc,ghash,polyval) into FILE.S and FILE.h.
 
     Examples: aesgen generate ecb,ctr32,cbc --isa avx512 --width 512 --depth 8 -o out/aes.S;
     aesgen generate ctr32 --target skylake -o skl.S
     """
-    spec = spec_from_options(modes, isa, width, depth, backend, prefix, target, tuned, profile, per_mode)
+    spec = spec_from_options(modes, **config)
     asm, header = generate_files(spec, output)
     console.print(f"wrote {asm} and {header} ({spec.prefix}, {', '.join(spec.functions)})")
 
@@ -154,9 +163,7 @@ def generate(modes: str, isa: str | None, width: int | None, depth: int | None, 
 @click.option("--quick", is_flag=True, help="Fewer random trials and shorter lengths.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of the random tests.")
 @click.option("-v", "--verbose", is_flag=True, help="List every check, not only failures.")
-def verify(what: str, isa: str | None, width: int | None, depth: int | None, backend: str,
-           prefix: str | None, target: str | None, tuned: bool, profile: str, per_mode: tuple[str, ...],
-           quick: bool, seed: int, verbose: bool) -> None:
+def verify(what: str, quick: bool, seed: int, verbose: bool, **config) -> None:
     """Run the whole verification suite on a kernel.
 
     The argument is a generated .S file, or MODES to generate with the config flags
@@ -175,7 +182,7 @@ def verify(what: str, isa: str | None, width: int | None, depth: int | None, bac
             except ValueError as e:
                 raise UsageFailure(str(e)) from None
         else:
-            spec = spec_from_options(what, isa, width, depth, backend, prefix, target, tuned, profile, per_mode)
+            spec = spec_from_options(what, **config)
             path, _ = generate_files(spec, Path(tmp) / f"{spec.prefix}.S")
         console.print(f"verifying {spec.prefix}: {', '.join(spec.modes)} on {spec.isa}/{spec.width}, "
                       f"depth {spec.depth}" + ("".join(f"; {m} {w}-bit x depth {d}" for m, w, d in spec.overrides)))
@@ -249,9 +256,7 @@ def targets_() -> None:
 @click.option("--in", "in_hex", default="", help="Input, hex (whole blocks for ecb/cbc).")
 @click.option("--iv", "iv_hex", default=None, help="CBC iv or CTR counter block, hex (16 bytes).")
 @config_options
-def simulate(function: str, key_hex: str, in_hex: str, iv_hex: str | None, isa: str | None,
-             width: int | None, depth: int | None, backend: str, prefix: str | None, target: str | None,
-             tuned: bool, profile: str, per_mode: tuple[str, ...]) -> None:
+def simulate(function: str, key_hex: str, in_hex: str, iv_hex: str | None, **config) -> None:
     """Run a kernel description in the DSL's reference semantics (no CPU needed).
 
     FUNCTION is one of ecb_encrypt, ecb_decrypt, ctr32_encrypt, cbc_encrypt,
@@ -265,7 +270,7 @@ def simulate(function: str, key_hex: str, in_hex: str, iv_hex: str | None, isa: 
     if mode is None:
         raise UsageFailure(f"unknown function '{function}'; choose from "
                            f"{', '.join(f for fs in MODE_FUNCTIONS.values() for f in fs)}")
-    spec = spec_from_options(mode, isa, width, depth, backend, prefix, target, tuned, profile, per_mode)
+    spec = spec_from_options(mode, **config)
     try:
         key, data = bytes.fromhex(key_hex), bytes.fromhex(in_hex)
         chain = bytes.fromhex(iv_hex) if iv_hex is not None else bytes(16)
@@ -322,9 +327,8 @@ def print_ceiling(ceiling) -> None:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the results as JSON (schema aesgen-bench/1).")
 @click.option("--no-verify", is_flag=True, help="Skip the quick verification before timing.")
-def bench(modes: str | None, isa, width, depth, backend, prefix, target, tuned, profile, per_mode, sizes: str,
-          compare: str, key_bits: str, trials: int, show_ceiling: bool, json_path: Path | None,
-          no_verify: bool) -> None:
+def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: int, show_ceiling: bool,
+          json_path: Path | None, no_verify: bool, **config) -> None:
     """Time kernels against OpenSSL and intel-ipsec-mb, one call per message.
 
     Examples: aesgen bench --ceiling; aesgen bench ctr32 --target native --compare openssl,ipsec-mb
@@ -348,7 +352,7 @@ def bench(modes: str | None, isa, width, depth, backend, prefix, target, tuned, 
         if json_path:
             json_path.write_text(json.dumps({"schema": "aesgen-ceiling/1", **ceiling.to_dict()}, indent=1))
         return
-    spec = spec_from_options(modes, isa, width, depth, backend, prefix, target, tuned, profile, per_mode)
+    spec = spec_from_options(modes, **config)
     with tempfile.TemporaryDirectory(prefix="aesgen-bench-") as tmp:
         path, _ = generate_files(spec, Path(tmp) / f"{spec.prefix}.S")
         if not no_verify:

@@ -40,11 +40,15 @@ static unsigned keybits;
 static uint8_t user_key[32];
 
 static int is_block_op(void) { return strcmp(op, "ctr32_encrypt") != 0; }
+static int is_hash_op(void) { return strcmp(op, "ghash") == 0 || strcmp(op, "polyval") == 0; }
 static int is_decrypt(void) { return strstr(op, "decrypt") != NULL; }
 
 /* ---------------------------------------------------------------- ours */
 struct ours {
     void *key;
+    uint8_t h[16], acc[16];
+    void (*ghash)(const void *, uint8_t *, const uint8_t *, size_t);
+    void (*polyval)(const uint8_t *, uint8_t *, const uint8_t *, size_t);
     void (*blocks)(const void *, const uint8_t *, uint8_t *, size_t);
     void (*chained)(const void *, const uint8_t *, uint8_t *, size_t, uint8_t *);
 };
@@ -52,6 +56,8 @@ struct ours {
 static void ours_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
     struct ours *o = self;
     size_t n = is_block_op() ? len / 16 : len;
+    if (o->ghash) { o->ghash(o->key, o->acc, in, len / 16); return; }
+    if (o->polyval) { o->polyval(o->h, o->acc, in, len / 16); return; }
     if (o->blocks)
         o->blocks(o->key, in, out, n);
     else
@@ -67,14 +73,20 @@ static void setup_ours(struct impl *im, const char *so, const char *prefix) {
     snprintf(name, sizeof name, "%s_cpu_supported", prefix);
     int (*supported)(void) = (int (*)(void))dlsym(h, name);
     if (!supported || !supported()) { im->na = "CPU lacks the kernel's features"; return; }
-    snprintf(name, sizeof name, "%s_%s", prefix, is_decrypt() ? "set_decrypt_key" : "set_encrypt_key");
+    snprintf(name, sizeof name, "%s_%s", prefix,
+             strcmp(op, "ghash") == 0 ? "gcm_set_key" : is_decrypt() ? "set_decrypt_key" : "set_encrypt_key");
     int (*set_key)(const uint8_t *, unsigned, void *) = (int (*)(const uint8_t *, unsigned, void *))dlsym(h, name);
     snprintf(name, sizeof name, "%s_%s", prefix, op);
     void *fn = dlsym(h, name);
-    if (!set_key || !fn) { im->na = "kernel lacks this function"; return; }
-    if (posix_memalign(&o.key, 64, 4096)) abort();
-    set_key(user_key, keybits, o.key);
-    if (strncmp(op, "ecb", 3) == 0)
+    if (!fn || (!set_key && strcmp(op, "polyval") != 0)) { im->na = "kernel lacks this function"; return; }
+    if (posix_memalign(&o.key, 64, 65536)) abort();
+    if (set_key) set_key(user_key, keybits, o.key);
+    memcpy(o.h, user_key, 16);
+    if (strcmp(op, "ghash") == 0)
+        o.ghash = (void (*)(const void *, uint8_t *, const uint8_t *, size_t))fn;
+    else if (strcmp(op, "polyval") == 0)
+        o.polyval = (void (*)(const uint8_t *, uint8_t *, const uint8_t *, size_t))fn;
+    else if (strncmp(op, "ecb", 3) == 0)
         o.blocks = (void (*)(const void *, const uint8_t *, uint8_t *, size_t))fn;
     else
         o.chained = (void (*)(const void *, const uint8_t *, uint8_t *, size_t, uint8_t *))fn;
@@ -100,6 +112,7 @@ static void ossl_run(void *self, const uint8_t *in, uint8_t *out, size_t len, ui
 static void setup_openssl(struct impl *im) {
     static struct ossl s;
     im->name = "openssl";
+    if (is_hash_op()) { im->na = "no standalone GHASH/POLYVAL in EVP"; return; }
     void *h = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
     if (!h) { im->na = "libcrypto.so.3 not found (apt install libssl-dev)"; return; }
     void *(*ctx_new)(void) = (void *(*)(void))dlsym(h, "EVP_CIPHER_CTX_new");
@@ -132,6 +145,15 @@ struct imb {
     uint32_t dec[60] __attribute__((aligned(64)));
     IMB_CIPHER_MODE mode;
 };
+
+static struct gcm_key_data imb_gkey __attribute__((aligned(64)));
+static uint8_t imb_tag[16];
+
+static void imb_ghash_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
+    struct imb *s = self;
+    (void)out; (void)iv;
+    IMB_GHASH(s->mgr, &imb_gkey, in, len, imb_tag, 16);
+}
 
 static void imb_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
     struct imb *s = self;
@@ -166,6 +188,15 @@ static void setup_ipsec(struct impl *im) {
     if (keybits == 128) IMB_AES_KEYEXP_128(s.mgr, user_key, s.enc, s.dec);
     else if (keybits == 192) IMB_AES_KEYEXP_192(s.mgr, user_key, s.enc, s.dec);
     else IMB_AES_KEYEXP_256(s.mgr, user_key, s.enc, s.dec);
+    if (strcmp(op, "polyval") == 0) { im->na = "no POLYVAL"; return; }
+    if (strcmp(op, "ghash") == 0) {
+        IMB_GHASH_PRE(s.mgr, user_key, &imb_gkey);
+        im->run = imb_ghash_run;
+        im->self = &s;
+        snprintf(im->detail, sizeof im->detail, "intel-ipsec-mb %s, %s path", imb_get_version_str(),
+                 a < sizeof arch / sizeof *arch ? arch[a] : "?");
+        return;
+    }
     s.mode = strncmp(op, "ecb", 3) == 0 ? IMB_CIPHER_ECB
            : strncmp(op, "cbc", 3) == 0 ? IMB_CIPHER_CBC : IMB_CIPHER_CNTR;
     im->run = imb_run;

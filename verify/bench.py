@@ -22,7 +22,7 @@ from .ceiling import Ceiling
 
 SCHEMA = "aesgen-bench/1"
 OPS_BY_MODE = {"ecb": ("ecb_encrypt", "ecb_decrypt"), "ctr32": ("ctr32_encrypt",),
-               "cbc": ("cbc_encrypt", "cbc_decrypt")}
+               "cbc": ("cbc_encrypt", "cbc_decrypt"), "ghash": ("ghash",), "polyval": ("polyval",)}
 PEERS = ("openssl", "ipsec-mb")
 ROUNDS = {128: 10, 192: 12, 256: 14}
 
@@ -142,6 +142,12 @@ def op_ceiling(ceiling: Ceiling, spec: KernelSpec, op: str, key_bits: int) -> fl
     """GB/s the hardware allows: vaesenc throughput at the mode's width, or for the serial
     CBC encryption the latency bound (rounds x vaesenc latency per block)."""
     rounds = ROUNDS[key_bits]
+    if op in ("ghash", "polyval"):
+        # Carry-less multiplies per block: 4 (schoolbook) or 3 (Karatsuba), reductions aside.
+        width = spec.width_for(op)
+        cost = ceiling.cost("vpclmulqdq", width)
+        per_block = 3 if spec.karatsuba else 4
+        return 16 * (width // 128) / (per_block * cost.throughput_cycles / ceiling.core_hz) / 1e9
     if op == "cbc_encrypt":
         cost = ceiling.cost("vaesenc", 128)
         return 16 / (rounds * cost.latency_cycles / ceiling.core_hz) / 1e9
