@@ -412,7 +412,9 @@ def parse_range(text: str) -> list[int]:
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None)
 def explore(mode: str, widths: str, depths: str, target: str, sizes: str, json_path: Path | None,
             plot_path: Path | None) -> None:
-    """Interleave depth vs throughput and latency, per width, for MODE (ecb, ctr32 or cbc).
+    """Interleave depth vs throughput and latency, per width, for MODE.
+
+    MODE is ecb, ctr32, cbc, or ghash/polyval (both product variants; aggregation k = lanes x depth).
 
     Example: aesgen explore ctr32 --widths 128,256,512 --depths 1-16 --plot out/ctr.png --json out/ctr.json
     """
@@ -456,22 +458,27 @@ def print_exploration(result) -> None:
               "model cycles, 1 iteration alone")
     for c in cols:
         table.add_column(c, justify="right")
+    if any(p.variant for p in result.points):
+        table.add_column("products")
     best = result.best()
+    variants = any(p.variant for p in result.points)
     for p in result.points:
         mark = " *" if best is p else ""
+        extra = [p.variant] if variants else []
         if p.status in ("infeasible", "verify-failed"):
-            table.add_row(str(p.width), str(p.depth), f"[yellow]{p.status}[/]", p.reason, "",
-                          *([] if result.measured else [""]))
+            row = [f"[yellow]{p.status}[/]", p.reason, ""] + ([] if result.measured else [""])
         elif result.measured:
-            table.add_row(str(p.width), str(p.depth), p.status + mark, f"{p.bulk_gbps:.2f}", f"{p.short_cycles:.0f}")
+            row = [p.status + mark, f"{p.bulk_gbps:.2f}", f"{p.short_cycles:.0f}"]
         else:
-            table.add_row(str(p.width), str(p.depth), p.status + mark, f"{p.model_cycles_per_iteration:.1f}",
-                          f"{p.model_bytes_per_cycle:.2f}", f"{p.model_single_iteration_cycles:.0f}")
+            row = [p.status + mark, f"{p.model_cycles_per_iteration:.1f}", f"{p.model_bytes_per_cycle:.2f}",
+                   f"{p.model_single_iteration_cycles:.0f}"]
+        table.add_row(str(p.width), str(p.depth), *row, *extra)
     console.print(table)
     knees = ", ".join(f"{w}-bit: depth {d}" for w, d in result.predicted_knee.items())
-    console.print(f"model's predicted knee (ceil(latency / throughput)): {knees}")
+    if knees:
+        console.print(f"model's predicted knee (ceil(latency / throughput)): {knees}")
     if best:
-        console.print(f"best: {best.width}-bit at depth {best.depth}")
+        console.print(f"best: {best.width}-bit at depth {best.depth} {best.variant}".rstrip())
 
 
 @main.command()

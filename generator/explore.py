@@ -22,7 +22,9 @@ from .pipeline import generate
 from .spec import WIDTHS_BY_ISA, KernelSpec
 from .target import Target
 
-OP_FOR_MODE = {"ecb": "ecb_encrypt", "ctr32": "ctr32_encrypt", "cbc": "cbc_decrypt"}
+OP_FOR_MODE = {"ecb": "ecb_encrypt", "ctr32": "ctr32_encrypt", "cbc": "cbc_decrypt", "ghash": "ghash",
+               "polyval": "polyval"}
+HASH_MODES = ("ghash", "polyval")  # explored in both product variants; aggregation k = lanes x depth
 SCHEMA = "aesgen-explore/1"
 LLVM_MCA = ("llvm-mca-19", "llvm-mca")
 
@@ -32,6 +34,7 @@ class Point:
     width: int
     depth: int
     status: str  # "measured", "model", "infeasible", "verify-failed"
+    variant: str = ""  # GHASH/POLYVAL: "schoolbook" or "karatsuba"
     reason: str = ""
     bulk_gbps: float | None = None  # measured, from the median
     short_cycles: float | None = None  # core cycles for one short message (median)
@@ -65,7 +68,8 @@ class Exploration:
 
 def main_loop_text(asm: str, function: str, depth: int) -> str:
     """The first (AES-128) main loop of `function`, comments stripped, for llvm-mca."""
-    m = re.search(rf"^(\S*_{function}_loop{depth}x_\d+):$", asm, re.M)
+    stem = "hash_loop" if function in HASH_MODES else f"loop{depth}x_"
+    m = re.search(rf"^(\S*_{function}_{stem}\d+):$", asm, re.M)
     if not m:
         raise BuildError(f"no depth-{depth} main loop in {function}")
     start = m.start()
@@ -98,28 +102,32 @@ def explore(mode: str, target: Target, widths: list[int], depths: list[int], *, 
     isa = target.isa
     result = Exploration(mode, target.name, measure, bulk, short)
     for w in widths:
-        if w in WIDTHS_BY_ISA[isa]:
+        if w in WIDTHS_BY_ISA[isa] and mode not in HASH_MODES:
             result.predicted_knee[w] = pipe_depth(target, w)
     with tempfile.TemporaryDirectory(prefix="aesgen-explore-") as tmp:
         runnable: list[tuple[Point, KernelSpec, Path]] = []
-        for w in widths:
-            for d in depths:
-                if progress:
-                    progress(f"build {w}-bit depth {d}")
-                point, spec, path = _prepare(mode, target, isa, w, d, measure, Path(tmp))
-                result.points.append(point)
-                if path is not None:
-                    runnable.append((point, spec, path))
+        variants = (False, True) if mode in HASH_MODES else (False,)
+        for karatsuba in variants:
+            for w in widths:
+                for d in depths:
+                    if progress:
+                        progress(f"build {w}-bit depth {d}")
+                    point, spec, path = _prepare(mode, target, isa, w, d, measure, Path(tmp), karatsuba)
+                    if mode in HASH_MODES:
+                        point.variant = "karatsuba" if karatsuba else "schoolbook"
+                    result.points.append(point)
+                    if path is not None:
+                        runnable.append((point, spec, path))
         if measure and runnable:
             _measure(mode, runnable, bulk, short, trials, rounds, progress)
     return result
 
 
 def _prepare(mode: str, target: Target, isa: str, width: int, depth: int, measure: bool,
-             tmp: Path) -> tuple[Point, KernelSpec | None, Path | None]:
+             tmp: Path, karatsuba: bool = False) -> tuple[Point, KernelSpec | None, Path | None]:
     if width not in WIDTHS_BY_ISA[isa]:
         return Point(width, depth, "infeasible", f"{isa} has no {width}-bit registers"), None, None
-    spec = KernelSpec((mode,), isa, width, depth)
+    spec = KernelSpec((mode,), isa, width, depth, karatsuba=karatsuba)
     try:
         kernel = generate(spec)
     except BuildError as e:
@@ -140,7 +148,7 @@ def _prepare(mode: str, target: Target, isa: str, width: int, depth: int, measur
                      model_single_iteration_cycles=single), None, None
     from .verify import verify_kernel
 
-    path = tmp / f"{spec.prefix}.S"
+    path = tmp / f"{spec.prefix}{'_k' if karatsuba else ''}.S"
     path.write_text(kernel.asm)
     failed = [r for r in verify_kernel(path, spec, quick=True) if r.status == "fail"]
     if failed:
@@ -183,18 +191,19 @@ def plot(result: Exploration, path: Path) -> None:
     ax = axes[0][0]
     ylabel = "bulk throughput, GB/s (measured)" if result.measured else "bytes per cycle (llvm-mca MODEL)"
     best = result.best()
-    for w in sorted({p.width for p in result.points}):
-        pts = [p for p in result.points if p.width == w and p.status in ("measured", "model")]
+    for w, variant in sorted({(p.width, p.variant) for p in result.points}):
+        pts = [p for p in result.points if (p.width, p.variant) == (w, variant)
+               and p.status in ("measured", "model")]
         if not pts:
             continue
         ys = [p.bulk_gbps if result.measured else p.model_bytes_per_cycle for p in pts]
-        line, = ax.plot([p.depth for p in pts], ys, marker="o", label=f"{w}-bit")
+        line, = ax.plot([p.depth for p in pts], ys, marker="o", label=f"{w}-bit {variant}".strip())
         if w in result.predicted_knee:
             ax.axvline(result.predicted_knee[w], color=line.get_color(), linestyle=":", alpha=0.7)
     if best:
         y = best.bulk_gbps if result.measured else best.model_bytes_per_cycle
         ax.plot([best.depth], [y], marker="*", markersize=16, color="black", linestyle="none",
-                label=f"best: {best.width}-bit depth {best.depth}")
+                label=f"best: {best.width}-bit depth {best.depth} {best.variant}".strip())
     ax.set_xlabel("depth (independent block groups in flight); dotted: model's predicted knee")
     ax.set_ylabel(ylabel)
     ax.set_title(f"{result.mode} on {result.target}, {result.bulk_size}-byte messages")
@@ -202,10 +211,11 @@ def plot(result: Exploration, path: Path) -> None:
     ax.legend()
     if result.measured:
         ax2 = axes[0][1]
-        for w in sorted({p.width for p in result.points}):
-            pts = [p for p in result.points if p.width == w and p.short_cycles]
+        for w, variant in sorted({(p.width, p.variant) for p in result.points}):
+            pts = [p for p in result.points if (p.width, p.variant) == (w, variant) and p.short_cycles]
             if pts:
-                ax2.plot([p.depth for p in pts], [p.short_cycles for p in pts], marker="o", label=f"{w}-bit")
+                ax2.plot([p.depth for p in pts], [p.short_cycles for p in pts], marker="o",
+                         label=f"{w}-bit {variant}".strip())
         ax2.set_xlabel("depth")
         ax2.set_ylabel(f"core cycles per {result.short_size}-byte message (median)")
         ax2.set_title("short-message latency")

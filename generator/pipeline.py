@@ -130,8 +130,15 @@ class FunctionEmitter:
             if e.label:
                 lines.append(e.text)
                 continue
-            if isinstance(it, Insn) and it.op == "pop":
+            # Unwind info: the state before an epilogue is remembered and restored after its
+            # ret, so code placed after it (another exit path) unwinds like the body.
+            if isinstance(it, Insn) and it.op == "pop" and not pending_restore:
                 lines.append("\t.cfi_remember_state")
+                pending_restore = True
+            if isinstance(it, Insn) and it.op == "mov" and (it.dst, it.srcs[0]) == ("rsp", "rbp") \
+                    and not pending_restore:
+                lines.append("\t.cfi_remember_state")
+                pending_restore = True
             text = f"\t{e.text}"
             if e.comment:
                 text = f"{text:<47} # {e.comment}"
@@ -140,7 +147,10 @@ class FunctionEmitter:
                 lines += ["\t.cfi_adjust_cfa_offset 8", f"\t.cfi_rel_offset %{it.dst}, 0"]
             if isinstance(it, Insn) and it.op == "pop":
                 lines += ["\t.cfi_adjust_cfa_offset -8", f"\t.cfi_restore %{it.dst}"]
-                pending_restore = True
+            if isinstance(it, Insn) and it.op == "mov" and (it.dst, it.srcs[0]) == ("rbp", "rsp"):
+                lines.append("\t.cfi_def_cfa_register %rbp")  # the frame is realigned below: unwind via rbp
+            if isinstance(it, Insn) and it.op == "mov" and (it.dst, it.srcs[0]) == ("rsp", "rbp"):
+                lines.append("\t.cfi_def_cfa_register %rsp")
             if isinstance(it, Insn) and it.op == "ret" and pending_restore:
                 lines.append("\t.cfi_restore_state")
                 pending_restore = False

@@ -132,7 +132,10 @@ class HashCore:
         b.branch("b", out)
         state: dict[str, Products | None] = {"sum": None}
 
-        def group(j: int) -> None:
+        def group(i: int) -> None:
+            # Group 0 (the one the running hash joins) goes last: the loop-carried chain then
+            # passes through one product and one xor before the reduction, not all D groups.
+            j = D - 1 - i
             b.final()  # products of one group at a time: few registers, and clmul throughput rules anyway
             x = self.block(data, 16 * L * j, W)
             if j == 0:
