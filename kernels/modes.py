@@ -95,21 +95,11 @@ def ecb_function(b: FunctionBuilder, decrypt: bool) -> None:
 
 # ----------------------------------------------------------------------------- CTR32
 def ctr32_function(b: FunctionBuilder) -> None:
-    spec = b.spec
-    L = b.lanes
     inp, outp, n, ctr = (b.reg[a] for a in ("in", "out", "len", "ctr"))
     return_if_zero(b, n)
-    bswap = bswap_mask(L)
 
     def path(nr: int) -> None:
-        # CTR_BASE: per lane, the byte-reversed counter block of that lane (dword 0 = counter).
-        base = b.pinned("CTR_BASE")
-        t = b.v("vload_bcast", Mem(ctr, 0), role="ctr")
-        t = b.v("pshufb", t, bswap)
-        if L > 1:
-            b.v("paddd", t, lane_index(L), dst=base, comment="lane l counts from ctr + l")
-        else:
-            b.assign(base, t)
+        base = counter_base(b, Mem(ctr, 0))
         # The counter after the last block used (a partial block counts), written back now.
         b.s("lea", "r10", Mem(n, 15))
         b.s("shr", "r10", imm=4, comment="blocks = ceil(len / 16)")
@@ -119,49 +109,72 @@ def ctr32_function(b: FunctionBuilder) -> None:
         b.s("add32r", "r11d", "r10d", comment="mod 2^32: only the low 32 bits count")
         b.s("bswap32", "r11d")
         b.s("store32", Mem(ctr, 12, bits=32), "r11d")
-
-        def body(g: int, width: int | None = None, mask: str | None = None) -> None:
-            def block(j: int) -> None:
-                c = base if j == 0 else b.v("paddd", base, counter_step(j * L, L), width=width)
-                x = b.v("pshufb", c, bswap, width=width, role="blk", comment="counter block")
-                x = encrypt_rounds(b, x, nr, width=width, last=False)
-                b.final()
-                d = b.v("vload", Mem(inp, 16 * L * j), width=width, mask=mask, mask_elem="b")
-                k = b.v("vxor", d, key(nr), width=width, comment="input folded into the last round key")
-                y = b.v("aesenclast", x, k, width=width, comment=f"round {nr} (last)")
-                b.store(Mem(outp, 16 * L * j), y, width=width, mask=mask, mask_elem="b")
-            b.groups(g, block, comment=f"{g} group(s) of {L} counter block(s)")
-
-        def advance(g: int) -> None:
-            b.v("paddd", base, counter_step(g * L, L), dst=base)
-
-        done = b.label_name("done")
-        vector_loops(b, n, 16 * L, (inp, outp), body, advance)
-        b.s("test", n, n)
-        b.branch("e", done)
-        if spec.isa == "avx512":
-            b.s("mov", "r10", n)
-            body(1, mask=_bzhi_mask(b, "r10"))
-        else:
-            if L > 1:  # whole blocks left over from the ymm loop, one xmm at a time
-                top, partial = b.label_name("xmm"), b.label_name("partial")
-                b.label(top)
-                b.s("cmp", n, imm=16)
-                b.branch("b", partial)
-                body(1, width=128)
-                b.v("paddd", base, counter_step(1, L), dst=base, width=128)
-                b.s("add", inp, imm=16)
-                b.s("add", outp, imm=16)
-                b.s("sub", n, imm=16)
-                b.branch("jmp", top)
-                b.label(partial)
-                b.s("test", n, n)
-                b.branch("e", done)
-            partial_block(b, base, bswap, nr, inp, outp, n)
-        b.label(done)
+        ctr_stream(b, nr, base, inp, outp, n)
         finish(b)
 
     b.key_paths("key", path)
+
+
+def counter_base(b: FunctionBuilder, block: Mem, first: int = 0) -> VReg:
+    """CTR_BASE: per lane, the byte-reversed counter block (dword 0 = counter) + lane + first."""
+    L = b.lanes
+    base = b.pinned("CTR_BASE")
+    t = b.v("vload_bcast", block, role="ctr")
+    t = b.v("pshufb", t, bswap_mask(L))
+    if L > 1:
+        t = b.v("paddd", t, lane_index(L), comment="lane l counts from ctr + l")
+    if first:
+        t = b.v("paddd", t, counter_step(first, L), comment=f"start at counter + {first}")
+    b.assign(base, t)
+    return base
+
+
+def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: str) -> None:
+    """out = in ^ keystream for n bytes from CTR_BASE (32-bit big-endian counter): main loop
+    over D vectors, single vectors, then an AVX-512 masked vector or xmm blocks and a
+    partial block through the red zone."""
+    spec, L = b.spec, b.lanes
+    bswap = bswap_mask(L)
+
+    def body(g: int, width: int | None = None, mask: str | None = None) -> None:
+        def block(j: int) -> None:
+            c = base if j == 0 else b.v("paddd", base, counter_step(j * L, L), width=width)
+            x = b.v("pshufb", c, bswap, width=width, role="blk", comment="counter block")
+            x = encrypt_rounds(b, x, nr, width=width, last=False)
+            b.final()
+            d = b.v("vload", Mem(inp, 16 * L * j), width=width, mask=mask, mask_elem="b")
+            k = b.v("vxor", d, key(nr), width=width, comment="input folded into the last round key")
+            y = b.v("aesenclast", x, k, width=width, comment=f"round {nr} (last)")
+            b.store(Mem(outp, 16 * L * j), y, width=width, mask=mask, mask_elem="b")
+        b.groups(g, block, comment=f"{g} group(s) of {L} counter block(s)")
+
+    def advance(g: int) -> None:
+        b.v("paddd", base, counter_step(g * L, L), dst=base)
+
+    done = b.label_name("done")
+    vector_loops(b, n, 16 * L, (inp, outp), body, advance)
+    b.s("test", n, n)
+    b.branch("e", done)
+    if spec.isa == "avx512":
+        b.s("mov", "r10", n)
+        body(1, mask=_bzhi_mask(b, "r10"))
+    else:
+        if L > 1:  # whole blocks left over from the ymm loop, one xmm at a time
+            top, partial = b.label_name("xmm"), b.label_name("partial")
+            b.label(top)
+            b.s("cmp", n, imm=16)
+            b.branch("b", partial)
+            body(1, width=128)
+            b.v("paddd", base, counter_step(1, L), dst=base, width=128)
+            b.s("add", inp, imm=16)
+            b.s("add", outp, imm=16)
+            b.s("sub", n, imm=16)
+            b.branch("jmp", top)
+            b.label(partial)
+            b.s("test", n, n)
+            b.branch("e", done)
+        partial_block(b, base, bswap, nr, inp, outp, n)
+    b.label(done)
 
 
 def partial_block(b: FunctionBuilder, base: VReg, bswap, nr: int, inp: str, outp: str, n: str) -> None:
