@@ -25,15 +25,13 @@ class BuildError(Exception):
 
 class FunctionBuilder:
     def __init__(self, spec: KernelSpec, name: str, args: tuple[str, ...], comment: str = "") -> None:
-        if len(args) > len(SYSV_ARGS):
-            raise BuildError(f"{name}: more than {len(SYSV_ARGS)} register arguments")
         self.spec = spec
         mode = mode_of(name)
         # Mode functions run at their (possibly tuned) width and depth; key setup at the file's.
         self.width = spec.width_for(mode) if mode else spec.width
         self.depth = spec.depth_for(mode) if mode else spec.depth
         self.fn = Function(name=name, args=args, comment=comment, width=self.width)
-        self.reg = dict(zip(args, SYSV_ARGS))
+        self.reg = dict(zip(args, SYSV_ARGS))  # arguments 7.. are on the stack: stack_arg()
         self._items: list = self.fn.entry
         self._ids = 0
         self._labels = 0
@@ -43,6 +41,13 @@ class FunctionBuilder:
     def lanes(self) -> int:
         """AES blocks per register at this function's width."""
         return self.fn.width // 128
+
+    def stack_arg(self, name: str, pushed: int = 0) -> Mem:
+        """Argument 7 or later, as a memory operand at entry after `pushed` 8-byte pushes."""
+        k = self.fn.args.index(name) - len(SYSV_ARGS)
+        if k < 0:
+            raise BuildError(f"internal: {name} is a register argument")
+        return Mem("rsp", 8 + 8 * pushed + 8 * k, bits=64)
 
     # -- naming ------------------------------------------------------------
     def label_name(self, stem: str) -> str:
@@ -111,14 +116,17 @@ class FunctionBuilder:
         self._final = []
         self._items = self._final
 
-    def key_paths(self, key_arg: str, body: Callable[[int], None]) -> None:
-        """Dispatch on the round count stored in the schedule; build one path per key size."""
+    def key_paths(self, key_arg: str, body: Callable[[int], None], scratch: str = "eax") -> None:
+        """Dispatch on the round count stored in the schedule; build one path per key size.
+
+        `scratch` (a 32-bit name) must hold nothing data-derived anywhere in the function:
+        the static constant-time check tracks registers, not program points."""
         key = self.reg[key_arg]
         labels = {nr: self.label_name(f"aes{nr * 32 - 192}_") for nr in (10, 12, 14)}
-        self.s("mov32", "eax", Mem(key, self.spec.rounds_offset, bits=32), comment="round count")
-        self.s("cmp32", "eax", imm=10)
+        self.s("mov32", scratch, Mem(key, self.spec.rounds_offset, bits=32), comment="round count")
+        self.s("cmp32", scratch, imm=10)
         self.branch("e", labels[10])
-        self.s("cmp32", "eax", imm=12)
+        self.s("cmp32", scratch, imm=12)
         self.branch("e", labels[12])
         self.branch("jmp", labels[14])
         for nr in (10, 12, 14):

@@ -68,7 +68,7 @@ BYTE_MASKED = {"vload": "EVEX_VMOVDQU8_{R}_K1Z_{R}M{W}", "vstore": "EVEX_VMOVDQU
 XMM_ONLY = {"aesimc", "aeskeygenassist", "vload64"}
 KIND = {128: "XMM", 256: "YMM", 512: "ZMM"}
 CONDITIONS = {"b": "JB", "ae": "JAE", "e": "JE", "ne": "JNE", "a": "JA", "be": "JBE", "jmp": "JMP"}
-RIP_SENTINEL = 0x7FF00000
+RIP_SENTINEL = 0x10000000
 
 
 @dataclass
@@ -106,12 +106,15 @@ class Assembler:
         self.fmt = Formatter(FormatterSyntax.GAS)
         self.fmt.uppercase_hex = False
         self._rip: dict[int, str] = {}
+        self._rip_addr: dict[str, int] = {}
 
     # -- operands -------------------------------------------------------------
     def mem(self, m: Mem | Const) -> MemoryOperand:
         if isinstance(m, Const):
-            addr = RIP_SENTINEL + 0x1000 * (len(self._rip) + 1)
-            self._rip[addr] = self.const_labels[m.name]
+            # One placeholder address per constant, replaced by its label in the text.
+            label = self.const_labels[m.name]
+            addr = self._rip_addr.setdefault(label, RIP_SENTINEL + 0x1000 * (len(self._rip_addr) + 1))
+            self._rip[addr] = label
             return MemoryOperand(Register.RIP, Register.NONE, 1, addr, 8)
         index = gpr(m.index) if m.index else Register.NONE
         size = 0 if m.disp == 0 else 1  # iced picks disp8, disp8*N or disp32
@@ -231,6 +234,20 @@ class Assembler:
                 return Instruction.create_reg_i32(C(f"{name}_RM32_IMM8"), gpr(d), imm)
             form = f"{name}_EAX_IMM32" if d == "eax" else f"{name}_RM32_IMM32"
             return Instruction.create_reg_u32(C(form), gpr(d), imm & 0xFFFFFFFF)
+        if op == "load64":
+            return Instruction.create_reg_mem(C("MOV_R64_RM64"), gpr(d), self.mem(s[0]))
+        if op == "store64":
+            return Instruction.create_mem_reg(C("MOV_RM64_R64"), self.mem(d), gpr(s[0]))
+        if op == "bswap64":
+            return Instruction.create_reg(C("BSWAP_R64"), gpr(d))
+        if op == "neg":
+            return Instruction.create_reg(C("NEG_RM64"), gpr(d))
+        if op == "sbb_r":
+            return Instruction.create_reg_reg(C("SBB_RM64_R64"), gpr(d), gpr(s[0]))
+        if op == "or8r":
+            return Instruction.create_reg_reg(C("OR_RM8_R8"), gpr(d), gpr(s[0]))
+        if op == "or_r":
+            return Instruction.create_reg_reg(C("OR_RM64_R64"), gpr(d), gpr(s[0]))
         if op in ("add_r", "sub_r"):
             return Instruction.create_reg_reg(C(f"{op[:3].upper()}_RM64_R64"), gpr(d), gpr(s[0]))
         if op == "and":

@@ -22,7 +22,8 @@ from .regalloc import allocate_path
 from .schedule import flatten
 from .spec import SPEC_MARKER, KernelSpec
 
-MODE_TITLES = {"ecb": "ECB", "ctr32": "CTR32", "cbc": "CBC", "ghash": "GHASH", "polyval": "POLYVAL"}
+MODE_TITLES = {"ecb": "ECB", "ctr32": "CTR32", "cbc": "CBC", "ghash": "GHASH", "polyval": "POLYVAL",
+               "gcm": "GCM"}
 ISA_LINES = {
     "sse": "sse: legacy AES-NI, two-operand SSE encoding, 16 xmm registers",
     "avx": "avx: VEX-encoded AES-NI, three-operand, 16 xmm registers",
@@ -35,7 +36,14 @@ C_TYPES = {
     "ctr": "uint8_t ctr[16]", "iv": "uint8_t iv[16]", "acc": "uint8_t acc[16]", "data": "const uint8_t *data",
     "h": "const uint8_t h[16]",
 }
-RETURNS_INT = {"cpu_supported", "set_encrypt_key", "set_decrypt_key", "gcm_set_key"}
+RETURNS_INT = {"cpu_supported", "set_encrypt_key", "set_decrypt_key", "gcm_set_key", "gcm_encrypt", "gcm_decrypt"}
+# Functions whose C parameters are not the shared names above.
+PROTOTYPE_ARGS = {
+    "gcm_encrypt": ("const void *gkey, const uint8_t *iv, size_t ivlen, const uint8_t *aad, size_t aadlen, "
+                    "const uint8_t *in, uint8_t *out, size_t len, uint8_t *tag, size_t taglen"),
+    "gcm_decrypt": ("const void *gkey, const uint8_t *iv, size_t ivlen, const uint8_t *aad, size_t aadlen, "
+                    "const uint8_t *in, uint8_t *out, size_t len, const uint8_t *tag, size_t taglen"),
+}
 
 
 @dataclass
@@ -55,6 +63,8 @@ def command_line(spec: KernelSpec, output: str = "FILE.S") -> str:
 
 
 def prototype(spec: KernelSpec, fn: Function) -> str:
+    if fn.name in PROTOTYPE_ARGS:
+        return f"int {spec.symbol(fn.name)}({PROTOTYPE_ARGS[fn.name]})"
     args = [C_TYPES[a] for a in fn.args] or ["void"]
     if fn.name in ("set_encrypt_key", "set_decrypt_key"):
         args[2] = "void *key"

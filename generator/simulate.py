@@ -279,6 +279,12 @@ def _store(it: Interpreter, i: Insn, value: int, nbytes: int) -> None:
     it.m.write(it.m.addr(i.dst), (value & ((1 << (8 * nbytes)) - 1)).to_bytes(nbytes, "little"))
 
 
+def _neg(it: Interpreter, i: Insn) -> None:
+    v = it.m.get(i.dst)
+    it.m.put(i.dst, (-v) & M64)
+    it.m.flags = (v != 0, v == 0)  # CF = (source != 0)
+
+
 def _bzhi(it: Interpreter, i: Insn) -> None:
     n = it.m.get(i.srcs[1]) & 0xFF
     src = it.m.get(i.srcs[0])
@@ -320,6 +326,13 @@ SCALAR = {
     "store8": lambda it, i: _store(it, i, it.m.get(i.srcs[0]), 1),
     "add": lambda it, i: _alu(it, i, lambda a, b: a + b),
     "add32r": lambda it, i: _alu(it, i, lambda a, b: a + b, 32),
+    "load64": lambda it, i: it.m.put(i.dst, _load(it, i, 8)),
+    "store64": lambda it, i: _store(it, i, it.m.get(i.srcs[0]), 8),
+    "bswap64": lambda it, i: it.m.put(i.dst, int.from_bytes(it.m.get(i.dst).to_bytes(8, "little"), "big")),
+    "neg": lambda it, i: _neg(it, i),
+    "sbb_r": lambda it, i: it.m.put(i.dst, (-1 if it.m.flags[0] else 0) & M64),  # sbb r, r: -CF
+    "or8r": lambda it, i: it.m.put(i.dst, it.m.get(i.dst) | it.m.get(i.srcs[0])),
+    "or_r": lambda it, i: _alu(it, i, lambda a, b: a | b),
     "add_r": lambda it, i: _alu(it, i, lambda a, b: a + b),
     "sub_r": lambda it, i: _alu(it, i, lambda a, b: a - b),
     "and": lambda it, i: _alu(it, i, lambda a, b: a & b),

@@ -14,7 +14,7 @@ from pathlib import Path
 
 SPEC_MARKER = "# aesgen-spec: "
 
-MODES = ("ecb", "ctr32", "cbc", "ghash", "polyval")
+MODES = ("ecb", "ctr32", "cbc", "ghash", "polyval", "gcm")
 # The block-cipher modes (the ones `make demo`, tune and bench cover today).
 CIPHER_MODES = ("ecb", "ctr32", "cbc")
 # C functions each mode contributes (besides the always-present key setup).
@@ -24,9 +24,10 @@ MODE_FUNCTIONS = {
     "cbc": ("cbc_encrypt", "cbc_decrypt"),
     "ghash": ("gcm_set_key", "ghash"),
     "polyval": ("polyval",),
+    "gcm": ("gcm_set_key", "ghash", "gcm_encrypt", "gcm_decrypt"),
 }
 # Modes that multiply by powers of the GHASH key stored after the AES schedule.
-GHASH_TABLE_MODES = ("ghash",)
+GHASH_TABLE_MODES = ("ghash", "gcm")
 COMMON_FUNCTIONS = ("cpu_supported", "set_encrypt_key", "set_decrypt_key")
 
 ISAS = ("sse", "avx", "avx2", "avx512")
@@ -44,12 +45,12 @@ FEATURES_BY_ISA = {
 
 def mode_of(function: str) -> str | None:
     """The mode whose width/depth a C function runs at (None: the file's default)."""
-    if function == "gcm_set_key":
-        return None
+    if function in ("gcm_set_key", "ghash"):
+        return None if function == "gcm_set_key" else "ghash"
     return next((m for m, fs in MODE_FUNCTIONS.items() if function in fs), None)
 
 
-CLMUL_MODES = ("ghash", "polyval")
+CLMUL_MODES = ("ghash", "polyval", "gcm")
 
 
 def required_features(isa: str, width: int, modes: tuple[str, ...]) -> tuple[str, ...]:

@@ -7,9 +7,11 @@ from aesgen.spec import KernelSpec
 
 from .aes import set_key_function
 from .cpu import cpu_supported_function
+from .gcm import gcm_function
 from .ghash import gcm_set_key_function, ghash_function, polyval_function
 from .modes import cbc_decrypt_function, cbc_encrypt_function, ctr32_function, ecb_function
 
+GCM_ARGS = ("key", "iv", "ivlen", "aad", "aadlen", "in", "out", "len", "tag", "taglen")
 # name -> (C argument names, describe(builder), one-line summary)
 FUNCTIONS = {
     "cpu_supported": ((), cpu_supported_function, "1 if CPUID and XGETBV allow this file's instructions"),
@@ -29,6 +31,9 @@ FUNCTIONS = {
               "GHASH (SP 800-38D) of whole blocks, continued from acc"),
     "polyval": (("h", "acc", "data", "nblocks"), lambda b: polyval_function(b, b.spec.karatsuba),
                 "POLYVAL (RFC 8452) of whole blocks, continued from acc"),
+    "gcm_encrypt": (GCM_ARGS, lambda b: gcm_function(b, False), "AES-GCM encryption and tag (one call)"),
+    "gcm_decrypt": (GCM_ARGS, lambda b: gcm_function(b, True),
+                    "AES-GCM decryption; -1 and out zeroed on a wrong tag"),
 }
 
 

@@ -163,7 +163,9 @@ class HashCore:
         b.s("add_r", "r10", self.table.base)
         if self.table.disp:
             b.s("add", "r10", imm=self.table.disp)
-        sums = Products(b.pinned("SUM_LO"), b.pinned("SUM_MI"), b.pinned("SUM_HI"))
+        if getattr(self, "_sums", None) is None:  # one set of accumulators however often tail() runs
+            self._sums = Products(b.pinned("SUM_LO"), b.pinned("SUM_MI"), b.pinned("SUM_HI"))
+        sums = self._sums
         for v in (sums.lo, sums.mi, sums.hi):
             b.v("vzero", dst=v, width=W)
         if L > 1:
@@ -284,8 +286,9 @@ def gcm_set_key_function(b: FunctionBuilder) -> None:
 def polyval_function(b: FunctionBuilder, karatsuba: bool) -> None:
     """P_polyval(h, acc, data, nblocks): RFC 8452 POLYVAL continued from acc.
 
-    Short inputs go block by block (Horner); longer ones build H^K..H^1 in an
-    aligned stack frame first, then run the aggregated loop.
+    Short inputs go block by block (Horner); longer ones build H^K..H^1 in a
+    stack frame first (no frame pointer: rsp only moves by constants), then run the
+    aggregated loop.
     """
     spec = b.spec
     h_p, acc_p, data, n = b.reg["h"], b.reg["acc"], b.reg["data"], b.reg["nblocks"]
@@ -310,10 +313,7 @@ def polyval_function(b: FunctionBuilder, karatsuba: bool) -> None:
         b.branch("ne", top)
         b.branch("jmp", done)
         b.label(wide)
-        frame = 32 * K + 64
-        b.s("push", "rbp")
-        b.s("mov", "rbp", "rsp")
-        b.s("and", "rsp", imm=-64)
+        frame = 32 * K + 8  # rsp is 8 mod 16 at entry: the frame realigns it (loads are unaligned anyway)
         b.s("sub", "rsp", imm=frame)
         with b.at_width(128):
             def entry(i: int) -> Mem:
@@ -334,10 +334,9 @@ def polyval_function(b: FunctionBuilder, karatsuba: bool) -> None:
         # Leave no powers of H behind on the stack.
         with b.at_width(128):
             z = b.v("vzero")
-            for off in range(0, frame, 16):
+            for off in range(0, frame - 8, 16):
                 b.store(Mem("rsp", off), z)
-        b.s("mov", "rsp", "rbp")
-        b.s("pop", "rbp")
+        b.s("add", "rsp", imm=frame)
         b.label(done)
         b.store(Mem(acc_p, 0), acc, width=128)
         finish(b)

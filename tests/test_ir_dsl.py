@@ -38,8 +38,13 @@ def test_arguments_map_to_sysv_registers() -> None:
     b = builder()
     assert b.reg == {"key": "rdi", "in": "rsi", "out": "rdx", "nblocks": "rcx"}
     assert SYSV_ARGS == ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
-    with pytest.raises(BuildError, match="more than 6"):
-        FunctionBuilder(SPEC, "f", tuple("abcdefg"))
+    # Arguments 7.. come from the stack: after n pushes, at rsp + 8 (return address) + 8n.
+    seven = FunctionBuilder(SPEC, "f", tuple("abcdefgh"))
+    assert "g" not in seven.reg
+    assert seven.stack_arg("g") == Mem("rsp", 8, bits=64)
+    assert seven.stack_arg("h", pushed=2) == Mem("rsp", 32, bits=64)
+    with pytest.raises(BuildError, match="register argument"):
+        seven.stack_arg("a")
 
 
 def test_vector_ops_make_fresh_temporaries_at_the_builder_width() -> None:

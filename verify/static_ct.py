@@ -75,6 +75,7 @@ class _FunctionTaint:
         self.stack_wild = False  # a secret may be anywhere on the stack
         self.pushed_secret = False  # some push (or call-like store) stored a secret
         self.rsp_escaped = False  # rsp was copied into another register
+        self.rsp_delta = 0  # rsp relative to function entry at the current instruction
 
     def snapshot(self) -> tuple:
         return (len(self.gprs), len(self.stack), self.stack_wild, self.pushed_secret,
@@ -90,8 +91,9 @@ class _FunctionTaint:
         return False  # rip, segment registers: public
 
     def rsp_slot(self, mem) -> tuple[int, int] | None:
+        """The byte range relative to rsp at function entry (pushes and frames tracked)."""
         if mem.base == Register.RSP and mem.index == Register.NONE:
-            lo = _signed64(mem.displacement)
+            lo = _signed64(mem.displacement) + self.rsp_delta
             return lo, lo + max(1, MemorySizeExt.size(mem.memory_size))
         return None
 
@@ -105,7 +107,10 @@ class _Scanner:
         self.allow_table_lookups = allow_table_lookups
         self.factory = InstructionInfoFactory()
 
-    def scan(self, fn: Function) -> list[Violation]:
+    def scan(self, fn: Function, declassify: frozenset[int] = frozenset()) -> list[Violation]:
+        """`declassify`: ips of instructions whose outputs are public by design (a tag
+        verification's verdict): their results and flags are not tainted."""
+        self.declassify = declassify
         t = _FunctionTaint(self.public_disps)
         infos = [(ins, self.factory.info(ins)) for ins in fn.instructions if not is_padding(ins)]
         while True:  # grow taint to a fixpoint, then report in one last pass
@@ -120,9 +125,7 @@ class _Scanner:
     def _load_public(self, t: _FunctionTaint, ins: Instruction, mem) -> bool:
         if any(t.reg_secret(r) for r in (mem.base, mem.index)):
             return False
-        if ins.is_stack_instruction:
-            return not t.pushed_secret
-        slot = t.rsp_slot(mem)
+        slot = t.rsp_slot(mem)  # push/pop too: their slots are tracked like any other
         if slot is not None:
             return not t.stack_secret(*slot)
         return (MemorySizeExt.size(mem.memory_size) == 4
@@ -137,7 +140,15 @@ class _Scanner:
                 text = gas_text(ins, fn.relocations.get(ins.ip))
                 out.append(Violation(fn.name, ins.ip, text, rule, reason, severity))
 
+        t.rsp_delta = 0
+        epilogue_delta: int | None = None  # rsp before an epilogue, restored after its ret
         for ins, info in infos:
+            # rsp bookkeeping, in linear order: push/pop and add/sub of a constant. The code
+            # after a ret (another exit path) runs with the frame the epilogue undid.
+            pre_delta = t.rsp_delta
+            if ins.mnemonic in (Mnemonic.POP, Mnemonic.ADD) and epilogue_delta is None and (
+                    ins.mnemonic == Mnemonic.POP or ins.op0_register == Register.RSP):
+                epilogue_delta = t.rsp_delta
             used_regs = info.used_registers()
             used_mem = info.used_memory()
             read_regs = [u.register for u in used_regs if u.access in READS]
@@ -159,6 +170,8 @@ class _Scanner:
             secret_regs = [r for r in read_regs if t.reg_secret(r)]
             flags_in = ins.rflags_read & tainted_flags
             secret_in = bool(secret_regs or secret_load or flags_in)
+            if ins.ip in getattr(self, "declassify", ()):
+                secret_in = False
 
             # (b) conditionals: jcc / loop / jrcxz / jkcc, cmovcc, setcc.
             # A branch's register inputs (jrcxz/loop: rcx, jkcc: k) are its condition; cmovcc's
@@ -213,9 +226,6 @@ class _Scanner:
                     continue
                 if not secret_in:
                     continue
-                if ins.is_stack_instruction:
-                    t.pushed_secret = True
-                    continue
                 slot = t.rsp_slot(mem)
                 if slot is not None:
                     t.stack.add(slot)
@@ -223,6 +233,19 @@ class _Scanner:
                     t.stack_wild = True
                 elif t.rsp_escaped:
                     t.stack_wild = True
+
+            if ins.mnemonic == Mnemonic.PUSH:
+                t.rsp_delta = pre_delta - 8
+            elif ins.mnemonic == Mnemonic.POP:
+                t.rsp_delta = pre_delta + 8
+            elif ins.mnemonic in (Mnemonic.SUB, Mnemonic.ADD) and ins.op_count == 2 \
+                    and ins.op0_kind == OpKind.REGISTER and ins.op0_register == Register.RSP \
+                    and ins.op1_kind in (OpKind.IMMEDIATE8TO64, OpKind.IMMEDIATE32TO64):
+                imm = _signed64(ins.immediate(1))
+                t.rsp_delta = pre_delta + (imm if ins.mnemonic == Mnemonic.ADD else -imm)
+            elif ins.flow_control == FlowControl.RETURN and epilogue_delta is not None:
+                t.rsp_delta = epilogue_delta
+                epilogue_delta = None
 
 
 def _reg_name(reg: Register) -> str:
@@ -257,6 +280,7 @@ def check(spec, asm_path: Path | str, *, allow_table_lookups: bool = False) -> l
         return [CheckResult("ct", "fail", str(e))]
     by_name = {f.name: f for f in functions}
     scanner = _Scanner({spec.rounds_offset}, allow_table_lookups)
+    declassify = declassify_points(asm_path)
     results: list[CheckResult] = []
     exported = [spec.symbol(name) for name in spec.functions]
     for fn_name, symbol in zip(spec.functions, exported):
@@ -264,12 +288,24 @@ def check(spec, asm_path: Path | str, *, allow_table_lookups: bool = False) -> l
         if fn is None:
             results.append(CheckResult(f"ct {fn_name}", "fail", f"symbol {symbol} not found"))
             continue
-        results.append(_result(f"ct {fn_name}", scanner.scan(fn)))
+        results.append(_result(f"ct {fn_name}", scanner.scan(fn, declassify)))
     # Local helpers and stray code can be reached too; never leave bytes unscanned.
     for fn in functions:
         if fn.name not in exported:
             results.append(_result(f"ct {fn.name}", scanner.scan(fn)))
     return results
+
+
+DECLASSIFY_MARK = "_ct_declassify"
+
+
+def declassify_points(asm_path: Path | str) -> frozenset[int]:
+    """Offsets of local symbols named *_ct_declassify*: the generator marks the one
+    instruction whose result is public by design (e.g. the tag check's verdict)."""
+    from .disasm import assemble, read_elf
+
+    elf = read_elf(Path(assemble(asm_path)).read_bytes())
+    return frozenset(s.value for s in elf.symbols if DECLASSIFY_MARK in s.name)
 
 
 def _result(name: str, violations: list[Violation]) -> CheckResult:

@@ -1,0 +1,290 @@
+"""AES-GCM (SP 800-38D) one-shot encryption and decryption in the DSL.
+
+    J0  = IV || 0^31 || 1 for a 12-byte IV, else GHASH(IV || pad || [len(IV)]_64)
+    C   = CTR from inc32(J0) over P;  S = GHASH(A || pad || C || pad || [len A]_64 || [len C]_64)
+    tag = MSB_t(E(K, J0) ^ S)
+
+This version runs two passes over the text (the CTR stream, then GHASH of the
+ciphertext; decryption hashes first so in-place calls stay correct); the
+stitched single-pass loop is the next step. Scratch lives in a 64-byte aligned
+frame under the six saved callee-saved registers:
+
+    [rsp+0] J0   [rsp+16] E(K, J0)   [rsp+32] a zero-padded block   [rsp+48] the tag
+    [rsp+64] aad pointer   [rsp+72] aad length   [rsp+80] out   [rsp+88] len   [rsp+96] tag
+"""
+from __future__ import annotations
+
+from aesgen.consts import bswap_mask
+from aesgen.dsl import FunctionBuilder
+from aesgen.ir import Mem, VReg
+
+from .aes import encrypt_rounds
+from .ghash import HashCore, dot
+from .modes import counter_base, ctr_stream
+
+SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
+# After 6 pushes rsp is 8 mod 16; FRAME realigns it. rsp is never copied into another
+# register (no frame pointer), so the static check can track every stack slot.
+FRAME = 136
+# Secret-carrying scalars (gathered partial blocks, the tag difference) live only in rbp,
+# r11 and rax, which never address memory or decide a branch: the other GPRs stay public.
+J0, EKJ0, BLOCK, TAG, AAD_PTR, AAD_LEN = (Mem("rsp", o) for o in (0, 16, 32, 48, 64, 72))
+# The stack arguments, copied into the frame at entry: reloaded rsp-relative, the static
+# constant-time check can see they are the caller's public pointers and lengths.
+SAVED_ARGS = {"out": Mem("rsp", 80, bits=64), "len": Mem("rsp", 88, bits=64), "tag": Mem("rsp", 96, bits=64)}
+
+
+def _arg(name: str) -> Mem:
+    return SAVED_ARGS[name]
+
+
+class Gcm:
+    def __init__(self, b: FunctionBuilder, decrypt: bool) -> None:
+        self.b, self.decrypt, self.spec = b, decrypt, b.spec
+        self.K = b.spec.ghash_blocks
+        self.table = Mem("rdi", b.spec.gcm_table_offset)
+
+    # -- small pieces ---------------------------------------------------------
+    def load_partial(self, src: str, count: str, dst: Mem) -> None:
+        """dst = the count (1..15) bytes at src, zero-padded to 16. Gathered into two GPRs
+        from the last byte down (constant shifts), then stored whole: no byte is read past
+        src + count, and no stack store has a variable address. Clobbers count."""
+        b = self.b
+        top, high, done = b.label_name("gather"), b.label_name("gather_hi"), b.label_name("gathered")
+        b.s("xor32", "ebp", "ebp", comment="bytes 0..7")
+        b.s("xor32", "r11d", "r11d", comment="bytes 8..15")
+        b.label(top)
+        b.s("test", count, count)
+        b.branch("e", done)
+        b.s("sub", count, imm=1)
+        b.s("movzb", "eax", Mem(src, 0, index=count, bits=8))
+        b.s("cmp", count, imm=8)
+        b.branch("ae", high)
+        b.s("shl", "rbp", imm=8)
+        b.s("or_r", "rbp", "rax")
+        b.branch("jmp", top)
+        b.label(high)
+        b.s("shl", "r11", imm=8)
+        b.s("or_r", "r11", "rax")
+        b.branch("jmp", top)
+        b.label(done)
+        b.s("store64", Mem(dst.base, dst.disp, bits=64), "rbp")
+        b.s("store64", Mem(dst.base, dst.disp + 8, bits=64), "r11")
+
+    def hash_block(self, acc: VReg, mem: Mem) -> None:
+        b = self.b
+        with b.at_width(128):
+            x = b.v("pshufb", b.v("vload", mem), bswap_mask(1), comment="to POLYVAL order")
+            x = b.v("vxor", x, acc)
+            h = b.v("vload", Mem(self.table.base, self.table.disp + 16 * (self.K - 1)), comment="H")
+            dot(b, x, h, dst=acc)
+
+    def hash_bytes(self, acc: VReg, ptr: str, length: str) -> None:
+        """acc = GHASH continued over length bytes at ptr, the last block zero-padded."""
+        b = self.b
+        core = self.core
+        b.s("mov", "rbx", ptr)
+        b.s("mov", "rcx", length)
+        b.s("shr", "rcx", imm=4, comment="whole blocks")
+        core.main_loop(acc, "rbx", "rcx")
+        core.tail(acc, "rbx", "rcx", self.spec.isa)
+        skip = b.label_name("no_partial")
+        b.s("mov", "rcx", length)
+        b.s("and", "rcx", imm=15, comment="bytes of a partial last block")
+        b.branch("e", skip)
+        b.s("mov", "rbx", length)
+        b.s("and", "rbx", imm=-16)
+        b.s("add_r", "rbx", ptr, comment="the partial block's first byte")
+        self.load_partial("rbx", "rcx", BLOCK)
+        self.hash_block(acc, BLOCK)
+        b.label(skip)
+
+    def length_block(self, hi_len: Mem | str, lo_len: Mem) -> None:
+        """BLOCK = [8*hi]_64 || [8*lo]_64, big-endian."""
+        b = self.b
+        for src, off in ((hi_len, 0), (lo_len, 8)):
+            if isinstance(src, str):
+                b.s("mov", "r10", src)
+            else:
+                b.s("load64", "r10", src)
+            b.s("shl", "r10", imm=3, comment="bits")
+            b.s("bswap64", "r10")
+            b.s("store64", Mem(BLOCK.base, BLOCK.disp + off, bits=64), "r10")
+
+    # -- the function -----------------------------------------------------------
+    def entry(self) -> None:
+        b = self.b
+        for r in SAVED:
+            b.s("push", r)
+        for reg, arg in (("r12", "out"), ("r13", "len"), ("r14", "tag"), ("r15", "taglen")):
+            b.s("load64", reg, b.stack_arg(arg, pushed=len(SAVED)))
+        b.s("sub", "rsp", imm=FRAME)
+        b.s("store64", Mem(AAD_PTR.base, AAD_PTR.disp, bits=64), "rcx")
+        b.s("store64", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), "r8")
+        for reg, name in (("r12", "out"), ("r13", "len"), ("r14", "tag")):
+            b.s("store64", SAVED_ARGS[name], reg)
+        self.bad = b.label_name("bad_args")
+        self.exit = b.label_name("exit")
+        b.s("test", "rdx", "rdx", comment="an empty IV is refused")
+        b.branch("e", self.bad)
+        b.s("cmp", "r15", imm=4, comment="tag length 4..16")
+        b.branch("b", self.bad)
+        b.s("cmp", "r15", imm=16)
+        b.branch("a", self.bad)
+
+    def path(self, nr: int) -> None:
+        b = self.b
+        acc = b.pinned("HASH")
+        self.core = HashCore(b, reflect=True, table=self.table, k_max=self.K, karatsuba=self.spec.karatsuba)
+        # J0
+        general, have_j0 = b.label_name("iv_hash"), b.label_name("iv_done")
+        b.s("cmp", "rdx", imm=12)
+        b.branch("ne", general)
+        b.s("load64", "rax", Mem("rsi", 0, bits=64), comment="12 bytes, never 16: no over-read")
+        b.s("store64", Mem("rsp", 0, bits=64), "rax")
+        b.s("mov32", "eax", Mem("rsi", 8, bits=32))
+        b.s("store32", Mem("rsp", 8, bits=32), "eax")
+        b.s("store32i", Mem("rsp", 12, bits=32), imm=0x01000000, comment="J0 = IV || 0^31 || 1")
+        b.branch("jmp", have_j0)
+        b.label(general)
+        b.v("vzero", dst=acc, width=128)
+        self.hash_bytes(acc, "rsi", "rdx")
+        self._iv_length_block()
+        self.hash_block(acc, BLOCK)
+        with b.at_width(128):
+            b.store(J0, b.v("pshufb", acc, bswap_mask(1)), comment="J0 = GHASH(IV ...)")
+        b.label(have_j0)
+        with b.at_width(128):
+            ek = encrypt_rounds(b, b.v("vload", J0), nr)
+            b.store(EKJ0, ek, comment="E(K, J0) masks the tag")
+        # AAD
+        b.v("vzero", dst=acc, width=128)
+        b.s("load64", "rsi", Mem(AAD_PTR.base, AAD_PTR.disp, bits=64))
+        b.s("load64", "rdx", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64))
+        self.hash_bytes(acc, "rsi", "rdx")
+        # Text: decryption hashes the ciphertext before it may be overwritten (in == out).
+        if self.decrypt:
+            self.hash_bytes(acc, "r9", "r13")
+        base = counter_base(b, J0, first=1)
+        ctr_stream(b, nr, base, "r9", "r12", "r13")
+        if not self.decrypt:
+            b.s("load64", "r12", _arg("out"))
+            b.s("load64", "r13", _arg("len"))
+            self.hash_bytes(acc, "r12", "r13")
+        # Lengths, then the tag.
+        self.length_block(Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), _arg("len"))
+        self.hash_block(acc, BLOCK)
+        with b.at_width(128):
+            s = b.v("pshufb", acc, bswap_mask(1))
+            b.store(TAG, b.v("vxor", s, b.v("vload", EKJ0)), comment="tag = E(K, J0) ^ S")
+        b.s("load64", "r14", _arg("tag"))
+        if self.decrypt:
+            self._check_tag()
+        else:
+            self.copy_bytes_out("r14", "r15")
+            b.s("xor32", "eax", "eax")
+        self._wipe()
+        b.branch("jmp", self.exit)
+
+    def _iv_length_block(self) -> None:
+        """BLOCK = 0^64 || [8*len(IV)]_64."""
+        b = self.b
+        b.s("xor32", "r10d", "r10d")
+        b.s("store64", Mem(BLOCK.base, BLOCK.disp, bits=64), "r10")
+        b.s("mov", "r10", "rdx")
+        b.s("shl", "r10", imm=3)
+        b.s("bswap64", "r10")
+        b.s("store64", Mem(BLOCK.base, BLOCK.disp + 8, bits=64), "r10")
+
+    def copy_bytes_out(self, dst: str, count: str) -> None:
+        b = self.b
+        top, end = b.label_name("tag_out"), b.label_name("tag_done")
+        b.s("xor32", "r10d", "r10d")
+        b.label(top)
+        b.s("cmpr", "r10", count)
+        b.branch("ae", end)
+        b.s("movzb", "r11d", Mem(TAG.base, TAG.disp, index="r10", bits=8))
+        b.s("store8", Mem(dst, 0, index="r10", bits=8), "r11b")
+        b.s("add", "r10", imm=1)
+        b.branch("jmp", top)
+        b.label(end)
+
+    def _check_tag(self) -> None:
+        """Constant-time compare of taglen bytes; the verdict alone is public."""
+        b = self.b
+        top, end = b.label_name("cmp"), b.label_name("cmp_done")
+        b.s("xor32", "r11d", "r11d")
+        b.s("xor32", "r10d", "r10d")
+        b.label(top)
+        b.s("cmpr", "r10", "r15")
+        b.branch("ae", end)
+        b.s("movzb", "eax", Mem(TAG.base, TAG.disp, index="r10", bits=8))
+        b.s("xor8m", "al", Mem("r14", 0, index="r10", bits=8))
+        b.s("or8r", "r11b", "al", comment="accumulate differences, no early exit")
+        b.s("add", "r10", imm=1)
+        b.branch("jmp", top)
+        b.label(end)
+        b.s("neg", "r11", comment="CF = any difference")
+        b.label(b.label_name("ct_declassify").lstrip("."))
+        b.s("sbb_r", "r15", "r15", comment="verdict: -1 wrong tag, 0 authentic (public)")
+        good = b.label_name("authentic")
+        b.s("test", "r15", "r15")
+        b.branch("e", good)
+        b.s("load64", "r12", _arg("out"))
+        b.s("load64", "r13", _arg("len"))
+        self.zero_out()
+        b.s("mov32i", "eax", imm=-1)
+        self._wipe()
+        b.branch("jmp", self.exit)
+        b.label(good)
+        b.s("xor32", "eax", "eax")
+
+    def zero_out(self) -> None:
+        """out[0..len) = 0 (a rejected decryption releases nothing)."""
+        b = self.b
+        top, end = b.label_name("zero"), b.label_name("zeroed")
+        b.s("xor32", "r10d", "r10d")
+        b.s("xor32", "r11d", "r11d")
+        b.label(top)
+        b.s("cmpr", "r10", "r13")
+        b.branch("ae", end)
+        b.s("store8", Mem("r12", 0, index="r10", bits=8), "r11b")
+        b.s("add", "r10", imm=1)
+        b.branch("jmp", top)
+        b.label(end)
+
+    def _wipe(self) -> None:
+        b = self.b
+        with b.at_width(128):
+            z = b.v("vzero")
+            for off in range(0, 64, 16):  # J0, E(K, J0), the block and the tag
+                b.store(Mem("rsp", off), z)
+
+    def bad_args(self) -> None:
+        b = self.b
+        b.label(self.bad)
+        if self.decrypt:
+            self.zero_out()
+        b.s("mov32i", "eax", imm=-1)
+
+    def epilogue(self) -> None:
+        b = self.b
+        b.label(self.exit)
+        b.s("add", "rsp", imm=FRAME)
+        for r in reversed(SAVED):
+            b.s("pop", r)
+        if b.width > 128:
+            b.s("vzeroupper")
+        b.s("ret")
+
+
+def gcm_function(b: FunctionBuilder, decrypt: bool) -> None:
+    g = Gcm(b, decrypt)
+    g.entry()
+    b.key_paths("key", g.path, scratch="r10d")  # rax carries data bytes in GCM
+
+    def tail() -> None:
+        g.bad_args()
+        g.epilogue()
+
+    b.single_path(None, tail)
