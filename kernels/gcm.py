@@ -4,9 +4,9 @@
     C   = CTR from inc32(J0) over P;  S = GHASH(A || pad || C || pad || [len A]_64 || [len C]_64)
     tag = MSB_t(E(K, J0) ^ S)
 
-This version runs two passes over the text (the CTR stream, then GHASH of the
-ciphertext; decryption hashes first so in-place calls stay correct); the
-stitched single-pass loop is the next step. Scratch lives in a 64-byte aligned
+The CTR main loop carries GHASH along (stitched: each batch's ciphertext is
+multiplied by H^k..H^1 and reduced once as the AES rounds of the batch run);
+what is left after it is hashed in a second pass. Scratch lives in a 64-byte aligned
 frame under the six saved callee-saved registers:
 
     [rsp+0] J0   [rsp+16] E(K, J0)   [rsp+32] a zero-padded block   [rsp+48] the tag
@@ -19,7 +19,7 @@ from aesgen.dsl import FunctionBuilder
 from aesgen.ir import Mem, VReg
 
 from .aes import encrypt_rounds
-from .ghash import HashCore, dot
+from .ghash import HashCore, accumulate, dot, multiply, reduce
 from .modes import counter_base, ctr_stream
 
 SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
@@ -32,6 +32,7 @@ J0, EKJ0, BLOCK, TAG, AAD_PTR, AAD_LEN = (Mem("rsp", o) for o in (0, 16, 32, 48,
 # The stack arguments, copied into the frame at entry: reloaded rsp-relative, the static
 # constant-time check can see they are the caller's public pointers and lengths.
 SAVED_ARGS = {"out": Mem("rsp", 80, bits=64), "len": Mem("rsp", 88, bits=64), "tag": Mem("rsp", 96, bits=64)}
+REST_OUT, REST_LEN = Mem("rsp", 104, bits=64), Mem("rsp", 112, bits=64)  # text left after the main loop
 
 
 def _arg(name: str) -> Mem:
@@ -162,14 +163,14 @@ class Gcm:
         b.s("load64", "rsi", Mem(AAD_PTR.base, AAD_PTR.disp, bits=64))
         b.s("load64", "rdx", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64))
         self.hash_bytes(acc, "rsi", "rdx")
-        # Text: decryption hashes the ciphertext before it may be overwritten (in == out).
-        if self.decrypt:
-            self.hash_bytes(acc, "r9", "r13")
+        # Text: the main loop hashes each batch's ciphertext as the CTR loop produces (or,
+        # decrypting, consumes) it; the rest is hashed in a second pass — before it is
+        # decrypted, since in == out may overwrite it.
         base = counter_base(b, J0, first=1)
-        ctr_stream(b, nr, base, "r9", "r12", "r13")
+        ctr_stream(b, nr, base, "r9", "r12", "r13", stitch=_Stitch(self, acc))
         if not self.decrypt:
-            b.s("load64", "r12", _arg("out"))
-            b.s("load64", "r13", _arg("len"))
+            b.s("load64", "r12", REST_OUT)
+            b.s("load64", "r13", REST_LEN)
             self.hash_bytes(acc, "r12", "r13")
         # Lengths, then the tag.
         self.length_block(Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), _arg("len"))
@@ -276,6 +277,35 @@ class Gcm:
         if b.width > 128:
             b.s("vzeroupper")
         b.s("ret")
+
+
+class _Stitch:
+    """GHASH riding along the CTR main loop: D x lanes = K blocks per reduction."""
+
+    def __init__(self, gcm: Gcm, acc: VReg) -> None:
+        self.g, self.acc, self.sum = gcm, acc, None
+
+    def block(self, j: int, d: VReg, y: VReg) -> None:
+        b, g = self.g.b, self.g
+        c = d if g.decrypt else y  # GHASH always runs over the ciphertext
+        h = b.v("pshufb", c, bswap_mask(b.lanes), comment="ciphertext to POLYVAL order")
+        if j == 0:
+            h = b.v("vxor", h, self.acc, comment="the running hash joins the first block")
+        p, px = g.core.power(16 * (g.K - b.depth * b.lanes + b.lanes * j), b.width)  # H^(k-b)
+        self.sum = accumulate(b, self.sum, multiply(b, h, p, px, g.spec.karatsuba, b.width), b.width)
+
+    def end(self) -> None:
+        b = self.g.b
+        reduce(b, self.sum, self.g.spec.karatsuba, b.width, dst=self.acc)
+        self.sum = None
+
+    def after_main(self) -> None:
+        b, g = self.g.b, self.g
+        if g.decrypt:
+            g.hash_bytes(self.acc, "r9", "r13")
+        else:
+            b.s("store64", REST_OUT, "r12")
+            b.s("store64", REST_LEN, "r13")
 
 
 def gcm_function(b: FunctionBuilder, decrypt: bool) -> None:

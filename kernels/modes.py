@@ -29,12 +29,16 @@ def return_if_zero(b: FunctionBuilder, count: str) -> None:
 
 
 def vector_loops(b: FunctionBuilder, count: str, per_vector: int, ptrs: tuple[str, ...],
-                 body: Body, advance: Callable[[int], None] | None = None) -> None:
+                 body: Body, advance: Callable[[int], None] | None = None,
+                 after_main: Callable[[], None] | None = None) -> None:
     """Loop over D vectors while count allows, then over single vectors.
 
-    `per_vector` is how much one vector consumes of `count` (blocks or bytes).
+    `per_vector` is how much one vector consumes of `count` (blocks or bytes);
+    `after_main` runs once the D-vector loop is done (before the single vectors).
     """
     for g in ([b.depth, 1] if b.depth > 1 else [1]):
+        if after_main and g == 1 and b.depth > 1:
+            after_main()
         top, out = b.label_name(f"loop{g}x_"), b.label_name(f"end{g}x_")
         b.label(top)
         b.s("cmp", count, imm=g * per_vector)
@@ -47,6 +51,8 @@ def vector_loops(b: FunctionBuilder, count: str, per_vector: int, ptrs: tuple[st
         b.s("sub", count, imm=g * per_vector)
         b.branch("jmp", top)
         b.label(out)
+    if after_main and b.depth == 1:
+        after_main()
 
 
 def qword_mask_for_blocks(b: FunctionBuilder, nblocks: str) -> str:
@@ -129,10 +135,14 @@ def counter_base(b: FunctionBuilder, block: Mem, first: int = 0) -> VReg:
     return base
 
 
-def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: str) -> None:
+def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: str,
+               stitch=None) -> None:
     """out = in ^ keystream for n bytes from CTR_BASE (32-bit big-endian counter): main loop
     over D vectors, single vectors, then an AVX-512 masked vector or xmm blocks and a
-    partial block through the red zone."""
+    partial block through the red zone.
+
+    `stitch` (GCM) rides along the main loop: stitch.block(j, d, y) after each group's
+    store, stitch.end() after the groups, stitch.after_main() once that loop is done."""
     spec, L = b.spec, b.lanes
     bswap = bswap_mask(L)
 
@@ -146,13 +156,19 @@ def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: 
             k = b.v("vxor", d, key(nr), width=width, comment="input folded into the last round key")
             y = b.v("aesenclast", x, k, width=width, comment=f"round {nr} (last)")
             b.store(Mem(outp, 16 * L * j), y, width=width, mask=mask, mask_elem="b")
+            if stitched:
+                stitch.block(j, d, y)
+        stitched = stitch is not None and g == b.depth and width is None and mask is None
         b.groups(g, block, comment=f"{g} group(s) of {L} counter block(s)")
+        if stitched:
+            stitch.end()
 
     def advance(g: int) -> None:
         b.v("paddd", base, counter_step(g * L, L), dst=base)
 
     done = b.label_name("done")
-    vector_loops(b, n, 16 * L, (inp, outp), body, advance)
+    vector_loops(b, n, 16 * L, (inp, outp), body, advance,
+                 after_main=stitch.after_main if stitch is not None else None)
     b.s("test", n, n)
     b.branch("e", done)
     if spec.isa == "avx512":
