@@ -50,7 +50,7 @@ def config_options(f):
                      help="GHASH/POLYVAL: Karatsuba products (3 carry-less multiplies) instead of schoolbook (4).")(f)
     f = click.option("--tuned", is_flag=True, help="With --target native: use the `aesgen tune` result.")(f)
     f = click.option("--profile", type=click.Choice(["bulk", "short"]), default="bulk", show_default=True,
-                     help="With --tuned: the configs tuned for bulk (>= 4 KiB) or short (<= 256 B) messages.")(f)
+                     help="With --tuned: the configs tuned for bulk (16 KiB) or short (256 B) messages.")(f)
     return f
 
 
@@ -267,9 +267,9 @@ def simulate(function: str, key_hex: str, in_hex: str, iv_hex: str | None, **con
     from .simulate import Machine, call
 
     mode = next((m for m, fs in MODE_FUNCTIONS.items() if function in fs), None)
-    if mode is None:
-        raise UsageFailure(f"unknown function '{function}'; choose from "
-                           f"{', '.join(f for fs in MODE_FUNCTIONS.values() for f in fs)}")
+    if mode not in ("ecb", "ctr32", "cbc"):
+        raise UsageFailure(f"simulate runs the block-cipher functions: "
+                           f"{', '.join(f for m in ('ecb', 'ctr32', 'cbc') for f in MODE_FUNCTIONS[m])}")
     spec = spec_from_options(mode, **config)
     try:
         key, data = bytes.fromhex(key_hex), bytes.fromhex(in_hex)

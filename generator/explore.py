@@ -34,13 +34,13 @@ class Point:
     width: int
     depth: int
     status: str  # "measured", "model", "infeasible", "verify-failed"
-    variant: str = ""  # GHASH/POLYVAL: "schoolbook" or "karatsuba"
     reason: str = ""
     bulk_gbps: float | None = None  # measured, from the median
     short_cycles: float | None = None  # core cycles for one short message (median)
     model_cycles_per_iteration: float | None = None  # llvm-mca
     model_bytes_per_cycle: float | None = None
     model_single_iteration_cycles: float | None = None  # llvm-mca, one iteration alone: latency
+    variant: str = ""  # GHASH/POLYVAL: "schoolbook" or "karatsuba"
 
 
 @dataclass
@@ -62,7 +62,7 @@ class Exploration:
         d = asdict(self)
         d["schema"] = SCHEMA
         b = self.best()
-        d["best"] = {"width": b.width, "depth": b.depth} if b else None
+        d["best"] = {"width": b.width, "depth": b.depth, "variant": b.variant} if b else None
         return d
 
 

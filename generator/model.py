@@ -1,8 +1,8 @@
 """The performance model: per mode, which ISA, width and depth a target wants.
 
 Depth fills the AES pipe: with latency L and reciprocal throughput T cycles,
-ceil(L / T) independent vaesenc must be in flight (8 on Zen 4/5, 4 on
-Skylake). Per mode: ECB and CBC decryption are that many independent groups;
+ceil(L / T) independent vaesenc must be in flight (8 on Zen 5, 4 on Zen 4's
+half-rate zmm, 4 on Skylake). Per mode: ECB and CBC decryption are that many independent groups;
 CTR32 too (its counter arithmetic runs on other ports); CBC encryption is one
 serial chain, so its depth does not matter (CBC decryption sets it). A depth
 the register file cannot hold is lowered to the largest that fits.

@@ -66,8 +66,10 @@ def tune(target: Target, modes: tuple[str, ...], progress: Callable[[str], None]
             raise ConfigError(f"tune: no config of {mode} could be measured on this CPU")
         b = max(points, key=lambda p: (p.bulk_gbps, -p.depth))
         s = min(points, key=lambda p: (p.short_cycles, p.depth))
-        result.modes[mode] = ModeTuning(mode, {"width": b.width, "depth": b.depth, "gbps": b.bulk_gbps},
-                                        {"width": s.width, "depth": s.depth, "cycles": s.short_cycles},
+        result.modes[mode] = ModeTuning(mode, {"width": b.width, "depth": b.depth, "gbps": b.bulk_gbps,
+                                               "variant": b.variant},
+                                        {"width": s.width, "depth": s.depth, "cycles": s.short_cycles,
+                                         "variant": s.variant},
                                         [asdict(p) for p in points])
     return result
 
@@ -107,5 +109,6 @@ def load_tuned(target: Target, modes: tuple[str, ...], profile: str, prefix: str
     width = max(p["width"] for p in picks.values())
     depth = max(p["depth"] for p in picks.values())
     overrides = tuple((m, p["width"], p["depth"]) for m, p in picks.items() if (p["width"], p["depth"]) != (width, depth))
+    karatsuba = any(p.get("variant") == "karatsuba" for p in picks.values())
     return KernelSpec(modes=modes, isa=data["isa"], width=width, depth=depth,
-                      prefix=prefix or f"aesgen_native_{profile}", overrides=overrides)
+                      prefix=prefix or f"aesgen_native_{profile}", overrides=overrides, karatsuba=karatsuba)

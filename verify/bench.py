@@ -135,13 +135,22 @@ def bench(spec: KernelSpec, asm_path: Path, *, ops: list[str], sizes: list[int],
             m.gbps = m.size / (m.median_ticks / result.tsc_hz) / 1e9
         result.measurements.extend(ms)
     if ceiling is not None:
-        result.ceilings = {op: op_ceiling(ceiling, spec, op, key_bits) for op in ops}
+        limits = {op: op_ceiling(ceiling, spec, op, key_bits) for op in ops}
+        result.ceilings = {op: v for op, v in limits.items() if v is not None}
     return result
 
 
-def op_ceiling(ceiling: Ceiling, spec: KernelSpec, op: str, key_bits: int) -> float:
+def op_ceiling(ceiling: Ceiling, spec: KernelSpec, op: str, key_bits: int) -> float | None:
     """GB/s the hardware allows: vaesenc throughput at the mode's width, or for the serial
-    CBC encryption the latency bound (rounds x vaesenc latency per block)."""
+    CBC encryption the latency bound (rounds x vaesenc latency per block). None when the
+    CPU cannot run the loops that measure it."""
+    try:
+        return _op_ceiling(ceiling, spec, op, key_bits)
+    except AttributeError:  # a cost the ceiling could not measure on this CPU
+        return None
+
+
+def _op_ceiling(ceiling: Ceiling, spec: KernelSpec, op: str, key_bits: int) -> float:
     rounds = ROUNDS[key_bits]
     if op in ("ghash", "polyval"):
         # Carry-less multiplies per block: 4 (schoolbook) or 3 (Karatsuba), reductions aside.

@@ -19,8 +19,15 @@ INSTRUCTIONS = {  # name -> (GAS mnemonic with operands {s} {d}, needs imm)
     "vpclmulqdq": "vpclmulqdq $0x00, {s}, {d}, {d}",
     "vgf2p8affineinvqb": "vgf2p8affineinvqb $0x00, {s}, {d}, {d}",
 }
-FEATURES = {"vaesenc": ("vaes", "avx512f"), "vpclmulqdq": ("vpclmulqdq", "avx512f"),
-            "vgf2p8affineinvqb": ("gfni", "avx512f")}
+# /proc/cpuinfo flags each (instruction, width) loop needs: VEX xmm forms need only the
+# base extension and AVX; ymm needs the vector extension; zmm AVX-512 as well.
+FEATURES = {
+    ("vaesenc", 128): ("aes", "avx"), ("vaesenc", 256): ("vaes", "avx"), ("vaesenc", 512): ("vaes", "avx512f"),
+    ("vpclmulqdq", 128): ("pclmulqdq", "avx"), ("vpclmulqdq", 256): ("vpclmulqdq", "avx"),
+    ("vpclmulqdq", 512): ("vpclmulqdq", "avx512f"),
+    ("vgf2p8affineinvqb", 128): ("gfni", "avx"), ("vgf2p8affineinvqb", 256): ("gfni", "avx"),
+    ("vgf2p8affineinvqb", 512): ("gfni", "avx512f"),
+}
 KINDS = {128: "xmm", 256: "ymm", 512: "zmm"}
 
 
@@ -85,8 +92,11 @@ def measure(cpu: int | None = None) -> Ceiling:
 
     text, names = ceiling_source()
     have = host_flags()
-    runnable = [n for n in names if n == "ceil_add_lat" or
-                all(f in have for f in FEATURES[n.split("_")[1]][: 1 if "_128_" in n else 2])]
+    def needs(name: str) -> tuple[str, ...]:
+        _, ins, width, _ = name.split("_")
+        return FEATURES[(ins, int(width))]
+
+    runnable = [n for n in names if n == "ceil_add_lat" or all(f in have for f in needs(n))]
     so = build_so_from_text(text, "ceiling")
     cmd = [str(bench_binary()), "--ceiling", str(so), *runnable]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
