@@ -268,7 +268,7 @@ def simulate(function: str, key_hex: str, in_hex: str, iv_hex: str | None, **con
 
     mode = next((m for m, fs in MODE_FUNCTIONS.items() if function in fs), None)
     if mode not in ("ecb", "ctr32", "cbc"):
-        raise UsageFailure(f"simulate runs the block-cipher functions: "
+        raise UsageFailure(f"simulate cannot run '{function}'; it runs the block-cipher functions: "
                            f"{', '.join(f for m in ('ecb', 'ctr32', 'cbc') for f in MODE_FUNCTIONS[m])}")
     spec = spec_from_options(mode, **config)
     try:
