@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 OUT    := out
-# System tools: the assembler/linker, benchmark peers, and llvm-mca for modelled targets.
-APT_PACKAGES := gcc binutils libssl-dev libipsec-mb-dev llvm-19
+# System tools: the assembler/linker, benchmark peers, llvm-mca for modelled targets, and
+# crypto++'s test vectors (McGrew-Viega GCM cases; the verifier skips them if absent).
+APT_PACKAGES := gcc binutils libssl-dev libipsec-mb-dev llvm-19 libcrypto++-utils
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: setup test test-full demo clean regen-check

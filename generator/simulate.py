@@ -359,7 +359,17 @@ SCALAR = {
 
 
 def call(machine: Machine, fn: Function, *args: int) -> int:
-    """Run `fn` with integer arguments in the SysV registers; returns eax/rax."""
+    """Run `fn` with SysV integer arguments: six in registers, the rest on the stack above
+    a (simulated) return address, as a `call` leaves them. Returns rax."""
     for reg, value in zip(("rdi", "rsi", "rdx", "rcx", "r8", "r9"), args):
         machine.put(reg, value & M64)
-    return Interpreter(machine, fn).run()
+    saved = machine.gpr["rsp"]
+    extra = args[6:]
+    frame = (8 * len(extra) + 15) // 16 * 16  # the caller keeps rsp 16-aligned at the call
+    machine.gpr["rsp"] = saved - frame - 8
+    for k, value in enumerate(extra):
+        machine.write(machine.gpr["rsp"] + 8 + 8 * k, (value & M64).to_bytes(8, "little"))
+    try:
+        return Interpreter(machine, fn).run()
+    finally:
+        machine.gpr["rsp"] = saved

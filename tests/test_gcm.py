@@ -54,14 +54,8 @@ def test_simulation_matches_cryptography(isa, width, depth):
             ct, tag = reference(key, iv, aad, pt, taglen)
             ia, aa, buf, ta = m.alloc(iv), m.alloc(aad or b"\0"), m.alloc(pt or b"\0"), m.alloc(16)
 
-            def run(fn):
-                m.gpr["rsp"] -= 64
-                sp = m.gpr["rsp"]
-                for k, v in enumerate((buf, n, ta, taglen)):
-                    m.write(sp + 8 + 8 * k, v.to_bytes(8, "little"))
-                r = call(m, fn, gk, ia, ivlen, aa, aadlen, buf)
-                m.gpr["rsp"] = sp + 64
-                return r & 0xFFFFFFFF
+            def run(fn):  # arguments 7..10 go on the simulated stack
+                return call(m, fn, gk, ia, ivlen, aa, aadlen, buf, buf, n, ta, taglen) & 0xFFFFFFFF
 
             assert run(enc) == 0
             assert m.read(buf, n) == ct and m.read(ta, taglen) == tag

@@ -4,7 +4,11 @@ Each exported function is called with realistic arguments, random values in
 rbx/rbp/r12-r15 and garbage above the 32-bit `bits` argument; the harness
 reports clobbered callee-saved registers, rsp, DF, MXCSR, the x87 control
 word, and (via XINUSE) ymm/zmm upper state left dirty without vzeroupper.
+Arguments past the sixth go on the stack (gcm_encrypt takes ten); the
+callee must leave them, and the caller's frame above them, unchanged.
 The result of every trampolined call is also compared with a direct call.
+Prototypes come from verify/signatures.py; the AEAD and hash functions
+(whose calls need a prepared key or context) are driven by verify/aead.py.
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import random
 from collections.abc import Iterator, Sequence
 
 from aesgen import cpu
+from aesgen.verify import signatures
 from aesgen.verify.build import AlignedBuffer, Kernel, fn_address, harness
 from aesgen.verify.runner import CheckResult, Probe
 
@@ -27,14 +32,16 @@ class AbiCtx(ctypes.Structure):
         ("rsp_before", U64), ("rsp_after", U64), ("rflags_after", U64), ("ret", U64),
         ("xinuse_before", U64), ("xinuse_after", U64),
         ("mxcsr_before", U32), ("mxcsr_after", U32), ("fcw_before", U16), ("fcw_after", U16),
-        ("flags", U32),
+        ("flags", U32), ("nstack", U64), ("stack", U64 * 8), ("stack_after", U64 * 8),
     ]
 
 
-assert ctypes.sizeof(AbiCtx) == 216
+assert ctypes.sizeof(AbiCtx) == 352
 
 CALLEE_SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
-BAD_RSP, BAD_DF, BAD_MXCSR, BAD_FCW, BAD_YMM, BAD_ZMM = (1 << k for k in range(6, 12))
+BAD_RSP, BAD_DF, BAD_MXCSR, BAD_FCW, BAD_YMM, BAD_ZMM, BAD_STACKARG, BAD_FRAME = (
+    1 << k for k in range(6, 14))
+MAX_ARGS = 6 + 8
 
 
 def xinuse_supported() -> bool:
@@ -42,11 +49,19 @@ def xinuse_supported() -> bool:
 
 
 def call(fn: int, args: Sequence[int] = (), mask32: int = 0, seed: int = 0) -> tuple[int, AbiCtx]:
-    """Call `fn` through the trampoline; returns (failure bits, observations)."""
+    """Call `fn` through the trampoline; returns (failure bits, observations).
+
+    Arguments 7.. go on the stack; bit i of mask32 puts garbage above argument i's low 32 bits."""
+    if len(args) > MAX_ARGS:
+        raise ValueError(f"the trampoline passes at most {MAX_ARGS} arguments, got {len(args)}")
     ctx = AbiCtx()
     ctx.fn = fn
     for i, a in enumerate(args):
-        ctx.args[i] = a & 0xFFFFFFFFFFFFFFFF
+        if i < 6:
+            ctx.args[i] = a & 0xFFFFFFFFFFFFFFFF
+        else:
+            ctx.stack[i - 6] = a & 0xFFFFFFFFFFFFFFFF
+    ctx.nstack = max(0, len(args) - 6)
     bad = harness().abi_call(ctypes.byref(ctx), seed & 0xFFFFFFFFFFFFFFFF, mask32)
     return bad, ctx
 
@@ -68,6 +83,13 @@ def describe(bad: int, ctx: AbiCtx) -> str:
         parts.append("YMM upper halves left dirty (missing vzeroupper)")
     if bad & BAD_ZMM:
         parts.append("ZMM_Hi256 left dirty (missing vzeroupper)")
+    if bad & BAD_STACKARG:
+        which = [f"arg {7 + i} ({ctx.stack[i]:#x} -> {ctx.stack_after[i]:#x})"
+                 for i in range(ctx.nstack) if ctx.stack[i] != ctx.stack_after[i]]
+        parts.append("stack argument changed: " + ", ".join(which))
+    if bad & BAD_FRAME:
+        which = [f"{8 * (i - ctx.nstack)}" for i in range(ctx.nstack, 8) if ctx.stack[i] != ctx.stack_after[i]]
+        parts.append("caller's stack frame above the arguments written at +" + ", +".join(which))
     return "; ".join(parts)
 
 
@@ -114,6 +136,20 @@ def self_tests(seed: int) -> Iterator[CheckResult]:
                       "garbage above a 32-bit argument is visible" if ok
                       else "upper 32 bits of a 32-bit argument were clean: the check is toothless")
 
+    # Ten arguments: 7..10 really arrive on the stack, and touching them or the frame is caught.
+    ten = tuple(range(1, 7)) + (0x1111 << 32, 0x2222, 0x4444 << 16, 0x8888)
+    bad, ctx = call(fn_address(h, "abi_stack_echo"), ten, seed=seed)
+    want = ten[6] ^ ten[7] ^ ten[8] ^ ten[9]
+    ok = bad == 0 and ctx.ret == want
+    yield CheckResult("abi selftest stackargs", "pass" if ok else "fail",
+                      "arguments 7..10 reach the callee on the stack, no false alarm" if ok
+                      else f"stack arguments wrong: returned {ctx.ret:#x} want {want:#x}; {describe(bad, ctx)}")
+    for fault, bit in (("stackarg", BAD_STACKARG), ("frame", BAD_FRAME)):
+        bad, ctx = call(fn_address(h, f"abi_fault_{fault}"), ten, seed=seed)
+        ok = bool(bad & bit)
+        yield CheckResult(f"abi selftest {fault}", "pass" if ok else "fail",
+                          f"caught: {describe(bad, ctx)}" if ok else "planted fault NOT caught")
+
 
 # ---------------------------------------------------------------- kernel functions
 
@@ -127,6 +163,12 @@ def _alloc(data: bytes, offset: int = 0) -> AlignedBuffer:
 def check_function(kernel: Kernel, fn: str, probe: Probe, *, n: int, trials: int,
                    seed: int) -> CheckResult:
     name = f"abi {fn}"
+    sig = signatures.lookup(fn)
+    if sig is None:
+        return CheckResult(name, "fail", f"{fn}: no signature registered, cannot be called")
+    if sig.family in signatures.AEAD_FAMILIES:
+        from aesgen.verify import aead
+        return aead.abi_check(kernel, fn, probe, n=n, trials=trials, seed=seed)
     rng = random.Random(f"{seed}:{name}")
     addr = kernel.address(fn)
     spec = kernel.spec
@@ -134,18 +176,18 @@ def check_function(kernel: Kernel, fn: str, probe: Probe, *, n: int, trials: int
     for trial in range(trials):
         cseed = rng.getrandbits(64)
         probe.note(name, f"trial {trial}")
-        if fn == "cpu_supported":
+        if sig.family == signatures.CPU:
             bad, ctx = call(addr, (), 0, cseed)
             if bad:
                 problems.append(describe(bad, ctx))
             continue
-        bits = (128, 192, 256)[trial % 3]
-        key = rng.randbytes(bits // 8)
-        if fn in ("set_encrypt_key", "set_decrypt_key"):
+        if sig.family == signatures.KEYSETUP:
+            bits = sig.key_bits[trial % len(sig.key_bits)]
+            key = rng.randbytes(bits // 8)
             kbuf = _alloc(key)
-            ks = AlignedBuffer(spec.key_bytes, fill=0xA5)
-            bad, ctx = call(addr, (kbuf.address, bits, ks.address), 0b010, cseed)
-            direct = kernel.set_key(key, decrypt=fn == "set_decrypt_key")
+            ks = AlignedBuffer(kernel.schedule_bytes(fn), fill=0xA5)
+            bad, ctx = call(addr, (kbuf.address, bits, ks.address), sig.mask32, cseed)
+            direct = kernel.make_key(fn, key)
             if bad:
                 problems.append(describe(bad, ctx))
             elif ctx.ret & 0xFFFFFFFF != 0:
@@ -154,22 +196,24 @@ def check_function(kernel: Kernel, fn: str, probe: Probe, *, n: int, trials: int
             elif ks.read() != direct.raw():
                 problems.append(f"bits={bits}: schedule differs from a direct call")
             continue
-        decrypt = fn.endswith("decrypt")
-        ks = kernel.set_key(key, decrypt=decrypt)
+        bits = (128, 192, 256)[trial % 3]
+        key = rng.randbytes(bits // 8)
+        ks = kernel.make_key(sig.key_setup or "set_encrypt_key", key)
+        bytewise = sig.has("len")  # ctr32: a byte count, others whole blocks
         blocks = (n, 1, spec.max_group_blocks)[trial % 3]
-        length = 16 * blocks + (rng.randrange(1, 16) if fn == "ctr32_encrypt" else 0)
+        length = 16 * blocks + (rng.randrange(1, 16) if bytewise else 0)
         data = rng.randbytes(length)
         chain = rng.randbytes(16)
-        count = length if fn == "ctr32_encrypt" else blocks
+        count = length if bytewise else blocks
         outs = []
         for via_trampoline in (True, False):
             src, dst = _alloc(data, rng.randrange(16)), _alloc(bytes(length), rng.randrange(16))
             cb = _alloc(chain)
             args = [ks.address, src.address, dst.address, count]
-            if fn in ("ctr32_encrypt", "cbc_encrypt", "cbc_decrypt"):
+            if sig.nargs > 4:
                 args.append(cb.address)
             if via_trampoline:
-                bad, ctx = call(addr, args, 0, cseed)
+                bad, ctx = call(addr, args, sig.mask32, cseed)
                 if bad:
                     problems.append(f"{describe(bad, ctx)} (length {length})")
             else:
@@ -188,6 +232,7 @@ def check_function(kernel: Kernel, fn: str, probe: Probe, *, n: int, trials: int
 def check(kernel: Kernel, probe: Probe, *, n: int, quick: bool, seed: int) -> Iterator[CheckResult]:
     probe.note("abi selftest", "")
     yield from self_tests(seed)
-    for fn in kernel.spec.functions:
+    for fn in kernel.functions:
         if fn in kernel.fn:
+            probe.note(f"abi {fn}", "")
             yield check_function(kernel, fn, probe, n=n, trials=3 if quick else 9, seed=seed)

@@ -132,49 +132,67 @@ class KeySchedule:
 
 
 class Kernel:
-    """A loaded kernel: typed access to the ABI of one prefix in one shared object."""
+    """A loaded kernel: typed access to the ABI of one prefix in one shared object.
+
+    Prototypes come from verify/signatures.py.  `functions` is the spec's list,
+    deduplicated; `fn` holds the callable ones; `missing` the absent symbols;
+    `unusable` maps a function to why it is not checked (no signature, a spec
+    size attribute missing); `problems` are the failed checks saying so."""
 
     def __init__(self, so_path: Path | str, spec: KernelSpec) -> None:
+        from aesgen.verify import signatures
+
         self.spec = spec
         self.lib = ctypes.CDLL(str(so_path))
-        P, SZ, U = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint
-        sigs: dict[str, tuple[list, object]] = {
-            "cpu_supported": ([], ctypes.c_int),
-            "set_encrypt_key": ([P, U, P], ctypes.c_int),
-            "set_decrypt_key": ([P, U, P], ctypes.c_int),
-            "ecb_encrypt": ([P, P, P, SZ], None),
-            "ecb_decrypt": ([P, P, P, SZ], None),
-            "ctr32_encrypt": ([P, P, P, SZ, P], None),
-            "cbc_encrypt": ([P, P, P, SZ, P], None),
-            "cbc_decrypt": ([P, P, P, SZ, P], None),
-        }
+        fset = signatures.function_set(spec)
+        self.functions: tuple[str, ...] = fset.functions
+        self.unusable: dict[str, str] = dict(fset.unusable)
+        self.problems = list(fset.problems)
         self.fn: dict[str, ctypes._CFuncPtr] = {}
         self.missing: list[str] = []
-        for name in spec.functions:
+        for name in self.functions:
             try:
                 f = getattr(self.lib, spec.symbol(name))
             except AttributeError:
                 self.missing.append(spec.symbol(name))
                 continue
-            f.argtypes, f.restype = sigs[name]
+            sig = signatures.lookup(name)
+            if sig is None or name in self.unusable:
+                continue
+            f.argtypes, f.restype = sig.argtypes, sig.restype
             self.fn[name] = f
 
     def address(self, name: str) -> int:
         return fn_address(self.lib, self.spec.symbol(name))
 
-    def set_key(self, key: bytes, decrypt: bool = False, bits: int | None = None) -> KeySchedule:
+    def schedule_bytes(self, setup: str) -> int:
+        """Size of the opaque buffer key setup function `setup` fills (from the spec)."""
+        from aesgen.verify import signatures
+
+        sig = signatures.lookup(setup)
+        if sig is None or sig.schedule_attr is None:
+            raise KeyError(f"{setup} is not a key setup function")
+        return int(getattr(self.spec, sig.schedule_attr))
+
+    def make_key(self, setup: str, key: bytes, bits: int | None = None) -> KeySchedule:
+        """Run key setup function `setup` into a fresh 64-byte aligned, 0xA5-filled buffer."""
         bits = len(key) * 8 if bits is None else bits
-        buf = AlignedBuffer(self.spec.key_bytes, fill=0xA5)
+        buf = AlignedBuffer(self.schedule_bytes(setup), fill=0xA5)
         kbuf = ctypes.create_string_buffer(key, max(len(key), 1))
-        name = "set_decrypt_key" if decrypt else "set_encrypt_key"
-        ret = self.fn[name](kbuf, bits, buf.address)
+        ret = self.fn[setup](kbuf, bits, buf.address)
         return KeySchedule(buf, bits, ret)
+
+    def set_key(self, key: bytes, decrypt: bool = False, bits: int | None = None) -> KeySchedule:
+        return self.make_key("set_decrypt_key" if decrypt else "set_encrypt_key", key, bits)
 
     def run(self, name: str, ks: KeySchedule, data: bytes, chain: bytes | None = None,
             *, in_off: int = 0, out_off: int = 0, in_place: bool = False) -> tuple[bytes, bytes | None]:
         """Run a mode function on `data`; returns (output, updated ctr/iv or None)."""
+        from aesgen.verify import signatures
+
         n = len(data)
-        count = n if name == "ctr32_encrypt" else n // 16
+        sig = signatures.lookup(name)
+        count = n if sig is not None and sig.has("len") else n // 16
         src = AlignedBuffer(n, offset=in_off)
         src.write(data)
         dst = src if in_place else AlignedBuffer(n, offset=out_off)

@@ -7,6 +7,9 @@ are guarded at once, each in its own mapping, for every length up to N blocks
 (ctr: 16N+15 bytes), separately and in place.  "len0" points every pointer,
 the key schedule included, into PROT_NONE pages: length 0 must touch nothing.
 
+The AEAD and hash functions (verify/aead.py) get the same three checks for every
+buffer they take (in, out, aad, iv/nonce, tag, acc, data, h, key, ctx).
+
 Runs only inside a forked child (runner.run_isolated): a fault kills that
 child, and the harness' handler records the address so the parent can say
 which buffer was overrun and by how much.
@@ -18,6 +21,7 @@ import mmap
 import random
 from collections.abc import Iterator
 
+from aesgen.verify import signatures
 from aesgen.verify.build import Kernel, harness
 from aesgen.verify.runner import CheckResult, Probe, Unit
 
@@ -60,7 +64,7 @@ class GuardedRegion:
 
 
 def _is_data(fn: str) -> bool:
-    return fn in ("ecb_encrypt", "ecb_decrypt", "ctr32_encrypt", "cbc_encrypt", "cbc_decrypt")
+    return signatures.family(fn) == signatures.BLOCK
 
 
 def check_placement(kernel: Kernel, fn: str, where: str, probe: Probe, *, n: int,
@@ -70,13 +74,14 @@ def check_placement(kernel: Kernel, fn: str, where: str, probe: Probe, *, n: int
     if harness().fault_install(probe.fault_slot()) != 0:
         yield CheckResult(name, "fail", "could not install the fault handler")
         return
-    ctr = fn == "ctr32_encrypt"
+    sig = signatures.SIGNATURES[fn]
+    ctr = sig.has("len")  # a byte count (ctr32), else whole blocks
     top = 16 * n + 15 if ctr else 16 * n
     r_in, r_out, r_chain = GuardedRegion(top), GuardedRegion(top), GuardedRegion(16)
     probe.regions(r_in.labels("in") + r_out.labels("out") + r_chain.labels("ctr/iv"))
     r_in.fill(rng.randbytes(r_in.hi - r_in.lo))
-    decrypt = fn.endswith("decrypt")
-    schedules = [kernel.set_key(rng.randbytes(b // 8), decrypt=decrypt) for b in (128, 192, 256)]
+    schedules = [kernel.make_key(sig.key_setup or "set_encrypt_key", rng.randbytes(b // 8))
+                 for b in (128, 192, 256)]
     calls = 0
     lengths = range(top + 1) if ctr else range(0, top + 1, 16)
     for i, length in enumerate(lengths):
@@ -93,7 +98,7 @@ def check_placement(kernel: Kernel, fn: str, where: str, probe: Probe, *, n: int
             unit = "len" if ctr else "nblocks"
             probe.note(name, f"{unit}={count}{' in-place' if in_place else ''}")
             args = [ks.address, p_in, p_out, count]
-            if fn in ("ctr32_encrypt", "cbc_encrypt", "cbc_decrypt"):
+            if sig.nargs > 4:
                 args.append(p_chain)
             kernel.fn[fn](*args)
             calls += 1
@@ -111,7 +116,7 @@ def check_len0(kernel: Kernel, fn: str, probe: Probe) -> Iterator[CheckResult]:
     ptr = {k: r.hi + (0 if k == "ctr/iv" else 64) for k, r in regions.items()}
     probe.note(name, "length 0, every pointer into a PROT_NONE page")
     args = [ptr["key"], ptr["in"], ptr["out"], 0]
-    if fn in ("ctr32_encrypt", "cbc_encrypt", "cbc_decrypt"):
+    if signatures.SIGNATURES[fn].nargs > 4:
         args.append(ptr["ctr/iv"])
     kernel.fn[fn](*args)
     yield CheckResult(name, "pass", "touched no memory")
@@ -124,12 +129,12 @@ def check_set_key(kernel: Kernel, fn: str, where: str, probe: Probe, *, seed: in
     if harness().fault_install(probe.fault_slot()) != 0:
         yield CheckResult(name, "fail", "could not install the fault handler")
         return
-    kb = kernel.spec.key_bytes
+    kb = kernel.schedule_bytes(fn)
     r_key, r_ks = GuardedRegion(32), GuardedRegion(kb)
     probe.regions(r_key.labels("user_key") + r_ks.labels("key schedule"))
-    for bits in (128, 192, 256):
+    for bits in signatures.SIGNATURES[fn].key_bits:
         p_key = r_key.hi - bits // 8 if where == "after" else r_key.lo
-        p_ks = r_ks.hi - kb if where == "after" else r_ks.lo
+        p_ks = (r_ks.hi - kb) // 64 * 64 if where == "after" else r_ks.lo  # the ABI promises 64-byte alignment
         ctypes.memmove(p_key, rng.randbytes(bits // 8), bits // 8)
         probe.note(name, f"bits={bits} key_bytes={kb}")
         ret = kernel.fn[fn](p_key, bits, p_ks)
@@ -141,10 +146,14 @@ def check_set_key(kernel: Kernel, fn: str, where: str, probe: Probe, *, seed: in
 
 def units(kernel: Kernel, *, n: int, quick: bool, seed: int) -> list[tuple[str, Unit]]:
     out: list[tuple[str, Unit]] = []
-    for fn in kernel.spec.functions:
+    for fn in kernel.functions:
         if fn not in kernel.fn:
             continue
-        if fn in ("set_encrypt_key", "set_decrypt_key"):
+        fam = signatures.family(fn)
+        if fam in signatures.AEAD_FAMILIES:
+            from aesgen.verify import aead
+            out.extend(aead.guard_units(kernel, fn, n=n, quick=quick, seed=seed))
+        elif fam == signatures.KEYSETUP:
             for where in ("after", "before"):
                 out.append((f"guard {fn} {where}",
                             lambda p, fn=fn, w=where: check_set_key(kernel, fn, w, p, seed=seed)))

@@ -33,6 +33,9 @@ typedef struct abi_ctx {
     uint16_t fcw_before;    /* 208 */
     uint16_t fcw_after;     /* 210 */
     uint32_t flags;         /* 212 bit0: read XINUSE, bit1: vzeroupper around the call */
+    uint64_t nstack;        /* 216 how many of the 8 stack slots are arguments 7, 8, ... */
+    uint64_t stack[8];      /* 224 the stack slots at the call: arguments, then sentinels */
+    uint64_t stack_after[8];/* 288 the same slots after the call */
 } abi_ctx;
 
 _Static_assert(__builtin_offsetof(abi_ctx, seeded) == 56, "layout");
@@ -42,7 +45,12 @@ _Static_assert(__builtin_offsetof(abi_ctx, xinuse_before) == 184, "layout");
 _Static_assert(__builtin_offsetof(abi_ctx, mxcsr_before) == 200, "layout");
 _Static_assert(__builtin_offsetof(abi_ctx, fcw_before) == 208, "layout");
 _Static_assert(__builtin_offsetof(abi_ctx, flags) == 212, "layout");
-_Static_assert(sizeof(abi_ctx) == 216, "layout");
+_Static_assert(__builtin_offsetof(abi_ctx, nstack) == 216, "layout");
+_Static_assert(__builtin_offsetof(abi_ctx, stack) == 224, "layout");
+_Static_assert(__builtin_offsetof(abi_ctx, stack_after) == 288, "layout");
+_Static_assert(sizeof(abi_ctx) == 352, "layout");
+
+#define ABI_STACK_SLOTS 8
 
 enum {
     ABI_FLAG_XINUSE = 1,
@@ -55,13 +63,20 @@ enum {
     ABI_BAD_R13 = 1 << 3, ABI_BAD_R14 = 1 << 4, ABI_BAD_R15 = 1 << 5,
     ABI_BAD_RSP = 1 << 6, ABI_BAD_DF = 1 << 7, ABI_BAD_MXCSR = 1 << 8,
     ABI_BAD_FCW = 1 << 9, ABI_BAD_YMM = 1 << 10, ABI_BAD_ZMM = 1 << 11,
+    ABI_BAD_STACKARG = 1 << 12,   /* a stack argument (7th, 8th, ...) changed */
+    ABI_BAD_FRAME = 1 << 13,      /* a caller stack slot above the arguments changed */
 };
 
 void abi_trampoline(abi_ctx *c);
 
 /* The trampoline keeps the context pointer and its own stack pointer in
  * static slots, so a callee that wrecks every register (rsp included, as
- * long as it still returns) cannot make us lose track of them. */
+ * long as it still returns) cannot make us lose track of them.
+ *
+ * Below its saved registers it reserves 8 stack slots (64 bytes, keeping rsp
+ * 16-byte aligned at the call) and copies ctx->stack[] there: the first
+ * ctx->nstack are arguments 7, 8, ... and the rest sentinels standing for the
+ * caller's frame.  After the call all 8 are copied to ctx->stack_after[]. */
 __asm__(
     "    .text\n"
     "    .local abi_saved_ctx, abi_saved_rsp\n"
@@ -77,6 +92,15 @@ __asm__(
     "    pushq %r14\n"
     "    pushq %r15\n"
     "    pushq %rdi\n"                      /* rsp is now 16-byte aligned */
+    "    subq $64, %rsp\n"                  /* 8 stack-argument slots */
+    "    movq 224(%rdi), %rax\n    movq %rax, 0(%rsp)\n"
+    "    movq 232(%rdi), %rax\n    movq %rax, 8(%rsp)\n"
+    "    movq 240(%rdi), %rax\n    movq %rax, 16(%rsp)\n"
+    "    movq 248(%rdi), %rax\n    movq %rax, 24(%rsp)\n"
+    "    movq 256(%rdi), %rax\n    movq %rax, 32(%rsp)\n"
+    "    movq 264(%rdi), %rax\n    movq %rax, 40(%rsp)\n"
+    "    movq 272(%rdi), %rax\n    movq %rax, 48(%rsp)\n"
+    "    movq 280(%rdi), %rax\n    movq %rax, 56(%rsp)\n"
     "    movq %rdi, abi_saved_ctx(%rip)\n"
     "    movq %rsp, abi_saved_rsp(%rip)\n"
     "    movq %rsp, 152(%rdi)\n"
@@ -122,6 +146,14 @@ __asm__(
     "    movq %r13, 128(%rdi)\n"
     "    movq %r14, 136(%rdi)\n"
     "    movq %r15, 144(%rdi)\n"
+    "    movq 0(%rsp), %rax\n    movq %rax, 288(%rdi)\n"
+    "    movq 8(%rsp), %rax\n    movq %rax, 296(%rdi)\n"
+    "    movq 16(%rsp), %rax\n    movq %rax, 304(%rdi)\n"
+    "    movq 24(%rsp), %rax\n    movq %rax, 312(%rdi)\n"
+    "    movq 32(%rsp), %rax\n    movq %rax, 320(%rdi)\n"
+    "    movq 40(%rsp), %rax\n    movq %rax, 328(%rdi)\n"
+    "    movq 48(%rsp), %rax\n    movq %rax, 336(%rdi)\n"
+    "    movq 56(%rsp), %rax\n    movq %rax, 344(%rdi)\n"
     "    stmxcsr 204(%rdi)\n"
     "    fnstcw 210(%rdi)\n"
     "    ldmxcsr 200(%rdi)\n"
@@ -135,7 +167,8 @@ __asm__(
     "3:  testl $2, 212(%rdi)\n"
     "    jz 4f\n"
     "    vzeroupper\n"                     /* do not leak a dirty state into C */
-    "4:  popq %rdi\n"
+    "4:  addq $64, %rsp\n"
+    "    popq %rdi\n"
     "    popq %r15\n"
     "    popq %r14\n"
     "    popq %r13\n"
@@ -181,13 +214,17 @@ int abi_avx_enabled(void)
     return (xgetbv0() & 6) == 6;
 }
 
-/* Call ctx->fn(ctx->args...) with callee-saved registers seeded from `seed`
- * and garbage in the upper halves of the args whose bit is set in mask32.
- * Returns a mask of ABI_BAD_* bits; ctx holds the raw observations. */
+/* Call ctx->fn(ctx->args..., ctx->stack[0..nstack-1]) with callee-saved
+ * registers seeded from `seed` and garbage in the upper halves of the args
+ * whose bit is set in mask32 (bit 6 + k: stack argument k).  Stack slots past
+ * the arguments get random sentinels.  Returns a mask of ABI_BAD_* bits; ctx
+ * holds the raw observations. */
 unsigned abi_call(abi_ctx *ctx, uint64_t seed, unsigned mask32)
 {
     uint64_t s = seed;
     unsigned bad = 0;
+    if (ctx->nstack > ABI_STACK_SLOTS)
+        ctx->nstack = ABI_STACK_SLOTS;
     for (int i = 0; i < 6; i++)
         ctx->seeded[i] = splitmix64(&s);
     for (int i = 0; i < 6; i++)
@@ -195,6 +232,15 @@ unsigned abi_call(abi_ctx *ctx, uint64_t seed, unsigned mask32)
             uint64_t g = splitmix64(&s) | 0x8000000100000000ULL;  /* never zero */
             ctx->args[i] = (ctx->args[i] & 0xffffffffULL) | (g & 0xffffffff00000000ULL);
         }
+    for (unsigned i = 0; i < ABI_STACK_SLOTS; i++) {
+        if (i >= ctx->nstack)
+            ctx->stack[i] = splitmix64(&s);
+        else if (mask32 & (1u << (6 + i))) {
+            uint64_t g = splitmix64(&s) | 0x8000000100000000ULL;
+            ctx->stack[i] = (ctx->stack[i] & 0xffffffffULL) | (g & 0xffffffff00000000ULL);
+        }
+        ctx->stack_after[i] = 0;
+    }
     ctx->flags = 0;
     if (abi_avx_enabled())
         ctx->flags |= ABI_FLAG_VZEROUPPER;
@@ -213,6 +259,9 @@ unsigned abi_call(abi_ctx *ctx, uint64_t seed, unsigned mask32)
         bad |= ABI_BAD_MXCSR;
     if (ctx->fcw_after != ctx->fcw_before)
         bad |= ABI_BAD_FCW;
+    for (unsigned i = 0; i < ABI_STACK_SLOTS; i++)
+        if (ctx->stack_after[i] != ctx->stack[i])
+            bad |= i < ctx->nstack ? ABI_BAD_STACKARG : ABI_BAD_FRAME;
     if (ctx->flags & ABI_FLAG_XINUSE) {
         uint64_t newly = ctx->xinuse_after & ~ctx->xinuse_before;
         if (newly & (1u << 2))
@@ -230,7 +279,7 @@ __asm__(
     "    .text\n"
     "    .globl abi_fault_clean, abi_fault_rbx, abi_fault_r15, abi_fault_df\n"
     "    .globl abi_fault_mxcsr, abi_fault_fcw, abi_fault_ymm, abi_fault_zmm\n"
-    "    .globl abi_fault_upper32\n"
+    "    .globl abi_fault_upper32, abi_stack_echo, abi_fault_stackarg, abi_fault_frame\n"
     "abi_fault_clean:\n"
     "    pushq %rbx\n"
     "    movq $0x5a5a5a5a, %rbx\n"        /* uses rbx, but restores it */
@@ -270,6 +319,18 @@ __asm__(
     "    xorl %eax, %eax\n"
     "    cmpq $128, %rsi\n"
     "    sete %al\n"
+    "    ret\n"
+    "abi_stack_echo:\n"                   /* clean: returns arg7 ^ arg8 ^ arg9 ^ arg10 */
+    "    movq 8(%rsp), %rax\n"
+    "    xorq 16(%rsp), %rax\n"
+    "    xorq 24(%rsp), %rax\n"
+    "    xorq 32(%rsp), %rax\n"
+    "    ret\n"
+    "abi_fault_stackarg:\n"               /* overwrites its 7th argument */
+    "    notq 8(%rsp)\n"
+    "    ret\n"
+    "abi_fault_frame:\n"                  /* writes the slot above its 4 stack arguments */
+    "    notq 40(%rsp)\n"
     "    ret\n");
 
 /* ------------------------------------------------------------------------

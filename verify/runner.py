@@ -198,18 +198,21 @@ def _static_checks(spec: KernelSpec, path: Path) -> list[CheckResult]:
 
 def _runtime_groups(spec: KernelSpec) -> list[str]:
     """Group names used for skips when the runtime checks cannot run at all."""
-    names = ["cpu_supported", "keyschedule"]
-    data_fns = [f for f in spec.functions if f not in ("cpu_supported", "set_encrypt_key", "set_decrypt_key")]
-    names += [f"kat {f}" for f in data_fns]
-    names += [f"mct {f}" for f in data_fns if f.startswith("cbc")]
-    names += [f"diff {f}" for f in data_fns] + [f"simulate {f}" for f in data_fns]
-    names += [f"abi {f}" for f in spec.functions] + ["abi selftest"]
-    names += [f"guard {f}" for f in spec.functions if f != "cpu_supported"]
-    return names
+    from aesgen.verify import signatures
+
+    fset = signatures.function_set(spec)
+    names: list[str] = []
+    for fn in fset.usable:
+        names += signatures.check_groups(fn)
+    names.append("abi selftest")
+    return list(dict.fromkeys(names))
 
 
 def _skip_all(spec: KernelSpec, why: str) -> list[CheckResult]:
-    return [CheckResult(n, "skip", why) for n in _runtime_groups(spec)]
+    from aesgen.verify import signatures
+
+    problems = signatures.function_set(spec).problems
+    return problems + [CheckResult(n, "skip", why) for n in _runtime_groups(spec)]
 
 
 def verify_kernel(
@@ -223,7 +226,7 @@ def verify_kernel(
 ) -> list[CheckResult]:
     """Every check for one kernel file (.S, or a .c test fixture); never raises for kernel bugs."""
     from aesgen import cpu
-    from aesgen.verify import abi, differential, guard, kat, simcheck
+    from aesgen.verify import abi, aead, differential, guard, kat, simcheck
     from aesgen.verify.build import BuildError, Kernel, build_shared, harness
 
     path = Path(asm_path)
@@ -245,12 +248,14 @@ def verify_kernel(
         return results + _skip_all(spec, f"{spec.abi} kernels cannot be called on this SysV host")
 
     kernel = Kernel(so, spec)
+    results.extend(kernel.problems)  # unknown modes/functions, missing KernelSpec size attributes
     if kernel.missing:
         results.append(CheckResult("symbols", "fail", "missing: " + ", ".join(kernel.missing)))
         if any(spec.symbol(f) in kernel.missing for f in ("set_encrypt_key", "set_decrypt_key")):
-            return results + _skip_all(spec, "key setup symbols missing")
+            return results + [r for r in _skip_all(spec, "key setup symbols missing")
+                              if r.status == "skip"]
     else:
-        results.append(CheckResult("symbols", "pass", f"{len(spec.functions)} functions"))
+        results.append(CheckResult("symbols", "pass", f"{len(kernel.functions)} functions"))
 
     n = max_blocks(spec, quick)
     units: list[tuple[str, Unit]] = []
@@ -260,6 +265,8 @@ def verify_kernel(
     for unit in kat.units(kernel, quick=quick):
         units.append(unit)
     for unit in differential.units(kernel, n=n, quick=quick, seed=seed):
+        units.append(unit)
+    for unit in aead.units(kernel, n=n, quick=quick, seed=seed):
         units.append(unit)
     units.append(("simulate", lambda p: simcheck.check(kernel, p, seed=seed)))
     units.append(("abi", lambda p: abi.check(kernel, p, n=n, quick=quick, seed=seed)))

@@ -4,7 +4,8 @@ The simulator runs the DSL program before lowering, scheduling and register
 allocation, so a disagreement points at the back end (lowering, allocation,
 encoding), not at the AES math, which the `cryptography` differential covers.
 A few short lengths per function and key size keep it fast (the simulator is
-plain Python).
+plain Python).  The AEAD and hash functions reuse verify/aead.py's call
+scenarios, run once on the kernel and once entirely inside the simulator.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import random
 from aesgen.kernels import build_function
 from aesgen.simulate import Machine, call
 from aesgen.spec import KernelSpec
+from aesgen.verify import signatures
 from aesgen.verify.build import Kernel
 from aesgen.verify.runner import CheckResult, Probe
 
@@ -48,12 +50,12 @@ def check(kernel: Kernel, probe: Probe, *, seed: int) -> list[CheckResult]:
     rng = random.Random(seed ^ 0x51A)
     results = []
     for fn in kernel.fn:
-        if fn in ("cpu_supported", "set_encrypt_key", "set_decrypt_key"):
+        if signatures.family(fn) != signatures.BLOCK:
             continue
         problems = []
         for bits in (128, 192, 256):
             key = rng.randbytes(bits // 8)
-            ks = kernel.set_key(key, decrypt=fn in ("ecb_decrypt", "cbc_decrypt"))
+            ks = kernel.make_key(signatures.SIGNATURES[fn].key_setup or "set_encrypt_key", key)
             for n in lengths(spec, fn):
                 probe.note(f"simulate {fn}", f"AES-{bits}, {n} bytes")
                 data = rng.randbytes(n)
@@ -63,4 +65,84 @@ def check(kernel: Kernel, probe: Probe, *, seed: int) -> list[CheckResult]:
                 if got != want:
                     problems.append(f"AES-{bits} {n} bytes: kernel and simulation differ")
         results.append(CheckResult(f"simulate {fn}", "fail" if problems else "pass", "; ".join(problems[:3])))
+    for fn in kernel.fn:
+        if signatures.family(fn) in signatures.AEAD_FAMILIES:
+            probe.note(f"simulate {fn}", "")
+            results.append(check_aead(kernel, fn, probe, seed=seed))
     return results
+
+
+class MachineMem:
+    """aead.Scene memory inside the simulator's address space."""
+
+    def __init__(self, machine: Machine) -> None:
+        self.m = machine
+
+    def place(self, label: str, data: bytes, *, aligned: bool = False):
+        from aesgen.verify.aead import Region
+
+        if aligned:  # key schedules and contexts: room to spare, so a kernel/spec size mismatch
+            addr = self.m.alloc(len(data) + 4096, align=64)  # (a test fixture's own layout) cannot
+            self.m.write(addr, data)                          # make the simulation corrupt itself
+        else:
+            addr = self.m.alloc(data, align=1)
+        return Region(label, addr, len(data), self)
+
+    def read(self, addr: int, n: int) -> bytes:
+        return self.m.read(addr, n)
+
+
+def check_aead(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResult:
+    """The AEAD/hash call scenarios of verify/aead.py run on the kernel and, from the same
+    random state, on the simulator (every call of the scenario simulated); results must agree."""
+    import ctypes
+
+    from aesgen.kernels import FUNCTIONS
+    from aesgen.verify import aead
+
+    name = f"simulate {fn}"
+    spec = kernel.spec
+    scene = aead.SCENES.get(fn)
+    if scene is None:
+        return CheckResult(name, "fail", f"no call scenario for {fn} in verify/aead.py")
+    built: dict[str, object] = {}
+
+    def machine_caller(machine: Machine):
+        def c(f: str, argv: list) -> int | None:
+            sig = signatures.SIGNATURES[f]
+            if f not in FUNCTIONS:
+                raise LookupError(f"aesgen.kernels has no DSL description of {f} yet")
+            if f not in built:
+                built[f] = build_function(spec, f)
+            ret = call(machine, built[f], *argv)  # type: ignore[arg-type]
+            return None if sig.restype is None else ctypes.c_int32(ret & 0xFFFFFFFF).value
+        return c
+
+    rng = random.Random(f"{seed}:{name}")
+    group = spec.max_group_blocks
+    hashing = signatures.family(fn) == signatures.HASH
+    sizes = [0, 1, group + 1] if hashing else [0, 5, 16 * (group + 1) + 7]
+    problems: list[str] = []
+    for size in sizes:
+        sub = rng.getrandbits(64)
+        probe.note(name, f"size {size}")
+        outs = []
+        for simulated in (False, True):
+            if simulated:
+                m = Machine(spec)
+                mc = machine_caller(m)
+                sc = aead.Scene(kernel, MachineMem(m), random.Random(sub), mc, setup_caller=mc)
+            else:
+                sc = aead.Scene(kernel, aead.HeapMem(random.Random(sub)), random.Random(sub))
+            try:
+                outs.append(scene(sc, fn, size, size))
+            except LookupError as e:
+                return CheckResult(name, "skip", str(e))
+        if outs[0] != outs[1]:
+            problems.append(f"size {size}: kernel {_short(outs[0])} simulation {_short(outs[1])}")
+    return CheckResult(name, "fail" if problems else "pass",
+                       "; ".join(problems[:3]) or f"sizes {sizes}: kernel == simulation")
+
+
+def _short(res: tuple) -> str:
+    return "(" + ", ".join(x.hex()[:16] if isinstance(x, bytes) else repr(x) for x in res) + ")"

@@ -136,3 +136,229 @@ def cbc_mct() -> tuple[VectorFile, ...]:
     """CAVP CBC Monte-Carlo files: record i is outer iteration i (KEY, IV, input, output)."""
     base = pycryptodome_vectors_dir() / "Cipher" / "AES"
     return tuple(load_file(base / f"CBCMCT{bits}.rsp") for bits in KEY_SIZES)
+
+
+# ---------------------------------------------------------------- AEAD: GCM and GCM-SIV
+
+
+@dataclass(frozen=True)
+class AeadVector:
+    """One AEAD case. `plaintext` is None when the case must be rejected (CAVP "FAIL").
+
+    `group` numbers the parameter block the case came from (a CAVP [Keylen/IVlen/
+    PTlen/AADlen/Taglen] header, a crypto++ section), so a quick run can sample
+    one case per group."""
+
+    count: int
+    key: bytes
+    iv: bytes
+    aad: bytes
+    plaintext: bytes | None
+    ciphertext: bytes
+    tag: bytes
+    group: int = 0
+
+
+@dataclass(frozen=True)
+class AeadFile:
+    name: str                       # e.g. "gcmEncryptExtIV128", "RFC8452-256", "gcm.txt"
+    path: Path
+    vectors: tuple[AeadVector, ...]
+
+
+GCM_KINDS = ("gcmEncryptExtIV", "gcmDecrypt")
+CRYPTOPP_GCM = Path("/usr/share/crypto++/TestVectors/gcm.txt")  # Debian package libcrypto++-utils
+
+
+def parse_gcm_rsp(path: Path) -> tuple[AeadVector, ...]:
+    """CAVP GCM files: bracketed parameter headers, `Count = n` records, `FAIL` lines."""
+    out: list[AeadVector] = []
+    rec: dict[str, str] = {}
+    group, in_header = 0, False
+
+    def flush() -> None:
+        if not rec:
+            return
+        fail = "FAIL" in rec
+        out.append(AeadVector(
+            count=int(rec["COUNT"]), key=bytes.fromhex(rec["KEY"]), iv=bytes.fromhex(rec["IV"]),
+            aad=bytes.fromhex(rec.get("AAD", "")),
+            plaintext=None if fail else bytes.fromhex(rec["PT"]),
+            ciphertext=bytes.fromhex(rec["CT"]), tag=bytes.fromhex(rec["TAG"]), group=group))
+        rec.clear()
+
+    for raw in path.read_text(encoding="ascii").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            flush()
+            if not in_header:
+                group += 1
+            in_header = True
+            continue
+        in_header = False
+        if line == "FAIL":
+            rec["FAIL"] = ""
+            continue
+        m = _LINE.match(line)
+        if not m:
+            raise ValueError(f"{path}: cannot parse line {raw!r}")
+        key = m.group(1).upper()
+        if key == "COUNT":
+            flush()
+        rec[key] = m.group(2)
+    flush()
+    return tuple(out)
+
+
+@lru_cache(maxsize=None)
+def gcm_cavp(kind: str) -> tuple[AeadFile, ...]:
+    """cryptography-vectors' CAVP GCM files of one kind ("gcmEncryptExtIV" or "gcmDecrypt")."""
+    if kind not in GCM_KINDS:
+        raise ValueError(f"unknown GCM vector kind {kind!r}")
+    base = cryptography_vectors_dir() / "ciphers" / "AES" / "GCM"
+    files = []
+    for bits in KEY_SIZES:
+        path = base / f"{kind}{bits}.rsp"
+        if not path.is_file():
+            raise FileNotFoundError(f"vector file missing: {path}")
+        files.append(AeadFile(path.stem, path, parse_gcm_rsp(path)))
+    return tuple(files)
+
+
+def parse_kv_txt(path: Path) -> tuple[AeadVector, ...]:
+    """The `KEY = value` AEAD files of cryptography-vectors (GCM-SIV): COUNT, Key, IV, AAD, ..."""
+    out: list[AeadVector] = []
+    rec: dict[str, str] = {}
+
+    def flush() -> None:
+        if rec:
+            out.append(AeadVector(
+                count=int(rec["COUNT"]), key=bytes.fromhex(rec["KEY"]), iv=bytes.fromhex(rec["IV"]),
+                aad=bytes.fromhex(rec.get("AAD", "")), plaintext=bytes.fromhex(rec["PLAINTEXT"]),
+                ciphertext=bytes.fromhex(rec["CIPHERTEXT"]), tag=bytes.fromhex(rec["TAG"]),
+                group=int(rec["COUNT"])))
+            rec.clear()
+
+    for raw in path.read_text(encoding="ascii").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _LINE.match(line)
+        if not m:
+            raise ValueError(f"{path}: cannot parse line {raw!r}")
+        key = m.group(1).upper()
+        if key == "COUNT":
+            flush()
+        rec[key] = m.group(2)
+    flush()
+    return tuple(out)
+
+
+# RFC 8452 Appendix C.1/C.2, first case of each: empty plaintext and AAD (the OpenSSL-derived
+# file in cryptography-vectors leaves these out).  (key, nonce, tag)
+RFC8452_EMPTY = (
+    (bytes.fromhex("01" + "00" * 15), bytes.fromhex("03" + "00" * 11),
+     bytes.fromhex("dc20e2d83f25705bb49e439eca56de25")),
+    (bytes.fromhex("01" + "00" * 31), bytes.fromhex("03" + "00" * 11),
+     bytes.fromhex("07f5f4169bbf55a8400cd47ea6fd400f")),
+)
+
+# RFC 8452 Appendix A: POLYVAL(H, X_1, X_2), and the same through GHASH.
+RFC8452_POLYVAL = {
+    "H": bytes.fromhex("25629347589242761d31f826ba4b757b"),
+    "X": bytes.fromhex("4f4f95668c83dfb6401762bb2d01a262" "d1a24ddd2721d006bbe45f20d3c9f362"),
+    "POLYVAL": bytes.fromhex("f7a3b47b846119fae5b7866cf5e5b77e"),
+    "mulX_GHASH(ByteReverse(H))": bytes.fromhex("dcbaa5dd137c188ebb21492c23c9b112"),
+    "GHASH": bytes.fromhex("7eb7e5f56c86b7e5fa1961847bb4a3f7"),
+}
+
+
+@lru_cache(maxsize=None)
+def gcmsiv_rfc8452() -> tuple[AeadFile, ...]:
+    """RFC 8452 Appendix C (AES-128 and AES-256), split by key size: "RFC8452-128", "RFC8452-256"."""
+    path = cryptography_vectors_dir() / "ciphers" / "AES" / "GCM-SIV" / "openssl.txt"
+    if not path.is_file():
+        raise FileNotFoundError(f"vector file missing: {path}")
+    parsed = parse_kv_txt(path)
+    files = []
+    for i, bits in enumerate((128, 256)):
+        key, nonce, tag = RFC8452_EMPTY[i]
+        empty = AeadVector(-1, key, nonce, b"", b"", b"", tag, group=-1)
+        vs = (empty,) + tuple(v for v in parsed if len(v.key) * 8 == bits)
+        files.append(AeadFile(f"RFC8452-{bits}", path, vs))
+    return tuple(files)
+
+
+@lru_cache(maxsize=None)
+def gcmsiv_192() -> AeadFile:
+    """cryptography-vectors' AES-192-GCM-SIV cases (outside RFC 8452; the ABI rejects 192-bit keys)."""
+    path = cryptography_vectors_dir() / "ciphers" / "AES" / "GCM-SIV" / "aes-192-gcm-siv.txt"
+    return AeadFile("aes-192-gcm-siv", path, parse_kv_txt(path))
+
+
+def _cryptopp_value(text: str) -> bytes:
+    """A crypto++ "encoded string": hex (spaces allowed), 0x-hex, "quoted", or `rN <value>` repeated."""
+    text = text.strip()
+    if not text:
+        return b""
+    m = re.match(r"r(\d+)\s+(.*)\Z", text, re.S)
+    if m:
+        return _cryptopp_value(m.group(2)) * int(m.group(1))
+    if text.startswith('"') and text.endswith('"'):
+        return text[1:-1].encode()
+    if text.lower().startswith("0x"):
+        text = text[2:]
+    return bytes.fromhex("".join(text.split()))
+
+
+def parse_cryptopp(path: Path, name: str = "AES/GCM") -> tuple[AeadVector, ...]:
+    """crypto++ TestVectors format (its Readme.txt): blank-line sections of `Field: value`
+    lines, `\\` continuations, `#` comments; each `Test:` uses the latest value of every field
+    seen so far in its section.  Only `Test: Encrypt` and `Test: NotVerify` are used."""
+    out: list[AeadVector] = []
+    section, count = 0, 0
+    fields: dict[str, str] = {}
+    pending = ""
+
+    lines = path.read_text(encoding="ascii").splitlines()
+    for raw in lines + [""]:
+        line = raw.split("#", 1)[0].rstrip()
+        if pending:
+            line = pending + line.strip()
+            pending = ""
+        if line.endswith("\\"):
+            pending = line[:-1] + " "
+            continue
+        if not line.strip():
+            if fields:
+                section += 1
+            fields = {}
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            raise ValueError(f"{path}: cannot parse line {raw!r}")
+        key, value = key.strip(), value.strip()
+        if key != "Test":
+            fields[key] = value
+            continue
+        if fields.get("Name") != name or value not in ("Encrypt", "NotVerify"):
+            continue
+        ct = _cryptopp_value(fields.get("Ciphertext", ""))
+        pt = _cryptopp_value(fields.get("Plaintext", ""))
+        out.append(AeadVector(
+            count=count, key=_cryptopp_value(fields["Key"]), iv=_cryptopp_value(fields["IV"]),
+            aad=_cryptopp_value(fields.get("Header", "")),
+            plaintext=pt if value == "Encrypt" else None,
+            ciphertext=ct, tag=_cryptopp_value(fields["MAC"]), group=section))
+        count += 1
+    return tuple(out)
+
+
+@lru_cache(maxsize=None)
+def gcm_cryptopp() -> AeadFile | None:
+    """The McGrew-Viega / Gladman GCM cases of crypto++'s gcm.txt, or None if not installed."""
+    if not CRYPTOPP_GCM.is_file():
+        return None
+    return AeadFile("McGrew-Viega", CRYPTOPP_GCM, parse_cryptopp(CRYPTOPP_GCM))
