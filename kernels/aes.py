@@ -6,6 +6,8 @@ turns the rest into aligned memory operands on the schedule.
 from __future__ import annotations
 
 from aesgen.aesref import gf256_mul
+from typing import Callable
+
 from aesgen.dsl import FunctionBuilder, key
 from aesgen.ir import Mem, Operand, VReg
 
@@ -144,8 +146,9 @@ def expand_192(b: FunctionBuilder, user: str, put: ScheduleWriter) -> None:
 EXPANDERS = {128: expand_128, 192: expand_192, 256: expand_256}
 
 
-def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
-    """P_set_{en,de}crypt_key(user_key, bits, key): 0, or -1 when bits is not 128/192/256."""
+def key_size_paths(b: FunctionBuilder, then: Callable[[int], None] | None = None) -> None:
+    """Dispatch on `bits` (128/192/256, else return -1); per size expand the encryption
+    schedule into `key`, store the round count, then `then(nr)` (default: return 0)."""
     user, bits, out = b.reg["user_key"], b.reg["bits"], b.reg["key"]
     labels = {kb: b.label_name(f"bits{kb}_") for kb in EXPANDERS}
     for kb, lab in labels.items():
@@ -157,12 +160,21 @@ def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
         nr = ROUNDS_BY_BITS[kb]
 
         def body(kb: int = kb, nr: int = nr) -> None:
-            EXPANDERS[kb](b, user, ScheduleWriter(b, out, nr, decrypt))
+            EXPANDERS[kb](b, user, ScheduleWriter(b, out, nr, b.fn.name == "set_decrypt_key"))
             b.s("store32i", Mem(out, b.spec.rounds_offset, bits=32), imm=nr, comment="round count")
-            b.s("xor32", "eax", "eax")
-            finish(b)
+            if then is not None:
+                then(nr)
+            else:
+                b.s("xor32", "eax", "eax")
+                finish(b)
 
         b.single_path(nr, body, lab)
+
+
+def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
+    """P_set_{en,de}crypt_key(user_key, bits, key): 0, or -1 when bits is not 128/192/256."""
+    assert decrypt == (b.fn.name == "set_decrypt_key")
+    key_size_paths(b)
 
 
 def _r32(reg: str) -> str:

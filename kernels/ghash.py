@@ -16,7 +16,7 @@ from aesgen.dsl import FunctionBuilder
 from aesgen.gf128 import x128_mod_p
 from aesgen.ir import Const, Mem, VReg
 
-from .aes import EXPANDERS, ROUNDS_BY_BITS, ScheduleWriter, _r32, encrypt_rounds, finish
+from .aes import encrypt_rounds, finish, key_size_paths
 from .modes import return_if_zero
 
 
@@ -236,32 +236,21 @@ def ghash_function(b: FunctionBuilder, karatsuba: bool) -> None:
 def gcm_set_key_function(b: FunctionBuilder) -> None:
     """P_gcm_set_key(user_key, bits, gkey): AES schedule, then H^K..H^1 and their halves-xor."""
     spec = b.spec
-    user, bits, out = b.reg["user_key"], b.reg["bits"], b.reg["key"]
+    out = b.reg["key"]
     K, table = spec.ghash_blocks, spec.gcm_table_offset
-    labels = {kb: b.label_name(f"bits{kb}_") for kb in EXPANDERS}
     powers = b.label_name("powers")
-    for kb, lab in labels.items():
-        b.s("cmp32", _r32(bits), imm=kb)
-        b.branch("e", lab)
-    b.s("mov32i", "eax", imm=-1, comment="unsupported key size")
-    b.s("ret")
-    for kb, lab in labels.items():
-        nr = ROUNDS_BY_BITS[kb]
 
-        def path(kb: int = kb, nr: int = nr) -> None:
-            EXPANDERS[kb](b, user, ScheduleWriter(b, out, nr, False))
-            b.s("store32i", Mem(out, spec.rounds_offset, bits=32), imm=nr, comment="round count")
-            with b.at_width(128):
-                # The schedule was just written: read it from memory, not from registers
-                # that regalloc would load at the path's entry (before it exists).
-                h = encrypt_rounds(b, b.v("vzero"), nr,
-                                   key_at=lambda i: Mem(out, i * spec.key_stride))
-                h = b.v("pshufb", h, bswap_const(1), comment="H in POLYVAL order")
-                h = mul_x(b, h)
-                b.store(Mem(out, table + 16 * (K - 1)), h, comment="H^1 (GHASH's H * x)")
-            b.branch("jmp", powers)
+    def h_of(nr: int) -> None:
+        with b.at_width(128):
+            # The schedule was just written: read it from memory, not from registers
+            # that regalloc would load at the path's entry (before it exists).
+            h = encrypt_rounds(b, b.v("vzero"), nr, key_at=lambda i: Mem(out, i * spec.key_stride))
+            h = b.v("pshufb", h, bswap_const(1), comment="H in POLYVAL order")
+            h = mul_x(b, h)
+            b.store(Mem(out, table + 16 * (K - 1)), h, comment="H^1 (GHASH's H * x)")
+        b.branch("jmp", powers)
 
-        b.single_path(nr, path, lab)
+    key_size_paths(b, h_of)
 
     def power_table() -> None:
         # H^i = dot(H^(i/2), H^(i - i/2)): a tree, log2(K) products deep.
