@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     console = Console(highlight=False, width=150)
+    from . import cli
+    cli.console.width = 150  # the tables printed through the CLI helpers too
     target = native()
     console.print(f"[bold]aesgen demo[/] on {target.description}; ISA {target.isa}")
 
