@@ -15,7 +15,8 @@ from . import __version__
 from .config import ConfigError, make_spec, parse_modes, parse_per_mode
 from .cpu import missing_features
 from .dsl import BuildError
-from .spec import FEATURES_BY_ISA, ISAS, MAX_DEPTH, MODE_FUNCTIONS, MODES, WIDTHS_BY_ISA, KernelSpec
+from .spec import (FEATURES_BY_ISA, ISAS, MAX_DEPTH, MODE_FUNCTIONS, MODES, WIDTHS_BY_ISA, KernelSpec,
+                   required_features)
 
 console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -227,7 +228,9 @@ def list_() -> None:
     for isa in ISAS:
         for width in WIDTHS_BY_ISA[isa]:
             missing = missing_features(FEATURES_BY_ISA[isa])
-            runs = "[green]yes[/]" if not missing else f"[red]no (missing {' '.join(missing)})[/]"
+            hashing = missing_features(required_features(isa, width, ("ghash",)))
+            runs = ("[green]yes[/]" if not hashing else f"[yellow]ciphers only (hashing lacks {' '.join(hashing)})[/]") \
+                if not missing else f"[red]no (missing {' '.join(missing)})[/]"
             depths = [str(max_depth(isa, width, m)) for m in MODES]
             table.add_row(isa, str(width), *depths, runs)
     console.print(table)
