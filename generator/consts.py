@@ -1,6 +1,7 @@
 """Constants the kernels use, each computed from its definition (never pasted)."""
 from __future__ import annotations
 
+from .gf128 import x128_mod_p
 from .ir import Const
 
 
@@ -26,3 +27,8 @@ def lane_index(lanes: int) -> Const:
 def counter_step(step: int, lanes: int) -> Const:
     """`step` added to dword 0 of every lane (advances all lanes' counters by step)."""
     return Const(f"ctr_step{step}_x{lanes}", dword0([step] * lanes))
+
+
+def gfpoly(lanes: int) -> Const:
+    """x^128 mod P (0xc2..01) per lane: its high qword is the reduction's fold multiplier c."""
+    return Const(f"gfpoly_x{lanes}", x128_mod_p().to_bytes(16, "little") * lanes)

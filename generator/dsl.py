@@ -36,6 +36,8 @@ class FunctionBuilder:
         self._ids = 0
         self._labels = 0
         self.path: Path | None = None
+        self._lockstep: list = []  # inside groups(): the current group's lockstep ops
+        self._final: list | None = None  # ... and its closing ops, once final() was called
 
     @property
     def lanes(self) -> int:
@@ -104,7 +106,7 @@ class FunctionBuilder:
         streams, finals = [], []
         for j in range(d):
             self._items = self._lockstep = []
-            self._final: list | None = None
+            self._final = None
             block(j)
             streams.append(self._lockstep)
             finals.append(self._final or [])

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from iced_x86 import Code, Encoder, Formatter, FormatterSyntax, Instruction, MemoryOperand, Register
 
 from .dsl import BuildError
-from .ir import Branch, Const, Insn, Label, Mem
+from .ir import VECTOR_OPS, Branch, Const, Insn, Label, Mem
 from .regalloc import Phys
 
 # op -> (legacy SSE, VEX, EVEX) Code name templates; {R} register kind, {W} width.
@@ -289,7 +289,6 @@ class Assembler:
             ins = Instruction.create_branch(self._code(f"{CONDITIONS[item.cond]}_REL32_64"), 0)
             mnemonic = "jmp" if item.cond == "jmp" else CONDITIONS[item.cond].lower()
             return Emitted(ins, f"{mnemonic} {item.target}", branch_target=item.target)
-        from .ir import VECTOR_OPS
         is_vec = item.op in VECTOR_OPS or item.op in VECTOR_FORMS
         ins = self.vector(item) if is_vec else self.scalar(item)
         self.encoder.encode(ins, 0)  # raises on an invalid operand combination

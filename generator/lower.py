@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .ir import GroupBlock, Insn, Mem, Path, VReg
+from .ir import VECTOR_OPS, GroupBlock, Insn, Mem, Path, VReg
 from .spec import KernelSpec
 
 
@@ -64,9 +64,7 @@ class Lowerer:
                 out.append(GroupBlock([self.stream(s) for s in item.streams],
                                       [self.stream(s) for s in item.finals],
                                       item.final_order, item.comment))
-            elif isinstance(item, Insn) and item.dst is not None and _is_vector(item):
-                out.extend(self.insn(item))
-            elif isinstance(item, Insn) and _is_vector(item):
+            elif isinstance(item, Insn) and item.op in VECTOR_OPS:
                 out.extend(self.insn(item))
             else:
                 out.append(item)
@@ -78,7 +76,3 @@ class Lowerer:
     def path(self, p: Path) -> Path:
         return Path(p.nr, self.items(p.items), p.uses_keys)
 
-
-def _is_vector(i: Insn) -> bool:
-    from .ir import VECTOR_OPS
-    return i.op in VECTOR_OPS

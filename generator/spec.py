@@ -45,8 +45,8 @@ FEATURES_BY_ISA = {
 
 def mode_of(function: str) -> str | None:
     """The mode whose width/depth a C function runs at (None: the file's default)."""
-    if function in ("gcm_set_key", "ghash"):
-        return None if function == "gcm_set_key" else "ghash"
+    if function == "gcm_set_key":  # shared by the ghash and gcm modes: the file's width
+        return None
     return next((m for m, fs in MODE_FUNCTIONS.items() if function in fs), None)
 
 

@@ -146,7 +146,8 @@ def expand_192(b: FunctionBuilder, user: str, put: ScheduleWriter) -> None:
 EXPANDERS = {128: expand_128, 192: expand_192, 256: expand_256}
 
 
-def key_size_paths(b: FunctionBuilder, then: Callable[[int], None] | None = None) -> None:
+def key_size_paths(b: FunctionBuilder, decrypt: bool = False,
+                   then: Callable[[int], None] | None = None) -> None:
     """Dispatch on `bits` (128/192/256, else return -1); per size expand the encryption
     schedule into `key`, store the round count, then `then(nr)` (default: return 0)."""
     user, bits, out = b.reg["user_key"], b.reg["bits"], b.reg["key"]
@@ -160,7 +161,7 @@ def key_size_paths(b: FunctionBuilder, then: Callable[[int], None] | None = None
         nr = ROUNDS_BY_BITS[kb]
 
         def body(kb: int = kb, nr: int = nr) -> None:
-            EXPANDERS[kb](b, user, ScheduleWriter(b, out, nr, b.fn.name == "set_decrypt_key"))
+            EXPANDERS[kb](b, user, ScheduleWriter(b, out, nr, decrypt))
             b.s("store32i", Mem(out, b.spec.rounds_offset, bits=32), imm=nr, comment="round count")
             if then is not None:
                 then(nr)
@@ -173,8 +174,7 @@ def key_size_paths(b: FunctionBuilder, then: Callable[[int], None] | None = None
 
 def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
     """P_set_{en,de}crypt_key(user_key, bits, key): 0, or -1 when bits is not 128/192/256."""
-    assert decrypt == (b.fn.name == "set_decrypt_key")
-    key_size_paths(b)
+    key_size_paths(b, decrypt)
 
 
 def _r32(reg: str) -> str:

@@ -19,9 +19,10 @@ CPUID_BITS = {
     "gfni": (7, "ecx", 8),
 }
 OSXSAVE = (1, "ecx", 27)
-# XCR0 state the OS must enable: SSE|AVX, plus opmask|ZMM_Hi256|Hi16_ZMM for AVX-512.
-XCR0_AVX = 0x6
-XCR0_AVX512 = 0xE6
+# XCR0 state components (Intel SDM vol. 1, 13.1) the OS must enable for the registers used.
+XCR0_BITS = {"sse": 1, "avx": 2, "opmask": 5, "zmm_hi256": 6, "hi16_zmm": 7}
+XCR0_AVX = sum(1 << XCR0_BITS[c] for c in ("sse", "avx"))
+XCR0_AVX512 = XCR0_AVX | sum(1 << XCR0_BITS[c] for c in ("opmask", "zmm_hi256", "hi16_zmm"))
 
 
 def feature_masks(features: tuple[str, ...]) -> dict[tuple[int, str], int]:

@@ -14,6 +14,8 @@ frame under the six saved callee-saved registers:
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from aesgen.consts import bswap_mask
 from aesgen.dsl import FunctionBuilder
 from aesgen.ir import Mem, VReg
@@ -33,6 +35,10 @@ J0, EKJ0, BLOCK, TAG, AAD_PTR, AAD_LEN = (Mem("rsp", o) for o in (0, 16, 32, 48,
 # constant-time check can see they are the caller's public pointers and lengths.
 SAVED_ARGS = {"out": Mem("rsp", 80, bits=64), "len": Mem("rsp", 88, bits=64), "tag": Mem("rsp", 96, bits=64)}
 REST_OUT, REST_LEN = Mem("rsp", 104, bits=64), Mem("rsp", 112, bits=64)  # text left after the main loop
+
+
+# The 32-bit big-endian 1 that ends J0, as the little-endian word a 4-byte store writes.
+BE32_ONE = int.from_bytes((1).to_bytes(4, "big"), "little")
 
 
 def _arg(name: str) -> Mem:
@@ -100,10 +106,15 @@ class Gcm:
         self.hash_block(acc, BLOCK)
         b.label(skip)
 
-    def length_block(self, hi_len: Mem | str, lo_len: Mem) -> None:
-        """BLOCK = [8*hi]_64 || [8*lo]_64, big-endian."""
+    def length_block(self, hi_len: Mem | str | None, lo_len: Mem | str) -> None:
+        """BLOCK = [8*hi]_64 || [8*lo]_64, big-endian; a length is a stack slot, a
+        register, or None for zero."""
         b = self.b
         for src, off in ((hi_len, 0), (lo_len, 8)):
+            if src is None:
+                b.s("xor32", "r10d", "r10d")
+                b.s("store64", Mem(BLOCK.base, BLOCK.disp + off, bits=64), "r10")
+                continue
             if isinstance(src, str):
                 b.s("mov", "r10", src)
             else:
@@ -145,12 +156,12 @@ class Gcm:
         b.s("store64", Mem("rsp", 0, bits=64), "rax")
         b.s("mov32", "eax", Mem("rsi", 8, bits=32))
         b.s("store32", Mem("rsp", 8, bits=32), "eax")
-        b.s("store32i", Mem("rsp", 12, bits=32), imm=0x01000000, comment="J0 = IV || 0^31 || 1")
+        b.s("store32i", Mem("rsp", 12, bits=32), imm=BE32_ONE, comment="J0 = IV || 0^31 || 1")
         b.branch("jmp", have_j0)
         b.label(general)
         b.v("vzero", dst=acc, width=128)
         self.hash_bytes(acc, "rsi", "rdx")
-        self._iv_length_block()
+        self.length_block(None, "rdx")  # 0^64 || [len(IV)]_64
         self.hash_block(acc, BLOCK)
         with b.at_width(128):
             b.store(J0, b.v("pshufb", acc, bswap_mask(1)), comment="J0 = GHASH(IV ...)")
@@ -187,44 +198,38 @@ class Gcm:
         self._wipe()
         b.branch("jmp", self.exit)
 
-    def _iv_length_block(self) -> None:
-        """BLOCK = 0^64 || [8*len(IV)]_64."""
+    def for_each_byte(self, count: str, body: Callable[[Mem, Mem], None], stem: str) -> None:
+        """for (r10 = 0; r10 < count; r10++) body(...): a byte loop on a public count.
+        `body` gets the indexed byte operands of TAG and of [base + r10] via a maker."""
         b = self.b
-        b.s("xor32", "r10d", "r10d")
-        b.s("store64", Mem(BLOCK.base, BLOCK.disp, bits=64), "r10")
-        b.s("mov", "r10", "rdx")
-        b.s("shl", "r10", imm=3)
-        b.s("bswap64", "r10")
-        b.s("store64", Mem(BLOCK.base, BLOCK.disp + 8, bits=64), "r10")
-
-    def copy_bytes_out(self, dst: str, count: str) -> None:
-        b = self.b
-        top, end = b.label_name("tag_out"), b.label_name("tag_done")
+        top, end = b.label_name(stem), b.label_name(f"{stem}_done")
         b.s("xor32", "r10d", "r10d")
         b.label(top)
         b.s("cmpr", "r10", count)
         b.branch("ae", end)
-        b.s("movzb", "r11d", Mem(TAG.base, TAG.disp, index="r10", bits=8))
-        b.s("store8", Mem(dst, 0, index="r10", bits=8), "r11b")
+        body(Mem(TAG.base, TAG.disp, index="r10", bits=8), lambda base: Mem(base, 0, index="r10", bits=8))
         b.s("add", "r10", imm=1)
         b.branch("jmp", top)
         b.label(end)
 
+    def copy_bytes_out(self, dst: str, count: str) -> None:
+        """dst[0..count) = the computed tag."""
+        def body(tag_byte: Mem, at) -> None:
+            self.b.s("movzb", "r11d", tag_byte)
+            self.b.s("store8", at(dst), "r11b")
+        self.for_each_byte(count, body, "tag_out")
+
     def _check_tag(self) -> None:
         """Constant-time compare of taglen bytes; the verdict alone is public."""
         b = self.b
-        top, end = b.label_name("cmp"), b.label_name("cmp_done")
+
+        def body(tag_byte: Mem, at) -> None:
+            b.s("movzb", "eax", tag_byte)
+            b.s("xor8m", "al", at("r14"))
+            b.s("or8r", "r11b", "al", comment="accumulate differences, no early exit")
+
         b.s("xor32", "r11d", "r11d")
-        b.s("xor32", "r10d", "r10d")
-        b.label(top)
-        b.s("cmpr", "r10", "r15")
-        b.branch("ae", end)
-        b.s("movzb", "eax", Mem(TAG.base, TAG.disp, index="r10", bits=8))
-        b.s("xor8m", "al", Mem("r14", 0, index="r10", bits=8))
-        b.s("or8r", "r11b", "al", comment="accumulate differences, no early exit")
-        b.s("add", "r10", imm=1)
-        b.branch("jmp", top)
-        b.label(end)
+        self.for_each_byte("r15", body, "cmp")
         b.s("neg", "r11", comment="CF = any difference")
         b.label(b.label_name("ct_declassify").lstrip("."))
         b.s("sbb_r", "r15", "r15", comment="verdict: -1 wrong tag, 0 authentic (public)")
@@ -242,17 +247,8 @@ class Gcm:
 
     def zero_out(self) -> None:
         """out[0..len) = 0 (a rejected decryption releases nothing)."""
-        b = self.b
-        top, end = b.label_name("zero"), b.label_name("zeroed")
-        b.s("xor32", "r10d", "r10d")
-        b.s("xor32", "r11d", "r11d")
-        b.label(top)
-        b.s("cmpr", "r10", "r13")
-        b.branch("ae", end)
-        b.s("store8", Mem("r12", 0, index="r10", bits=8), "r11b")
-        b.s("add", "r10", imm=1)
-        b.branch("jmp", top)
-        b.label(end)
+        self.b.s("xor32", "r11d", "r11d")
+        self.for_each_byte("r13", lambda _tag, at: self.b.s("store8", at("r12"), "r11b"), "zero")
 
     def _wipe(self) -> None:
         b = self.b

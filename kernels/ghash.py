@@ -12,22 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aesgen.consts import bswap_mask, gfpoly
 from aesgen.dsl import FunctionBuilder
-from aesgen.gf128 import x128_mod_p
-from aesgen.ir import Const, Mem, VReg
+from aesgen.ir import Mem, VReg
 
 from .aes import encrypt_rounds, finish, key_size_paths
-from .modes import return_if_zero
-
-
-def gfpoly(lanes: int) -> Const:
-    """x^128 mod P (0xc2..01) per lane: its high qword is the fold multiplier c."""
-    return Const(f"gfpoly_x{lanes}", x128_mod_p().to_bytes(16, "little") * lanes)
-
-
-def bswap_const(lanes: int) -> Const:
-    from aesgen.consts import bswap_mask
-    return bswap_mask(lanes)
+from .modes import qword_mask_for_blocks, return_if_zero
 
 
 @dataclass
@@ -55,14 +45,13 @@ def multiply(b: FunctionBuilder, x: VReg, p, px, karatsuba: bool, width: int) ->
 
 def accumulate(b: FunctionBuilder, acc: Products | None, new: Products, width: int,
                into: Products | None = None) -> Products:
+    """acc + new (just new when nothing is summed yet); `into` names the registers to
+    write (pinned accumulators of a loop) instead of fresh temporaries."""
     if acc is None:
-        if into is None:
-            return new
-        acc = into
-    dst = into or Products(None, None, None)  # type: ignore[arg-type]
-    return Products(b.v("vxor", acc.lo, new.lo, width=width, dst=dst.lo),
-                    b.v("vxor", acc.mi, new.mi, width=width, dst=dst.mi),
-                    b.v("vxor", acc.hi, new.hi, width=width, dst=dst.hi))
+        return new
+    parts = ("lo", "mi", "hi")
+    return Products(*(b.v("vxor", getattr(acc, f), getattr(new, f), width=width,
+                          dst=getattr(into, f) if into else None) for f in parts))
 
 
 def reduce(b: FunctionBuilder, s: Products, karatsuba: bool, width: int, dst: VReg | None = None) -> VReg:
@@ -104,6 +93,7 @@ class HashCore:
     def __init__(self, b: FunctionBuilder, *, reflect: bool, table: Mem, k_max: int, karatsuba: bool) -> None:
         self.b, self.reflect, self.table, self.k_max, self.karatsuba = b, reflect, table, k_max, karatsuba
         self.width, self.lanes, self.depth = b.width, b.lanes, b.depth
+        self._sums: Products | None = None  # the tail's accumulators, one set however often it runs
 
     def power(self, entry_offset: int, width: int, base: str | None = None, mask: str | None = None):
         """Powers vector at table entry offset (bytes); and its Karatsuba halves-xor."""
@@ -120,7 +110,7 @@ class HashCore:
         b = self.b
         x = b.v("vload", Mem(data, off), width=width, mask=mask, comment="data blocks")
         if self.reflect:
-            x = b.v("pshufb", x, bswap_const(width // 128), width=width, comment="GHASH: byte-reverse")
+            x = b.v("pshufb", x, bswap_mask(width // 128), width=width, comment="GHASH: byte-reverse")
         return x
 
     def main_loop(self, acc: VReg, data: str, n: str) -> None:
@@ -163,7 +153,7 @@ class HashCore:
         b.s("add_r", "r10", self.table.base)
         if self.table.disp:
             b.s("add", "r10", imm=self.table.disp)
-        if getattr(self, "_sums", None) is None:  # one set of accumulators however often tail() runs
+        if self._sums is None:
             self._sums = Products(b.pinned("SUM_LO"), b.pinned("SUM_MI"), b.pinned("SUM_HI"))
         sums = self._sums
         for v in (sums.lo, sums.mi, sums.hi):
@@ -183,11 +173,8 @@ class HashCore:
             b.s("test", n, n)
             b.branch("e", skip)
             if isa == "avx512":
-                b.s("lea", "r11", Mem(n, 0, index=n, scale=1))
-                b.s("movi", "rax", imm=-1)
-                b.s("bzhi", "rax", "rax", "r11")
-                b.s("kmovq", "k1", "rax")
-                self._tail_step(sums, acc, data, W, "k1")
+                # (r10 walks the powers here: the mask's count goes through r11)
+                self._tail_step(sums, acc, data, W, qword_mask_for_blocks(b, n, scratch="r11"))
             else:  # one block left of a ymm vector
                 self._tail_step(sums, acc, data, 128, None)
             b.label(skip)
@@ -221,12 +208,12 @@ def ghash_function(b: FunctionBuilder, karatsuba: bool) -> None:
     def body() -> None:
         acc = b.pinned("HASH")
         a = b.v("vload", Mem(acc_p, 0), width=128, comment="acc, GHASH byte order")
-        b.v("pshufb", a, bswap_const(1), width=128, dst=acc, comment="to POLYVAL order")
+        b.v("pshufb", a, bswap_mask(1), width=128, dst=acc, comment="to POLYVAL order")
         core = HashCore(b, reflect=True, table=Mem(b.reg["key"], spec.gcm_table_offset),
                         k_max=spec.ghash_blocks, karatsuba=karatsuba)
         core.main_loop(acc, data, n)
         core.tail(acc, data, n, spec.isa)
-        out = b.v("pshufb", acc, bswap_const(1), width=128)
+        out = b.v("pshufb", acc, bswap_mask(1), width=128)
         b.store(Mem(acc_p, 0), out, width=128)
         finish(b)
 
@@ -245,12 +232,12 @@ def gcm_set_key_function(b: FunctionBuilder) -> None:
             # The schedule was just written: read it from memory, not from registers
             # that regalloc would load at the path's entry (before it exists).
             h = encrypt_rounds(b, b.v("vzero"), nr, key_at=lambda i: Mem(out, i * spec.key_stride))
-            h = b.v("pshufb", h, bswap_const(1), comment="H in POLYVAL order")
+            h = b.v("pshufb", h, bswap_mask(1), comment="H in POLYVAL order")
             h = mul_x(b, h)
             b.store(Mem(out, table + 16 * (K - 1)), h, comment="H^1 (GHASH's H * x)")
         b.branch("jmp", powers)
 
-    key_size_paths(b, h_of)
+    key_size_paths(b, then=h_of)
 
     def power_table() -> None:
         # H^i = dot(H^(i/2), H^(i - i/2)): a tree, log2(K) products deep.

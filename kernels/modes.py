@@ -55,10 +55,10 @@ def vector_loops(b: FunctionBuilder, count: str, per_vector: int, ptrs: tuple[st
         after_main()
 
 
-def qword_mask_for_blocks(b: FunctionBuilder, nblocks: str) -> str:
+def qword_mask_for_blocks(b: FunctionBuilder, nblocks: str, scratch: str = "r10") -> str:
     """k1 = one bit per qword of the first `nblocks` blocks."""
-    b.s("lea", "r10", Mem(nblocks, 0, index=nblocks, scale=1), comment="qwords = 2 * blocks")
-    return _bzhi_mask(b, "r10")
+    b.s("lea", scratch, Mem(nblocks, 0, index=nblocks, scale=1), comment="qwords = 2 * blocks")
+    return _bzhi_mask(b, scratch)
 
 
 def _bzhi_mask(b: FunctionBuilder, nbits: str) -> str:

@@ -677,25 +677,32 @@ def diff_gcm(kernel: Kernel, fn: str, bits: int, probe: Probe, *, n: int, quick:
             probe.note(name, what)
             if decrypt:
                 inv = gcm_call(kernel, mem, fn, gkey, iv, aad, ct, tag, rng=rng, in_place=in_place)
-                if inv.ret != 0:
-                    errors.append(f"{what}: returned {inv.ret} for a valid tag")
-                elif inv.out("out") != pt:
-                    errors.append(f"{what}: plaintext {_first_diff(inv.out('out'), pt)}")
             else:
                 inv = gcm_call(kernel, mem, fn, gkey, iv, aad, pt, taglen, rng=rng, in_place=in_place)
-                if inv.ret != 0:
-                    errors.append(f"{what}: returned {inv.ret}")
-                elif inv.out("out") != ct:
-                    errors.append(f"{what}: ciphertext {_first_diff(inv.out('out'), ct)}")
-                elif inv.out("tag") != tag:
-                    errors.append(f"{what}: tag {inv.out('tag').hex()} want {tag.hex()} ({oracle})")
-            errors += [f"{what}: {d}" for d in inv.damage]
+            errors += _aead_errors(inv, decrypt, what, pt, ct, tag, f" ({oracle})")
             calls += 1
             if len(errors) >= 3:
                 return _result(name, errors, "")
     top = 16 * n + 15
     return _result(name, errors, f"{calls} calls, len<={top}, AAD 0..{top}, IV lengths "
                    f"{sorted(set(IV_LENGTHS))}, taglen 4..16, misaligned, in-place; vs {'+'.join(sorted(oracles))}")
+
+
+def _aead_errors(inv, decrypt: bool, what: str, pt: bytes, ct: bytes, tag: bytes, oracle: str = "") -> list[str]:
+    """What an AEAD call did wrong against the reference: return value, text, tag, damage."""
+    errors: list[str] = []
+    if decrypt:
+        if inv.ret != 0:
+            errors.append(f"{what}: returned {inv.ret} for a valid tag")
+        elif inv.out("out") != pt:
+            errors.append(f"{what}: plaintext {_first_diff(inv.out('out'), pt)}")
+    elif inv.ret != 0:
+        errors.append(f"{what}: returned {inv.ret}")
+    elif inv.out("out") != ct:
+        errors.append(f"{what}: ciphertext {_first_diff(inv.out('out'), ct)}")
+    elif inv.out("tag") != tag:
+        errors.append(f"{what}: tag {inv.out('tag').hex()} want {tag.hex()}{oracle}")
+    return errors + [f"{what}: {d}" for d in inv.damage]
 
 
 def diff_gcmsiv(kernel: Kernel, fn: str, bits: int, probe: Probe, *, n: int, quick: bool,
@@ -720,19 +727,9 @@ def diff_gcmsiv(kernel: Kernel, fn: str, bits: int, probe: Probe, *, n: int, qui
             probe.note(name, what)
             if decrypt:
                 inv = gcmsiv_call(kernel, mem, fn, skey, nonce, aad, ct, tag, rng=rng, in_place=in_place)
-                if inv.ret != 0:
-                    errors.append(f"{what}: returned {inv.ret} for a valid tag")
-                elif inv.out("out") != pt:
-                    errors.append(f"{what}: plaintext {_first_diff(inv.out('out'), pt)}")
             else:
                 inv = gcmsiv_call(kernel, mem, fn, skey, nonce, aad, pt, None, rng=rng, in_place=in_place)
-                if inv.ret != 0:
-                    errors.append(f"{what}: returned {inv.ret}")
-                elif inv.out("out") != ct:
-                    errors.append(f"{what}: ciphertext {_first_diff(inv.out('out'), ct)}")
-                elif inv.out("tag") != tag:
-                    errors.append(f"{what}: tag {inv.out('tag').hex()} want {tag.hex()}")
-            errors += [f"{what}: {d}" for d in inv.damage]
+            errors += _aead_errors(inv, decrypt, what, pt, ct, tag)
             calls += 1
             if len(errors) >= 3:
                 return _result(name, errors, "")

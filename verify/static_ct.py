@@ -76,6 +76,7 @@ class _FunctionTaint:
         self.pushed_secret = False  # some push (or call-like store) stored a secret
         self.rsp_escaped = False  # rsp was copied into another register
         self.rsp_delta = 0  # rsp relative to function entry at the current instruction
+        self.declassify: frozenset[int] = frozenset()  # ips whose results are public by design
 
     def snapshot(self) -> tuple:
         return (len(self.gprs), len(self.stack), self.stack_wild, self.pushed_secret,
@@ -110,8 +111,8 @@ class _Scanner:
     def scan(self, fn: Function, declassify: frozenset[int] = frozenset()) -> list[Violation]:
         """`declassify`: ips of instructions whose outputs are public by design (a tag
         verification's verdict): their results and flags are not tainted."""
-        self.declassify = declassify
         t = _FunctionTaint(self.public_disps)
+        t.declassify = declassify
         infos = [(ins, self.factory.info(ins)) for ins in fn.instructions if not is_padding(ins)]
         while True:  # grow taint to a fixpoint, then report in one last pass
             before = t.snapshot()
@@ -170,7 +171,7 @@ class _Scanner:
             secret_regs = [r for r in read_regs if t.reg_secret(r)]
             flags_in = ins.rflags_read & tainted_flags
             secret_in = bool(secret_regs or secret_load or flags_in)
-            if ins.ip in getattr(self, "declassify", ()):
+            if ins.ip in t.declassify:
                 secret_in = False
 
             # (b) conditionals: jcc / loop / jrcxz / jkcc, cmovcc, setcc.
