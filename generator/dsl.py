@@ -32,6 +32,7 @@ class FunctionBuilder:
         self.depth = spec.depth_for(mode) if mode else spec.depth
         self.fn = Function(name=name, args=args, comment=comment, width=self.width)
         self.reg = dict(zip(args, SYSV_ARGS))  # arguments 7.. are on the stack: stack_arg()
+        self.fn.key_base = self.reg.get("key")
         self._items: list = self.fn.entry
         self._ids = 0
         self._labels = 0
@@ -121,9 +122,11 @@ class FunctionBuilder:
     def key_paths(self, key_arg: str, body: Callable[[int], None], scratch: str = "eax") -> None:
         """Dispatch on the round count stored in the schedule; build one path per key size.
 
-        `scratch` (a 32-bit name) must hold nothing data-derived anywhere in the function:
-        the static constant-time check tracks registers, not program points."""
-        key = self.reg[key_arg]
+        `key_arg` names an argument, or the register the entry code loaded the schedule's
+        address into. `scratch` (a 32-bit name) must hold nothing data-derived anywhere in
+        the function: the static constant-time check tracks registers, not program points."""
+        key = self.reg.get(key_arg, key_arg)
+        self.fn.key_base = key
         labels = {nr: self.label_name(f"aes{nr * 32 - 192}_") for nr in (10, 12, 14)}
         self.s("mov32", scratch, Mem(key, self.spec.rounds_offset, bits=32), comment="round count")
         self.s("cmp32", scratch, imm=10)

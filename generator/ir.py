@@ -130,6 +130,7 @@ class Function:
     paths: list[Path] = field(default_factory=list)
     comment: str = ""
     width: int = 128  # the vector width of the function's main work
+    key_base: str | None = None  # the GPR holding the AES schedule's address in its paths
 
 
 # Vector operations and whether legacy SSE ties dst to the first source.

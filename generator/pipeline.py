@@ -36,13 +36,19 @@ C_TYPES = {
     "ctr": "uint8_t ctr[16]", "iv": "uint8_t iv[16]", "acc": "uint8_t acc[16]", "data": "const uint8_t *data",
     "h": "const uint8_t h[16]",
 }
-RETURNS_INT = {"cpu_supported", "set_encrypt_key", "set_decrypt_key", "gcm_set_key", "gcm_encrypt", "gcm_decrypt"}
+RETURNS_INT = {"cpu_supported", "set_encrypt_key", "set_decrypt_key", "gcm_set_key", "gcm_encrypt", "gcm_decrypt",
+               "gcm_start"}
 # Functions whose C parameters are not the shared names above.
 PROTOTYPE_ARGS = {
     "gcm_encrypt": ("const void *gkey, const uint8_t *iv, size_t ivlen, const uint8_t *aad, size_t aadlen, "
                     "const uint8_t *in, uint8_t *out, size_t len, uint8_t *tag, size_t taglen"),
     "gcm_decrypt": ("const void *gkey, const uint8_t *iv, size_t ivlen, const uint8_t *aad, size_t aadlen, "
                     "const uint8_t *in, uint8_t *out, size_t len, const uint8_t *tag, size_t taglen"),
+    "gcm_start": "void *ctx, const void *gkey, const uint8_t *iv, size_t ivlen",
+    "gcm_aad": "void *ctx, const uint8_t *aad, size_t len",
+    "gcm_encrypt_update": "void *ctx, const uint8_t *in, uint8_t *out, size_t len",
+    "gcm_decrypt_update": "void *ctx, const uint8_t *in, uint8_t *out, size_t len",
+    "gcm_finish": "void *ctx, uint8_t tag[16]",
 }
 
 
@@ -64,7 +70,8 @@ def command_line(spec: KernelSpec, output: str = "FILE.S") -> str:
 
 def prototype(spec: KernelSpec, fn: Function) -> str:
     if fn.name in PROTOTYPE_ARGS:
-        return f"int {spec.symbol(fn.name)}({PROTOTYPE_ARGS[fn.name]})"
+        ret = "int" if fn.name in RETURNS_INT else "void"
+        return f"{ret} {spec.symbol(fn.name)}({PROTOTYPE_ARGS[fn.name]})"
     args = [C_TYPES[a] for a in fn.args] or ["void"]
     if fn.name in ("set_encrypt_key", "set_decrypt_key"):
         args[2] = "void *key"
@@ -117,9 +124,8 @@ class FunctionEmitter:
 
     def path_items(self, fn: Function, path: Path, lower: Lowerer) -> list:
         items = flatten(lower.items(path.items))
-        key_arg = dict(zip(fn.args, ("rdi", "rsi", "rdx", "rcx", "r8", "r9"))).get("key")
         what = f"{fn.name}" + (f" (AES-{path.nr * 32 - 192})" if path.nr else "")
-        alloc = allocate_path(items, nregs=self.nregs, legacy=self.spec.isa == "sse", key_base=key_arg,
+        alloc = allocate_path(items, nregs=self.nregs, legacy=self.spec.isa == "sse", key_base=fn.key_base,
                               key_stride=self.spec.key_stride, width=fn.width, what=what)
         if alloc.key_regs or alloc.spilled_keys:
             mem = f"; keys {','.join(map(str, alloc.spilled_keys))} as memory operands" if alloc.spilled_keys else ""

@@ -109,7 +109,7 @@ class Interpreter:
         self.m = machine
         self.fn = fn
         self.spec = machine.spec
-        self.key_reg = dict(zip(fn.args, ("rdi", "rsi", "rdx", "rcx", "r8", "r9"))).get("key")
+        self.key_reg = fn.key_base
         self.code: list = []
         # Groups run in the documented interleave (lockstep, then closing ops).
         for items in [fn.entry] + [p.items for p in fn.paths]:

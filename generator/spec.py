@@ -24,7 +24,8 @@ MODE_FUNCTIONS = {
     "cbc": ("cbc_encrypt", "cbc_decrypt"),
     "ghash": ("gcm_set_key", "ghash"),
     "polyval": ("polyval",),
-    "gcm": ("gcm_set_key", "ghash", "gcm_encrypt", "gcm_decrypt"),
+    "gcm": ("gcm_set_key", "ghash", "gcm_encrypt", "gcm_decrypt", "gcm_start", "gcm_aad",
+            "gcm_encrypt_update", "gcm_decrypt_update", "gcm_finish"),
 }
 # Modes that multiply by powers of the GHASH key stored after the AES schedule.
 GHASH_TABLE_MODES = ("ghash", "gcm")
@@ -146,6 +147,12 @@ class KernelSpec:
     def gcm_key_bytes(self) -> int:
         """AES schedule, then H^K..H^1 (16 bytes each), then their Karatsuba halves-xor."""
         return (self.gcm_table_offset + 32 * self.ghash_blocks + 63) // 64 * 64
+
+    @property
+    def gcm_ctx_bytes(self) -> int:
+        """The streaming GCM state (see kernels/gcm_stream.py): 64-byte aligned by the caller."""
+        from aesgen.kernels.gcm_stream import CTX_BYTES
+        return CTX_BYTES
 
     def symbol(self, function: str) -> str:
         return f"{self.prefix}_{function}"

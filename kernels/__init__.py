@@ -8,6 +8,7 @@ from aesgen.spec import KernelSpec
 from .aes import set_key_function
 from .cpu import cpu_supported_function
 from .gcm import gcm_function
+from .gcm_stream import gcm_aad_function, gcm_finish_function, gcm_start_function, gcm_update_function
 from .ghash import gcm_set_key_function, ghash_function, polyval_function
 from .modes import cbc_decrypt_function, cbc_encrypt_function, ctr32_function, ecb_function
 
@@ -34,6 +35,15 @@ FUNCTIONS = {
     "gcm_encrypt": (GCM_ARGS, lambda b: gcm_function(b, False), "AES-GCM encryption and tag (one call)"),
     "gcm_decrypt": (GCM_ARGS, lambda b: gcm_function(b, True),
                     "AES-GCM decryption; -1 and out zeroed on a wrong tag"),
+    "gcm_start": (("ctx", "gkey", "iv", "ivlen"), gcm_start_function,
+                  "streaming AES-GCM: a new message (-1 for an empty IV)"),
+    "gcm_aad": (("ctx", "aad", "len"), gcm_aad_function, "streaming AES-GCM: more AAD, before any text"),
+    "gcm_encrypt_update": (("ctx", "in", "out", "len"), lambda b: gcm_update_function(b, False),
+                           "streaming AES-GCM: encrypt len more bytes (any chunking)"),
+    "gcm_decrypt_update": (("ctx", "in", "out", "len"), lambda b: gcm_update_function(b, True),
+                           "streaming AES-GCM: decrypt len more bytes (any chunking)"),
+    "gcm_finish": (("ctx", "tag"), gcm_finish_function,
+                   "streaming AES-GCM: the 16-byte tag; the context's secrets are wiped"),
 }
 
 

@@ -124,10 +124,14 @@ class Gcm:
             b.s("store64", Mem(BLOCK.base, BLOCK.disp + off, bits=64), "r10")
 
     # -- the function -----------------------------------------------------------
-    def entry(self) -> None:
+    def push_frame(self) -> None:
         b = self.b
         for r in SAVED:
             b.s("push", r)
+
+    def entry(self) -> None:
+        b = self.b
+        self.push_frame()
         for reg, arg in (("r12", "out"), ("r13", "len"), ("r14", "tag"), ("r15", "taglen")):
             b.s("load64", reg, b.stack_arg(arg, pushed=len(SAVED)))
         b.s("sub", "rsp", imm=FRAME)
@@ -146,29 +150,8 @@ class Gcm:
 
     def path(self, nr: int) -> None:
         b = self.b
-        acc = b.pinned("HASH")
-        self.core = HashCore(b, reflect=True, table=self.table, k_max=self.K, karatsuba=self.spec.karatsuba)
-        # J0
-        general, have_j0 = b.label_name("iv_hash"), b.label_name("iv_done")
-        b.s("cmp", "rdx", imm=12)
-        b.branch("ne", general)
-        b.s("load64", "rax", Mem("rsi", 0, bits=64), comment="12 bytes, never 16: no over-read")
-        b.s("store64", Mem("rsp", 0, bits=64), "rax")
-        b.s("mov32", "eax", Mem("rsi", 8, bits=32))
-        b.s("store32", Mem("rsp", 8, bits=32), "eax")
-        b.s("store32i", Mem("rsp", 12, bits=32), imm=BE32_ONE, comment="J0 = IV || 0^31 || 1")
-        b.branch("jmp", have_j0)
-        b.label(general)
-        b.v("vzero", dst=acc, width=128)
-        self.hash_bytes(acc, "rsi", "rdx")
-        self.length_block(None, "rdx")  # 0^64 || [len(IV)]_64
-        self.hash_block(acc, BLOCK)
-        with b.at_width(128):
-            b.store(J0, b.v("pshufb", acc, bswap_mask(1)), comment="J0 = GHASH(IV ...)")
-        b.label(have_j0)
-        with b.at_width(128):
-            ek = encrypt_rounds(b, b.v("vload", J0), nr)
-            b.store(EKJ0, ek, comment="E(K, J0) masks the tag")
+        acc = self.start_hashing()
+        self.j0(acc, nr)
         # AAD
         b.v("vzero", dst=acc, width=128)
         b.s("load64", "rsi", Mem(AAD_PTR.base, AAD_PTR.disp, bits=64))
@@ -197,6 +180,36 @@ class Gcm:
             b.s("xor32", "eax", "eax")
         self._wipe()
         b.branch("jmp", self.exit)
+
+    def start_hashing(self) -> VReg:
+        """The running hash (POLYVAL order) and the hashing loops over the powers of H."""
+        self.core = HashCore(self.b, reflect=True, table=self.table, k_max=self.K,
+                             karatsuba=self.spec.karatsuba)
+        return self.b.pinned("HASH")
+
+    def j0(self, acc: VReg, nr: int) -> None:
+        """J0 and E(K, J0) into their frame slots, from iv = rsi, ivlen = rdx (not 0). acc is scratch."""
+        b = self.b
+        general, have_j0 = b.label_name("iv_hash"), b.label_name("iv_done")
+        b.s("cmp", "rdx", imm=12)
+        b.branch("ne", general)
+        b.s("load64", "rax", Mem("rsi", 0, bits=64), comment="12 bytes, never 16: no over-read")
+        b.s("store64", Mem("rsp", 0, bits=64), "rax")
+        b.s("mov32", "eax", Mem("rsi", 8, bits=32))
+        b.s("store32", Mem("rsp", 8, bits=32), "eax")
+        b.s("store32i", Mem("rsp", 12, bits=32), imm=BE32_ONE, comment="J0 = IV || 0^31 || 1")
+        b.branch("jmp", have_j0)
+        b.label(general)
+        b.v("vzero", dst=acc, width=128)
+        self.hash_bytes(acc, "rsi", "rdx")
+        self.length_block(None, "rdx")  # 0^64 || [len(IV)]_64
+        self.hash_block(acc, BLOCK)
+        with b.at_width(128):
+            b.store(J0, b.v("pshufb", acc, bswap_mask(1)), comment="J0 = GHASH(IV ...)")
+        b.label(have_j0)
+        with b.at_width(128):
+            ek = encrypt_rounds(b, b.v("vload", J0), nr)
+            b.store(EKJ0, ek, comment="E(K, J0) masks the tag")
 
     def for_each_byte(self, count: str, body: Callable[[Mem, Mem], None], stem: str) -> None:
         """for (r10 = 0; r10 < count; r10++) body(...): a byte loop on a public count.
@@ -264,9 +277,10 @@ class Gcm:
             self.zero_out()
         b.s("mov32i", "eax", imm=-1)
 
-    def epilogue(self) -> None:
+    def epilogue(self, label: bool = True) -> None:
         b = self.b
-        b.label(self.exit)
+        if label:
+            b.label(self.exit)
         b.s("add", "rsp", imm=FRAME)
         for r in reversed(SAVED):
             b.s("pop", r)

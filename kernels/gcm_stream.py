@@ -1,0 +1,310 @@
+"""Streaming AES-GCM: start / aad / encrypt_update | decrypt_update / finish, any chunking.
+
+The context (P_GCM_CTX_BYTES, 64-byte aligned by the caller) is
+
+    [0]  gkey          [8] AAD bytes so far   [16] text bytes so far   [24] 1 once text began
+    [32] E(K, J0)      [48] the next counter block (J0 with its 32-bit counter advanced)
+    [64] the running hash (POLYVAL order)
+    [80] keystream of the current partial text block
+    [96] the bytes of the current partial AAD or text block, zero-padded (hashed when full)
+
+The first four fields are public (a pointer and lengths the caller chose); they are read
+with loads marked `*_ct_declassify*` so the static constant-time check knows it. Bytes
+that continue a partial block go one at a time through [80]/[96]; whole blocks take the
+same stitched CTR+GHASH main loop as the one-shot functions. Every function shares the
+one-shot frame (six saved registers, scratch slots under rsp) and keeps the context in r14.
+"""
+from __future__ import annotations
+
+from aesgen.consts import bswap_mask
+from aesgen.dsl import FunctionBuilder
+from aesgen.ir import Mem, VReg
+
+from .aes import encrypt_rounds
+from .gcm import BLOCK, EKJ0, FRAME, J0, REST_LEN, REST_OUT, Gcm, _Stitch
+from .modes import counter_base, ctr_stream
+
+CTX = "r14"
+GKEY, AAD_BYTES, TEXT_BYTES, IN_TEXT = (Mem(CTX, o, bits=64) for o in (0, 8, 16, 24))
+CTX_EKJ0, CTX_COUNTER, CTX_HASH, CTX_KEYSTREAM, CTX_BLOCK = (Mem(CTX, o) for o in (32, 48, 64, 80, 96))
+CTX_BYTES = 128
+# Public scalars (lengths, flags) go through r8 only: rax, r11 and rbp carry data bytes, and
+# the static check's taint is per register, not per program point.
+PUBLIC = "r8"
+
+
+def _byte(field: Mem, index: str) -> Mem:
+    return Mem(field.base, field.disp, index=index, bits=8)
+
+
+class GcmStream(Gcm):
+    def __init__(self, b: FunctionBuilder, decrypt: bool = False) -> None:
+        super().__init__(b, decrypt)
+
+    # -- frame and context ------------------------------------------------------
+    def enter(self, ctx_arg: str) -> None:
+        """Save registers, open the frame, ctx -> r14 and the gkey it names -> rdi."""
+        b = self.b
+        self.push_frame()
+        b.s("sub", "rsp", imm=FRAME)
+        b.s("mov", CTX, ctx_arg)
+        self.public_load("rdi", GKEY)
+
+    def leave(self) -> None:
+        self._wipe()
+        self.epilogue(label=False)
+
+    def public_load(self, reg: str, field: Mem) -> None:
+        """reg = a public context field (declassified for the static constant-time check)."""
+        b = self.b
+        b.label(b.label_name("ct_declassify").lstrip("."))
+        b.s("load64", reg, field)
+
+    def load_hash(self) -> VReg:
+        acc = self.start_hashing()
+        self.b.v("vload", CTX_HASH, width=128, dst=acc, comment="the running hash")
+        return acc
+
+    def save_hash(self, acc: VReg) -> None:
+        self.b.store(CTX_HASH, acc, width=128)
+
+    def hash_partial_block(self, acc: VReg) -> None:
+        """Hash the zero-padded partial block and clear it for the next one."""
+        b = self.b
+        self.hash_block(acc, CTX_BLOCK)
+        b.store(CTX_BLOCK, b.v("vzero", width=128), width=128)
+
+    def close_aad(self, acc: VReg) -> None:
+        """Before the first text byte (or the tag): hash the AAD's partial last block."""
+        b = self.b
+        done = b.label_name("aad_closed")
+        self.public_load(PUBLIC, IN_TEXT)
+        b.s("test", PUBLIC, PUBLIC)
+        b.branch("ne", done)
+        b.s("movi", PUBLIC, imm=1)
+        b.s("store64", IN_TEXT, PUBLIC)
+        self.public_load(PUBLIC, AAD_BYTES)
+        b.s("and", PUBLIC, imm=15)
+        b.branch("e", done)
+        self.hash_partial_block(acc)
+        b.label(done)
+
+    def advance_length(self, field: Mem, n: str, pos: str) -> None:
+        """pos = field mod 16 (bytes already in the partial block); field += n."""
+        b = self.b
+        self.public_load(pos, field)
+        b.s("lea", PUBLIC, Mem(pos, 0, index=n, scale=1))
+        b.s("store64", field, PUBLIC)
+        b.s("and", pos, imm=15)
+
+    def byte_loop(self, src: str, dst: str | None, n: str, pos: str, acc: VReg) -> None:
+        """Bytes from src into the partial block at pos while n > 0 and the block is not
+        full; text (dst given) is also xored with the keystream into dst. A block that
+        fills up is hashed. Advances src, dst, pos; counts n down."""
+        b = self.b
+        top, out = b.label_name("bytes"), b.label_name("bytes_done")
+        b.label(top)
+        b.s("test", n, n)
+        b.branch("e", out)
+        b.s("cmp", pos, imm=16)
+        b.branch("ae", out)
+        b.s("movzb", "eax", Mem(src, 0, bits=8))
+        if dst is not None and self.decrypt:
+            b.s("store8", _byte(CTX_BLOCK, pos), "al", comment="ciphertext byte to hash")
+        if dst is not None:
+            b.s("xor8m", "al", _byte(CTX_KEYSTREAM, pos))
+            b.s("store8", Mem(dst, 0, bits=8), "al")
+            b.s("add", dst, imm=1)
+        if dst is None or not self.decrypt:
+            b.s("store8", _byte(CTX_BLOCK, pos), "al", comment="byte to hash")
+        b.s("add", src, imm=1)
+        b.s("add", pos, imm=1)
+        b.s("sub", n, imm=1)
+        b.branch("jmp", top)
+        b.label(out)
+        partial = b.label_name("still_partial")
+        b.s("cmp", pos, imm=16)
+        b.branch("b", partial)
+        self.hash_partial_block(acc)
+        b.label(partial)
+
+    def advance_counter(self, blocks: str) -> None:
+        """The context's 32-bit big-endian counter += blocks (mod 2^32)."""
+        b = self.b
+        word = Mem(CTX, CTX_COUNTER.disp + 12, bits=32)
+        b.s("mov32", "r11d", word)
+        b.s("bswap32", "r11d")
+        b.s("add32r", "r11d", blocks)
+        b.s("bswap32", "r11d")
+        b.s("store32", word, "r11d")
+
+    def advance_counter_by_one(self) -> None:
+        self.b.s("movi", PUBLIC, imm=1)
+        self.advance_counter(PUBLIC + "d")
+
+
+def gcm_start_function(b: FunctionBuilder) -> None:
+    """P_gcm_start(ctx, gkey, iv, ivlen): -1 for an empty IV, else J0, E(K, J0), zero state."""
+    g = GcmStream(b)
+    bad = b.label_name("bad_iv")
+    b.s("test", "rcx", "rcx", comment="an empty IV is refused")
+    b.branch("e", bad)
+    g.push_frame()
+    b.s("sub", "rsp", imm=FRAME)
+    b.s("mov", CTX, "rdi")
+    b.s("store64", GKEY, "rsi")
+    b.s("mov", "rdi", "rsi")
+    b.s("mov", "rsi", "rdx")
+    b.s("mov", "rdx", "rcx")
+
+    def path(nr: int) -> None:
+        acc = g.start_hashing()
+        g.j0(acc, nr)
+        with b.at_width(128):
+            b.store(CTX_EKJ0, b.v("vload", EKJ0))
+            b.store(CTX_COUNTER, b.v("vload", J0))
+            z = b.v("vzero")
+            for field in (CTX_HASH, CTX_KEYSTREAM, CTX_BLOCK):
+                b.store(field, z)
+        g.advance_counter_by_one()
+        b.s("xor32", PUBLIC + "d", PUBLIC + "d")
+        for field in (AAD_BYTES, TEXT_BYTES, IN_TEXT):
+            b.s("store64", field, PUBLIC)
+        b.s("xor32", "eax", "eax")
+        g.leave()
+
+    b.key_paths("rdi", path, scratch="r10d")
+
+    def refuse() -> None:
+        b.label(bad)
+        b.s("mov32i", "eax", imm=-1)
+        b.s("ret")
+
+    b.single_path(None, refuse)
+
+
+def gcm_aad_function(b: FunctionBuilder) -> None:
+    """P_gcm_aad(ctx, aad, len): continue the hash over len more AAD bytes."""
+    g = GcmStream(b)
+    done = b.label_name("nothing")
+    b.s("test", "rdx", "rdx")
+    b.branch("e", done)
+    g.enter("rdi")
+
+    def body() -> None:
+        acc = g.load_hash()
+        g.advance_length(AAD_BYTES, "rdx", "r10")
+        b.s("mov", "r9", "rsi")
+        b.s("mov", "r13", "rdx")
+        b.s("test", "r10", "r10")
+        skip = b.label_name("aligned")
+        b.branch("e", skip)
+        g.byte_loop("r9", None, "r13", "r10", acc)
+        b.label(skip)
+        b.s("mov", "r12", "r13")
+        b.s("and", "r12", imm=-16)
+        b.s("lea", "rsi", Mem("r9", 0, index="r12", scale=1), comment="where the bytes after them start")
+        b.s("shr", "r12", imm=4, comment="whole blocks")
+        g.core.main_loop(acc, "r9", "r12")
+        g.core.tail(acc, "r9", "r12", g.spec.isa)
+        b.s("and", "r13", imm=15, comment="bytes that start the next partial block")
+        b.s("xor32", "r10d", "r10d")
+        g.byte_loop("rsi", None, "r13", "r10", acc)
+        g.save_hash(acc)
+        g.leave()
+        b.label(done)
+        b.s("ret")
+
+    b.single_path(None, body)
+
+
+def gcm_update_function(b: FunctionBuilder, decrypt: bool) -> None:
+    """P_gcm_{en,de}crypt_update(ctx, in, out, len): any chunking; the counter, hash and
+    partial block carry over in the context."""
+    g = GcmStream(b, decrypt)
+    done = b.label_name("nothing")
+    b.s("test", "rcx", "rcx")
+    b.branch("e", done)
+    g.enter("rdi")
+
+    def path(nr: int) -> None:
+        acc = g.load_hash()
+        g.close_aad(acc)
+        g.advance_length(TEXT_BYTES, "rcx", "r10")
+        b.s("mov", "r9", "rsi")
+        b.s("mov", "r12", "rdx")
+        b.s("mov", "r13", "rcx")
+        skip = b.label_name("aligned")
+        b.s("test", "r10", "r10")
+        b.branch("e", skip)
+        g.byte_loop("r9", "r12", "r13", "r10", acc)  # finish the partial block of the last call
+        b.label(skip)
+        # Whole blocks: the stitched main loop, from the context's counter.
+        b.s("mov", "r15", "r13")
+        b.s("and", "r15", imm=15, comment="bytes left for a new partial block")
+        b.s("and", "r13", imm=-16)
+        b.s("lea", "rsi", Mem("r9", 0, index="r13", scale=1), comment="where those bytes start")
+        b.s("lea", "rdx", Mem("r12", 0, index="r13", scale=1))
+        base = counter_base(b, CTX_COUNTER)
+        b.s("mov", "r10", "r13")
+        b.s("shr", "r10", imm=4)
+        g.advance_counter("r10d")
+        whole = b.label_name("no_blocks")
+        b.s("test", "r13", "r13")
+        b.branch("e", whole)
+        ctr_stream(b, nr, base, "r9", "r12", "r13", stitch=_Stitch(g, acc))
+        if not decrypt:
+            b.s("load64", "r12", REST_OUT)
+            b.s("load64", "r13", REST_LEN)
+            g.hash_bytes(acc, "r12", "r13")
+        b.label(whole)
+        # A new partial block: one keystream block kept in the context.
+        partial = b.label_name("no_partial")
+        b.s("test", "r15", "r15")
+        b.branch("e", partial)
+        with b.at_width(128):
+            b.store(CTX_KEYSTREAM, encrypt_rounds(b, b.v("vload", CTX_COUNTER), nr))
+        g.advance_counter_by_one()
+        b.s("xor32", "r10d", "r10d")
+        g.byte_loop("rsi", "rdx", "r15", "r10", acc)
+        b.label(partial)
+        g.save_hash(acc)
+        g.leave()
+
+    b.key_paths("rdi", path, scratch="r10d")
+
+    def nothing() -> None:
+        b.label(done)
+        b.s("ret")
+
+    b.single_path(None, nothing)
+
+
+def gcm_finish_function(b: FunctionBuilder) -> None:
+    """P_gcm_finish(ctx, tag): hash the last partial block and the lengths; tag = E(K, J0) ^ S.
+    The context's secrets are wiped."""
+    g = GcmStream(b)
+    g.enter("rdi")
+
+    def body() -> None:
+        acc = g.load_hash()
+        g.close_aad(acc)
+        g.public_load(PUBLIC, TEXT_BYTES)
+        skip = b.label_name("whole")
+        b.s("and", PUBLIC, imm=15)
+        b.branch("e", skip)
+        g.hash_partial_block(acc)
+        b.label(skip)
+        g.public_load("r12", AAD_BYTES)
+        g.public_load("r13", TEXT_BYTES)
+        g.length_block("r12", "r13")
+        g.hash_block(acc, BLOCK)
+        with b.at_width(128):
+            s = b.v("pshufb", acc, bswap_mask(1))
+            b.store(Mem("rsi", 0), b.v("vxor", s, b.v("vload", CTX_EKJ0)), comment="tag = E(K, J0) ^ S")
+            z = b.v("vzero")
+            for field in (CTX_EKJ0, CTX_COUNTER, CTX_HASH, CTX_KEYSTREAM, CTX_BLOCK):
+                b.store(field, z)
+        g.leave()
+
+    b.single_path(None, body)
