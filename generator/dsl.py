@@ -97,11 +97,11 @@ class FunctionBuilder:
 
     # -- structure ----------------------------------------------------------
     def groups(self, d: int, block: Callable[[int], None], comment: str = "",
-               final_order: str = "ascending") -> None:
+               final_order: str = "ascending", riders: Callable[[], None] | None = None) -> None:
         """Describe one block group; replicate it for j = 0..d-1 as independent streams.
 
-        Inside `block`, ops emitted after `b.final()` are the group's closing ops
-        (see `ir.GroupBlock`).
+        Inside `block`, ops emitted after `b.final()` are the group's closing ops;
+        `riders` emits independent work spread over the rounds (see `ir.GroupBlock`).
         """
         outer = self._items
         streams, finals = [], []
@@ -111,8 +111,12 @@ class FunctionBuilder:
             block(j)
             streams.append(self._lockstep)
             finals.append(self._final or [])
+        ridden: list = []
+        if riders is not None:
+            self._items = ridden
+            riders()
         self._items = outer
-        self._items.append(GroupBlock(streams, finals, final_order, comment))
+        self._items.append(GroupBlock(streams, finals, final_order, comment, ridden))
 
     def final(self) -> None:
         """From here on, the current group's ops are its closing ops."""

@@ -100,12 +100,17 @@ class GroupBlock:
     registers are needed for them; descending order lets a group reload the
     input block just before its own range, which a later group has not
     overwritten yet (in == out).
+
+    `riders` is independent work (GCM: hashing a batch of blocks) spread evenly over
+    the lockstep rounds, so that another unit (the carry-less multiplier) issues while
+    the AES rounds run; it must not depend on the streams or finals.
     """
 
     streams: list[list[Insn]]
     finals: list[list[Insn]] = field(default_factory=list)
     final_order: str = "ascending"
     comment: str = ""
+    riders: list[Insn] = field(default_factory=list)
 
 
 Item = Union[Insn, Label, Branch, GroupBlock]

@@ -63,7 +63,7 @@ class Lowerer:
             if isinstance(item, GroupBlock):
                 out.append(GroupBlock([self.stream(s) for s in item.streams],
                                       [self.stream(s) for s in item.finals],
-                                      item.final_order, item.comment))
+                                      item.final_order, item.comment, self.stream(item.riders)))
             elif isinstance(item, Insn) and item.op in VECTOR_OPS:
                 out.extend(self.insn(item))
             else:

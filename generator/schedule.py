@@ -1,8 +1,9 @@
 """Interleave the D block groups of every GroupBlock into one instruction list.
 
 Round by round: op k of every group, then op k+1 (the streams are
-independent, so the AES unit always has D chains in flight); then each
-group's closing ops, one group at a time. The result is checked: every value
+independent, so the AES unit always has D chains in flight), with a share of
+the block's riders after each round; then each group's closing ops, one group
+at a time. The result is checked: every value
 defined before use, and no load of the input after a store that may overlap
 it when in == out.
 """
@@ -15,10 +16,15 @@ from .ir import GroupBlock, Insn, Mem, VReg
 def interleave(block: GroupBlock) -> list[Insn]:
     out: list[Insn] = []
     longest = max((len(s) for s in block.streams), default=0)
+    riders, placed = block.riders, 0
     for k in range(longest):
         for stream in block.streams:
             if k < len(stream):
                 out.append(stream[k])
+        due = -(-(k + 1) * len(riders) // longest)  # ceil: riders spread evenly over the rounds
+        out.extend(riders[placed:due])
+        placed = due
+    out.extend(riders[placed:])
     order = range(len(block.finals))
     if block.final_order == "descending":
         order = reversed(order)

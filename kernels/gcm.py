@@ -21,7 +21,7 @@ from aesgen.dsl import FunctionBuilder
 from aesgen.ir import Mem, VReg
 
 from .aes import encrypt_rounds
-from .ghash import HashCore, accumulate, dot, multiply, reduce
+from .ghash import HashCore, dot
 from .modes import counter_base, ctr_stream
 
 SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
@@ -78,10 +78,20 @@ class Gcm:
         b.s("store64", Mem(dst.base, dst.disp, bits=64), "rbp")
         b.s("store64", Mem(dst.base, dst.disp + 8, bits=64), "r11")
 
+    def load_qwords(self, mem: Mem) -> VReg:
+        """A 16-byte block the scalar code just wrote as two 8-byte stores, read back as two
+        8-byte loads: a 16-byte load could not be forwarded from them and would wait for
+        the stores to retire."""
+        b = self.b
+        with b.at_width(128):
+            lo = b.v("vload64", Mem(mem.base, mem.disp, bits=64))
+            hi = b.v("vload64", Mem(mem.base, mem.disp + 8, bits=64))
+            return b.v("punpcklqdq", lo, hi)
+
     def hash_block(self, acc: VReg, mem: Mem) -> None:
         b = self.b
         with b.at_width(128):
-            x = b.v("pshufb", b.v("vload", mem), bswap_mask(1), comment="to POLYVAL order")
+            x = b.v("pshufb", self.load_qwords(mem), bswap_mask(1), comment="to POLYVAL order")
             x = b.v("vxor", x, acc)
             h = b.v("vload", Mem(self.table.base, self.table.disp + 16 * (self.K - 1)), comment="H")
             dot(b, x, h, dst=acc)
@@ -160,7 +170,7 @@ class Gcm:
         # Text: the main loop hashes each batch's ciphertext as the CTR loop produces (or,
         # decrypting, consumes) it; the rest is hashed in a second pass — before it is
         # decrypted, since in == out may overwrite it.
-        base = counter_base(b, J0, first=1)
+        base = counter_base(b, self.load_qwords(J0), first=1)
         ctr_stream(b, nr, base, "r9", "r12", "r13", stitch=_Stitch(self, acc))
         if not self.decrypt:
             b.s("load64", "r12", REST_OUT)
@@ -176,7 +186,15 @@ class Gcm:
         if self.decrypt:
             self._check_tag()
         else:
+            short, stored = b.label_name("short_tag"), b.label_name("tag_stored")
+            b.s("cmp", "r15", imm=16)
+            b.branch("ne", short)
+            with b.at_width(128):
+                b.store(Mem("r14", 0), b.v("vload", TAG), comment="a whole tag: one store")
+            b.branch("jmp", stored)
+            b.label(short)
             self.copy_bytes_out("r14", "r15")
+            b.label(stored)
             b.s("xor32", "eax", "eax")
         self._wipe()
         b.branch("jmp", self.exit)
@@ -196,8 +214,10 @@ class Gcm:
         b.s("load64", "rax", Mem("rsi", 0, bits=64), comment="12 bytes, never 16: no over-read")
         b.s("store64", Mem("rsp", 0, bits=64), "rax")
         b.s("mov32", "eax", Mem("rsi", 8, bits=32))
-        b.s("store32", Mem("rsp", 8, bits=32), "eax")
-        b.s("store32i", Mem("rsp", 12, bits=32), imm=BE32_ONE, comment="J0 = IV || 0^31 || 1")
+        b.s("movi", "r10", imm=BE32_ONE)
+        b.s("shl", "r10", imm=32)
+        b.s("or_r", "rax", "r10")
+        b.s("store64", Mem("rsp", 8, bits=64), "rax", comment="J0 = IV || 0^31 || 1")
         b.branch("jmp", have_j0)
         b.label(general)
         b.v("vzero", dst=acc, width=128)
@@ -208,7 +228,7 @@ class Gcm:
             b.store(J0, b.v("pshufb", acc, bswap_mask(1)), comment="J0 = GHASH(IV ...)")
         b.label(have_j0)
         with b.at_width(128):
-            ek = encrypt_rounds(b, b.v("vload", J0), nr)
+            ek = encrypt_rounds(b, self.load_qwords(J0), nr)
             b.store(EKJ0, ek, comment="E(K, J0) masks the tag")
 
     def for_each_byte(self, count: str, body: Callable[[Mem, Mem], None], stem: str) -> None:
@@ -290,32 +310,30 @@ class Gcm:
 
 
 class _Stitch:
-    """GHASH riding along the CTR main loop: D x lanes = K blocks per reduction."""
+    """GHASH riding along the CTR main loop: one batch of K = D x lanes blocks per
+    reduction, hashed while a batch's AES rounds run (see modes.stitched_loop)."""
 
     def __init__(self, gcm: Gcm, acc: VReg) -> None:
-        self.g, self.acc, self.sum = gcm, acc, None
+        self.g, self.acc = gcm, acc
+        self.lagging = not gcm.decrypt  # encrypting, the ciphertext is the loop's output
+        self.batch_bytes = 16 * gcm.b.depth * gcm.b.lanes
 
-    def block(self, j: int, d: VReg, y: VReg) -> None:
-        b, g = self.g.b, self.g
-        c = d if g.decrypt else y  # GHASH always runs over the ciphertext
-        h = b.v("pshufb", c, bswap_mask(b.lanes), comment="ciphertext to POLYVAL order")
-        if j == 0:
-            h = b.v("vxor", h, self.acc, comment="the running hash joins the first block")
-        p, px = g.core.power(16 * (g.K - b.depth * b.lanes + b.lanes * j), b.width)  # H^(k-b)
-        self.sum = accumulate(b, self.sum, multiply(b, h, p, px, g.spec.karatsuba, b.width), b.width)
+    def riders(self, inp: str, outp: str) -> None:
+        at = Mem(inp, 0) if self.g.decrypt else Mem(outp, -self.batch_bytes)  # the previous batch
+        self.g.core.batch(self.acc, at)
 
-    def end(self) -> None:
-        b = self.g.b
-        reduce(b, self.sum, self.g.spec.karatsuba, b.width, dst=self.acc)
-        self.sum = None
-
-    def after_main(self) -> None:
+    def after_main(self, pending: bool) -> None:
+        """Decrypting, hash the rest of the input now (in == out may overwrite it); encrypting,
+        note where the unhashed ciphertext starts (the last batch, if pending) and its length."""
         b, g = self.g.b, self.g
         if g.decrypt:
             g.hash_bytes(self.acc, "r9", "r13")
-        else:
-            b.s("store64", REST_OUT, "r12")
-            b.s("store64", REST_LEN, "r13")
+            return
+        back = self.batch_bytes if pending else 0
+        b.s("lea", "r10", Mem("r12", -back))
+        b.s("store64", REST_OUT, "r10")
+        b.s("lea", "r10", Mem("r13", back))
+        b.s("store64", REST_LEN, "r10")
 
 
 def gcm_function(b: FunctionBuilder, decrypt: bool) -> None:

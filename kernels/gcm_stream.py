@@ -162,7 +162,7 @@ def gcm_start_function(b: FunctionBuilder) -> None:
         g.j0(acc, nr)
         with b.at_width(128):
             b.store(CTX_EKJ0, b.v("vload", EKJ0))
-            b.store(CTX_COUNTER, b.v("vload", J0))
+            b.store(CTX_COUNTER, g.load_qwords(J0))
             z = b.v("vzero")
             for field in (CTX_HASH, CTX_KEYSTREAM, CTX_BLOCK):
                 b.store(field, z)

@@ -115,30 +115,32 @@ class HashCore:
 
     def main_loop(self, acc: VReg, data: str, n: str) -> None:
         """While n >= k: acc = sum of (blocks, acc folded into the first) x H^k..H^1, reduced."""
-        b, L, D, W, K = self.b, self.lanes, self.depth, self.width, self.depth * self.lanes
+        b, K = self.b, self.depth * self.lanes
         top, out = b.label_name("hash_loop"), b.label_name("hash_end")
         b.label(top)
         b.s("cmp", n, imm=K)
         b.branch("b", out)
-        state: dict[str, Products | None] = {"sum": None}
-
-        def group(i: int) -> None:
-            # Group 0 (the one the running hash joins) goes last: the loop-carried chain then
-            # passes through one product and one xor before the reduction, not all D groups.
-            j = D - 1 - i
-            b.final()  # products of one group at a time: few registers, and clmul throughput rules anyway
-            x = self.block(data, 16 * L * j, W)
-            if j == 0:
-                x = b.v("vxor", x, acc, width=W, comment="the running hash joins the first block")
-            p, px = self.power(16 * (self.k_max - K + L * j), W)
-            state["sum"] = accumulate(b, state["sum"], multiply(b, x, p, px, self.karatsuba, W), W)
-
-        b.groups(D, group, comment=f"{K} blocks, one reduction")
-        reduce(b, state["sum"], self.karatsuba, W, dst=acc)
+        self.batch(acc, Mem(data, 0))
         b.s("add", data, imm=16 * K)
         b.s("sub", n, imm=K)
         b.branch("jmp", top)
         b.label(out)
+
+    def batch(self, acc: VReg, at: Mem) -> None:
+        """acc = (acc + the D vectors of blocks at `at`) x H^k..H^1, one reduction.
+
+        One vector's products at a time (few registers; the multiplier's throughput rules
+        anyway). Vector 0, which the running hash joins, goes last: the loop-carried chain
+        then passes through one product and one xor before the reduction, not all D."""
+        b, L, D, W = self.b, self.lanes, self.depth, self.width
+        total: Products | None = None
+        for j in reversed(range(D)):
+            x = self.block(at.base, at.disp + 16 * L * j, W)
+            if j == 0:
+                x = b.v("vxor", x, acc, width=W, comment="the running hash joins the first block")
+            p, px = self.power(16 * (self.k_max - D * L + L * j), W)
+            total = accumulate(b, total, multiply(b, x, p, px, self.karatsuba, W), W)
+        reduce(b, total, self.karatsuba, W, dst=acc)
 
     def tail(self, acc: VReg, data: str, n: str, isa: str) -> None:
         """The last n < k blocks: powers H^n..H^1, whole vectors then a partial one, one reduction."""

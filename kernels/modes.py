@@ -30,29 +30,70 @@ def return_if_zero(b: FunctionBuilder, count: str) -> None:
 
 def vector_loops(b: FunctionBuilder, count: str, per_vector: int, ptrs: tuple[str, ...],
                  body: Body, advance: Callable[[int], None] | None = None,
-                 after_main: Callable[[], None] | None = None) -> None:
-    """Loop over D vectors while count allows, then over single vectors.
+                 sizes: tuple[int, ...] | None = None) -> None:
+    """Loop over D vectors while count allows, then over single vectors (or over `sizes`).
 
-    `per_vector` is how much one vector consumes of `count` (blocks or bytes);
-    `after_main` runs once the D-vector loop is done (before the single vectors).
+    `per_vector` is how much one vector consumes of `count` (blocks or bytes).
     """
-    for g in ([b.depth, 1] if b.depth > 1 else [1]):
-        if after_main and g == 1 and b.depth > 1:
-            after_main()
+    for g in sizes or ((b.depth, 1) if b.depth > 1 else (1,)):
         top, out = b.label_name(f"loop{g}x_"), b.label_name(f"end{g}x_")
         b.label(top)
         b.s("cmp", count, imm=g * per_vector)
         b.branch("b", out)
         body(g)
-        if advance:
-            advance(g)
-        for p in ptrs:
-            b.s("add", p, imm=g * b.lanes * 16)
-        b.s("sub", count, imm=g * per_vector)
+        _step(b, count, per_vector, ptrs, g, advance)
         b.branch("jmp", top)
         b.label(out)
-    if after_main and b.depth == 1:
-        after_main()
+
+
+def _step(b: FunctionBuilder, count: str, per_vector: int, ptrs: tuple[str, ...], g: int,
+          advance: Callable[[int], None] | None) -> None:
+    """Past g vectors: counters, pointers and the count."""
+    if advance:
+        advance(g)
+    for p in ptrs:
+        b.s("add", p, imm=g * b.lanes * 16)
+    b.s("sub", count, imm=g * per_vector)
+
+
+def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: Body,
+                  advance: Callable[[int], None], stitch) -> None:
+    """The D-vector CTR loop with hashing riding along (GCM), then `stitch.after_main`.
+
+    Decrypting, each batch's own ciphertext (the input) is hashed while its AES rounds
+    run. Encrypting, the ciphertext exists only once the rounds are done, so the hash
+    lags one batch: iteration i hashes batch i-1 (just stored) during batch i's rounds;
+    the first batch runs alone, and the last one is left to after_main(pending=True)."""
+    D, per_batch = b.depth, 16 * b.lanes * b.depth
+    inp, outp = ptrs
+
+    def ride() -> None:
+        stitch.riders(inp, outp)
+
+    top, out = b.label_name(f"loop{D}x_"), b.label_name(f"end{D}x_")
+    if stitch.lagging:
+        none, joined = b.label_name("no_batch"), b.label_name("batches_done")
+        b.s("cmp", count, imm=per_batch)
+        b.branch("b", none)
+        body(D)  # the first batch: nothing to hash yet
+        _step(b, count, 16 * b.lanes, ptrs, D, advance)
+    b.label(top)
+    b.s("cmp", count, imm=per_batch)
+    b.branch("b", out)
+    body(D, riders=ride)
+    _step(b, count, 16 * b.lanes, ptrs, D, advance)
+    b.branch("jmp", top)
+    b.label(out)
+    if stitch.lagging:
+        stitch.after_main(pending=True)
+        b.branch("jmp", joined)
+        b.label(none)
+        stitch.after_main(pending=False)
+        b.label(joined)
+    else:
+        stitch.after_main(pending=False)
+    if D > 1:
+        vector_loops(b, count, 16 * b.lanes, ptrs, body, advance, sizes=(1,))
 
 
 def qword_mask_for_blocks(b: FunctionBuilder, nblocks: str, scratch: str = "r10") -> str:
@@ -121,11 +162,15 @@ def ctr32_function(b: FunctionBuilder) -> None:
     b.key_paths("key", path)
 
 
-def counter_base(b: FunctionBuilder, block: Mem, first: int = 0) -> VReg:
-    """CTR_BASE: per lane, the byte-reversed counter block (dword 0 = counter) + lane + first."""
+def counter_base(b: FunctionBuilder, block: Mem | VReg, first: int = 0) -> VReg:
+    """CTR_BASE: per lane, the byte-reversed counter block (dword 0 = counter) + lane + first.
+    `block` is in memory or an xmm value."""
     L = b.lanes
     base = b.pinned("CTR_BASE")
-    t = b.v("vload_bcast", block, role="ctr")
+    if isinstance(block, VReg):
+        t = b.v("widen", block, role="ctr") if L > 1 else block
+    else:
+        t = b.v("vload_bcast", block, role="ctr")
     t = b.v("pshufb", t, bswap_mask(L))
     if L > 1:
         t = b.v("paddd", t, lane_index(L), comment="lane l counts from ctr + l")
@@ -141,12 +186,12 @@ def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: 
     over D vectors, single vectors, then an AVX-512 masked vector or xmm blocks and a
     partial block through the red zone.
 
-    `stitch` (GCM) rides along the main loop: stitch.block(j, d, y) after each group's
-    store, stitch.end() after the groups, stitch.after_main() once that loop is done."""
+    `stitch` (GCM) rides along the main loop: see `stitched_loop`."""
     spec, L = b.spec, b.lanes
     bswap = bswap_mask(L)
 
-    def body(g: int, width: int | None = None, mask: str | None = None) -> None:
+    def body(g: int, width: int | None = None, mask: str | None = None,
+             riders: Callable[[], None] | None = None) -> None:
         def block(j: int) -> None:
             c = base if j == 0 else b.v("paddd", base, counter_step(j * L, L), width=width)
             x = b.v("pshufb", c, bswap, width=width, role="blk", comment="counter block")
@@ -156,19 +201,16 @@ def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: 
             k = b.v("vxor", d, key(nr), width=width, comment="input folded into the last round key")
             y = b.v("aesenclast", x, k, width=width, comment=f"round {nr} (last)")
             b.store(Mem(outp, 16 * L * j), y, width=width, mask=mask, mask_elem="b")
-            if stitched:
-                stitch.block(j, d, y)
-        stitched = stitch is not None and g == b.depth and width is None and mask is None
-        b.groups(g, block, comment=f"{g} group(s) of {L} counter block(s)")
-        if stitched:
-            stitch.end()
+        b.groups(g, block, comment=f"{g} group(s) of {L} counter block(s)", riders=riders)
 
     def advance(g: int) -> None:
         b.v("paddd", base, counter_step(g * L, L), dst=base)
 
     done = b.label_name("done")
-    vector_loops(b, n, 16 * L, (inp, outp), body, advance,
-                 after_main=stitch.after_main if stitch is not None else None)
+    if stitch is None:
+        vector_loops(b, n, 16 * L, (inp, outp), body, advance)
+    else:
+        stitched_loop(b, n, (inp, outp), body, advance, stitch)
     b.s("test", n, n)
     b.branch("e", done)
     if spec.isa == "avx512":
