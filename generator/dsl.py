@@ -24,8 +24,10 @@ class BuildError(Exception):
 
 
 class FunctionBuilder:
-    def __init__(self, spec: KernelSpec, name: str, args: tuple[str, ...], comment: str = "") -> None:
+    def __init__(self, spec: KernelSpec, name: str, args: tuple[str, ...], comment: str = "",
+                 compact: bool = False) -> None:
         self.spec = spec
+        self.compact = compact  # riders before the rounds, not spread: for small register files
         mode = mode_of(name)
         # Mode functions run at their (possibly tuned) width and depth; key setup at the file's.
         self.width = spec.width_for(mode) if mode else spec.width
@@ -116,7 +118,7 @@ class FunctionBuilder:
             self._items = ridden
             riders()
         self._items = outer
-        self._items.append(GroupBlock(streams, finals, final_order, comment, ridden))
+        self._items.append(GroupBlock(streams, finals, final_order, comment, ridden, self.compact))
 
     def final(self) -> None:
         """From here on, the current group's ops are its closing ops."""

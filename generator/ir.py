@@ -103,7 +103,8 @@ class GroupBlock:
 
     `riders` is independent work (GCM: hashing a batch of blocks) spread evenly over
     the lockstep rounds, so that another unit (the carry-less multiplier) issues while
-    the AES rounds run; it must not depend on the streams or finals.
+    the AES rounds run; it must not depend on the streams or finals. When the register
+    file cannot hold both at once, `riders_first` runs them all before the rounds.
     """
 
     streams: list[list[Insn]]
@@ -111,6 +112,7 @@ class GroupBlock:
     final_order: str = "ascending"
     comment: str = ""
     riders: list[Insn] = field(default_factory=list)
+    riders_first: bool = False  # all riders before the rounds (fewer live registers), not spread
 
 
 Item = Union[Insn, Label, Branch, GroupBlock]

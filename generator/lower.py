@@ -63,7 +63,8 @@ class Lowerer:
             if isinstance(item, GroupBlock):
                 out.append(GroupBlock([self.stream(s) for s in item.streams],
                                       [self.stream(s) for s in item.finals],
-                                      item.final_order, item.comment, self.stream(item.riders)))
+                                      item.final_order, item.comment, self.stream(item.riders),
+                                      item.riders_first))
             elif isinstance(item, Insn) and item.op in VECTOR_OPS:
                 out.extend(self.insn(item))
             else:

@@ -18,7 +18,7 @@ from .dsl import BuildError
 from .ir import Const, Function, GroupBlock, Insn, Path
 from .isa import Assembler, Emitted
 from .lower import Lowerer
-from .regalloc import allocate_path
+from .regalloc import RegisterPressure, allocate_path
 from .schedule import flatten
 from .spec import SPEC_MARKER, KernelSpec
 
@@ -200,6 +200,19 @@ def _resolve_branches(emitted: list[Emitted]) -> list[Instruction]:
     return out
 
 
+def _emit_fitting(spec: KernelSpec, emitter: FunctionEmitter, fn: Function) -> tuple[list[str], list[Emitted]]:
+    """Emit fn; if its schedule needs more registers than the file has, emit the compact
+    variant (riders before the rounds instead of spread over them: the same computation)."""
+    from aesgen.kernels import build_function
+
+    notes = len(emitter.notes)
+    try:
+        return emitter.function(fn)
+    except RegisterPressure:
+        del emitter.notes[notes:]
+        return emitter.function(build_function(spec, fn.name, compact=True))
+
+
 def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
     from aesgen.kernels import FUNCTIONS, build_functions
 
@@ -210,7 +223,7 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
     emitter = FunctionEmitter(spec, asm)
     fn_views, emitted_all = [], []
     for fn in functions:
-        lines, emitted = emitter.function(fn)
+        lines, emitted = _emit_fitting(spec, emitter, fn)
         emitted_all.extend(emitted)
         fn_views.append({"symbol": spec.symbol(fn.name), "args": fn.args, "summary": FUNCTIONS[fn.name][2],
                          "lines": lines, "prototype": prototype(spec, fn)})

@@ -17,11 +17,14 @@ def interleave(block: GroupBlock) -> list[Insn]:
     out: list[Insn] = []
     longest = max((len(s) for s in block.streams), default=0)
     riders, placed = block.riders, 0
+    if block.riders_first:
+        out.extend(riders)
+        placed = len(riders)
     for k in range(longest):
         for stream in block.streams:
             if k < len(stream):
                 out.append(stream[k])
-        due = -(-(k + 1) * len(riders) // longest)  # ceil: riders spread evenly over the rounds
+        due = max(placed, -(-(k + 1) * len(riders) // longest))  # ceil: spread evenly over the rounds
         out.extend(riders[placed:due])
         placed = due
     out.extend(riders[placed:])

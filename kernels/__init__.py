@@ -47,9 +47,10 @@ FUNCTIONS = {
 }
 
 
-def build_function(spec: KernelSpec, name: str) -> Function:
+def build_function(spec: KernelSpec, name: str, compact: bool = False) -> Function:
+    """`compact`: the variant for when the default's schedule needs too many registers."""
     args, describe, summary = FUNCTIONS[name]
-    b = FunctionBuilder(spec, name, args, comment=summary)
+    b = FunctionBuilder(spec, name, args, comment=summary, compact=compact)
     describe(b)
     return b.fn
 
