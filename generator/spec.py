@@ -14,7 +14,7 @@ from pathlib import Path
 
 SPEC_MARKER = "# aesgen-spec: "
 
-MODES = ("ecb", "ctr32", "cbc", "ghash", "polyval", "gcm")
+MODES = ("ecb", "ctr32", "cbc", "ghash", "polyval", "gcm", "gcm-siv")
 # The block-cipher modes (the ones `make demo`, tune and bench cover today).
 CIPHER_MODES = ("ecb", "ctr32", "cbc")
 # C functions each mode contributes (besides the always-present key setup).
@@ -25,6 +25,7 @@ MODE_FUNCTIONS = {
     "ghash": ("gcm_set_key", "ghash"),
     "polyval": ("polyval",),
     "gcm": ("gcm_set_key", "ghash", "gcm_encrypt", "gcm_decrypt"),
+    "gcm-siv": ("gcmsiv_set_key", "gcmsiv_encrypt", "gcmsiv_decrypt", "polyval"),
 }
 # Modes that multiply by powers of the GHASH key stored after the AES schedule.
 GHASH_TABLE_MODES = ("ghash", "gcm")
@@ -45,12 +46,12 @@ FEATURES_BY_ISA = {
 
 def mode_of(function: str) -> str | None:
     """The mode whose width/depth a C function runs at (None: the file's default)."""
-    if function == "gcm_set_key":  # shared by the ghash and gcm modes: the file's width
+    if function in ("gcm_set_key", "gcmsiv_set_key"):  # key setup: the file's width
         return None
     return next((m for m, fs in MODE_FUNCTIONS.items() if function in fs), None)
 
 
-CLMUL_MODES = ("ghash", "polyval", "gcm")
+CLMUL_MODES = ("ghash", "polyval", "gcm", "gcm-siv")
 
 
 def required_features(isa: str, width: int, modes: tuple[str, ...]) -> tuple[str, ...]:
@@ -146,6 +147,11 @@ class KernelSpec:
     def gcm_key_bytes(self) -> int:
         """AES schedule, then H^K..H^1 (16 bytes each), then their Karatsuba halves-xor."""
         return (self.gcm_table_offset + 32 * self.ghash_blocks + 63) // 64 * 64
+
+    @property
+    def gcmsiv_key_bytes(self) -> int:
+        """The GCM-SIV key: the key-generating key's AES schedule, laid out like set_encrypt_key's."""
+        return self.key_bytes
 
     def symbol(self, function: str) -> str:
         return f"{self.prefix}_{function}"
