@@ -148,7 +148,7 @@ def main() -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="The .S file to write; FILE.h is written next to it.")
 def generate(modes: str, output: Path, **config) -> None:
-    """Generate MODES (comma list of ecb,ctr32,cbc,ghash,polyval) into FILE.S and FILE.h.
+    """Generate MODES (comma list of ecb,ctr32,cbc,ghash,polyval,gcm,gcm-siv) into FILE.S and FILE.h.
 
     Examples: aesgen generate ecb,ctr32,cbc --isa avx512 --width 512 --depth 8 -o out/aes.S;
     aesgen generate ctr32 --target skylake -o skl.S
@@ -220,8 +220,8 @@ def list_() -> None:
     console.print(f"modes: {', '.join(MODES)}  "
                   f"({'; '.join(f'{m}: ' + ', '.join(fs) for m, fs in MODE_FUNCTIONS.items())})")
     table = Table(title="ISA x width (depth 1..max; max limited by the register file)")
-    table.add_column("isa")
-    table.add_column("width")
+    table.add_column("isa", no_wrap=True)  # never truncated, however many mode columns follow
+    table.add_column("width", no_wrap=True)
     for m in MODES:
         table.add_column(f"max depth {m}")
     table.add_column("this CPU")

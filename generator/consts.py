@@ -32,3 +32,10 @@ def counter_step(step: int, lanes: int) -> Const:
 def gfpoly(lanes: int) -> Const:
     """x^128 mod P (0xc2..01) per lane: its high qword is the reduction's fold multiplier c."""
     return Const(f"gfpoly_x{lanes}", x128_mod_p().to_bytes(16, "little") * lanes)
+
+
+def block_msb(clear: bool) -> Const:
+    """Bit 7 of byte 15 (the top bit of a block read as a little-endian 128-bit integer)
+    alone, or every other bit: GCM-SIV clears it in the tag input and sets it in the counter."""
+    top = (1 << 127).to_bytes(16, "little")
+    return Const("msb_clear" if clear else "msb_set", bytes(b ^ 0xFF for b in top) if clear else top)

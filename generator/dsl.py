@@ -10,7 +10,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from .ir import Branch, Const, Function, GroupBlock, Insn, KeyRef, Label, Mem, Operand, Path, VReg
+from .ir import Branch, Const, Function, GroupBlock, Insn, KeyRef, Label, Mem, Operand, Path, Schedule, VReg
 from .spec import KernelSpec, mode_of
 
 # SysV AMD64 integer argument registers, in order.
@@ -125,26 +125,29 @@ class FunctionBuilder:
         self._final = []
         self._items = self._final
 
-    def key_paths(self, key_arg: str, body: Callable[[int], None], scratch: str = "eax") -> None:
-        """Dispatch on the round count stored in the schedule; build one path per key size.
+    def key_paths(self, key_arg: str, body: Callable[[int], None], scratch: str = "eax",
+                  rounds: tuple[int, ...] = (10, 12, 14)) -> None:
+        """Dispatch on the round count stored in the schedule; build one path per key size
+        (`rounds`: the counts the schedule can hold; the last one is taken otherwise).
 
         `key_arg` names an argument, or the register the entry code loaded the schedule's
         address into. `scratch` (a 32-bit name) must hold nothing data-derived anywhere in
         the function: the static constant-time check tracks registers, not program points."""
         key = self.reg.get(key_arg, key_arg)
         self.fn.key_base = key
-        labels = {nr: self.label_name(f"aes{nr * 32 - 192}_") for nr in (10, 12, 14)}
+        labels = {nr: self.label_name(f"aes{nr * 32 - 192}_") for nr in rounds}
         self.s("mov32", scratch, Mem(key, self.spec.rounds_offset, bits=32), comment="round count")
-        self.s("cmp32", scratch, imm=10)
-        self.branch("e", labels[10])
-        self.s("cmp32", scratch, imm=12)
-        self.branch("e", labels[12])
-        self.branch("jmp", labels[14])
-        for nr in (10, 12, 14):
+        for nr in rounds[:-1]:
+            self.s("cmp32", scratch, imm=nr)
+            self.branch("e", labels[nr])
+        self.branch("jmp", labels[rounds[-1]])
+        for nr in rounds:
             self.single_path(nr, lambda nr=nr: body(nr), labels[nr])
 
-    def single_path(self, nr: int | None, body: Callable[[], None], label: str | None = None) -> None:
-        path = Path(nr)
+    def single_path(self, nr: int | None, body: Callable[[], None], label: str | None = None,
+                    schedule: Schedule | None = None) -> None:
+        """A path; `schedule`: where its round keys are, if not in the `key` argument."""
+        path = Path(nr, schedule=schedule)
         self.fn.paths.append(path)
         saved, self._items, self.path = self._items, path.items, path
         if label:

@@ -118,6 +118,17 @@ class GroupBlock:
 Item = Union[Insn, Label, Branch, GroupBlock]
 
 
+@dataclass(frozen=True)
+class Schedule:
+    """Where a path's round keys (`KeyRef`) live when not in the `key` argument's schedule:
+    key i at [base + disp + i * stride]; `aligned` when every key is aligned to its width."""
+
+    base: str
+    disp: int
+    stride: int
+    aligned: bool = False
+
+
 @dataclass
 class Path:
     """Straight-line and looping code for one AES round count (or the only path)."""
@@ -125,6 +136,7 @@ class Path:
     nr: int | None
     items: list[Item] = field(default_factory=list)
     uses_keys: bool = False
+    schedule: Schedule | None = None  # None: the `key` argument's (spec.key_stride apart)
 
 
 @dataclass

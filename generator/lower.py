@@ -75,5 +75,5 @@ class Lowerer:
         return [x for i in insns for x in self.insn(i)]
 
     def path(self, p: Path) -> Path:
-        return Path(p.nr, self.items(p.items), p.uses_keys)
+        return replace(p, items=self.items(p.items))
 

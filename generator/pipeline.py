@@ -23,7 +23,7 @@ from .schedule import flatten
 from .spec import SPEC_MARKER, KernelSpec
 
 MODE_TITLES = {"ecb": "ECB", "ctr32": "CTR32", "cbc": "CBC", "ghash": "GHASH", "polyval": "POLYVAL",
-               "gcm": "GCM"}
+               "gcm": "GCM", "gcm-siv": "GCM-SIV"}
 ISA_LINES = {
     "sse": "sse: legacy AES-NI, two-operand SSE encoding, 16 xmm registers",
     "avx": "avx: VEX-encoded AES-NI, three-operand, 16 xmm registers",
@@ -37,7 +37,7 @@ C_TYPES = {
     "h": "const uint8_t h[16]",
 }
 RETURNS_INT = {"cpu_supported", "set_encrypt_key", "set_decrypt_key", "gcm_set_key", "gcm_encrypt", "gcm_decrypt",
-               "gcm_start"}
+               "gcm_start", "gcmsiv_set_key", "gcmsiv_encrypt", "gcmsiv_decrypt"}
 # Functions whose C parameters are not the shared names above.
 PROTOTYPE_ARGS = {
     "gcm_encrypt": ("const void *gkey, const uint8_t *iv, size_t ivlen, const uint8_t *aad, size_t aadlen, "
@@ -49,6 +49,11 @@ PROTOTYPE_ARGS = {
     "gcm_encrypt_update": "void *ctx, const uint8_t *in, uint8_t *out, size_t len",
     "gcm_decrypt_update": "void *ctx, const uint8_t *in, uint8_t *out, size_t len",
     "gcm_finish": "void *ctx, uint8_t tag[16]",
+    "gcmsiv_set_key": "const uint8_t *user_key, unsigned bits, void *skey",
+    "gcmsiv_encrypt": ("const void *skey, const uint8_t nonce[12], const uint8_t *aad, size_t aadlen, "
+                       "const uint8_t *in, uint8_t *out, size_t len, uint8_t tag[16]"),
+    "gcmsiv_decrypt": ("const void *skey, const uint8_t nonce[12], const uint8_t *aad, size_t aadlen, "
+                       "const uint8_t *in, uint8_t *out, size_t len, const uint8_t tag[16]"),
 }
 
 
@@ -113,6 +118,8 @@ CONST_COMMENTS = {
     "bswap": "pshufb control: reverse the bytes of each 128-bit lane",
     "lane_index": "lane l: l in dword 0 (consecutive counters across lanes)",
     "ctr_step": "added to dword 0 of each lane: advance every lane's counter",
+    "msb_clear": "every bit but bit 7 of byte 15 (GCM-SIV's tag input)",
+    "msb_set": "bit 7 of byte 15 (GCM-SIV's counter block)",
 }
 
 
@@ -125,8 +132,11 @@ class FunctionEmitter:
     def path_items(self, fn: Function, path: Path, lower: Lowerer) -> list:
         items = flatten(lower.items(path.items))
         what = f"{fn.name}" + (f" (AES-{path.nr * 32 - 192})" if path.nr else "")
-        alloc = allocate_path(items, nregs=self.nregs, legacy=self.spec.isa == "sse", key_base=fn.key_base,
-                              key_stride=self.spec.key_stride, width=fn.width, what=what)
+        keys = path.schedule
+        alloc = allocate_path(items, nregs=self.nregs, legacy=self.spec.isa == "sse",
+                              key_base=keys.base if keys else fn.key_base,
+                              key_stride=keys.stride if keys else self.spec.key_stride, width=fn.width, what=what,
+                              key_disp=keys.disp if keys else 0, key_aligned=keys.aligned if keys else True)
         if alloc.key_regs or alloc.spilled_keys:
             mem = f"; keys {','.join(map(str, alloc.spilled_keys))} as memory operands" if alloc.spilled_keys else ""
             self.notes.append(f"{what}: {alloc.registers_used} vector registers, "

@@ -54,9 +54,9 @@ def _regions(items: list) -> list[list[Insn]]:
 
 class _Scan:
     def __init__(self, nregs: int, legacy: bool, key_base: str, key_stride: int,
-                 key_regs: dict[int, int], pinned: dict[int, int]) -> None:
+                 key_regs: dict[int, int], pinned: dict[int, int], key_disp: int = 0) -> None:
         self.nregs, self.legacy = nregs, legacy
-        self.key_base, self.key_stride = key_base, key_stride
+        self.key_base, self.key_stride, self.key_disp = key_base, key_stride, key_disp
         self.key_regs, self.pinned = key_regs, pinned
         reserved = set(key_regs.values()) | set(pinned.values())
         self.pool = [r for r in range(nregs) if r not in reserved]
@@ -70,7 +70,7 @@ class _Scan:
         if isinstance(op, KeyRef):
             if op.index in self.key_regs:
                 return Phys(self.key_regs[op.index], f"KEY{op.index}")
-            return Mem(self.key_base, op.index * self.key_stride, bits=width)
+            return Mem(self.key_base, self.key_disp + op.index * self.key_stride, bits=width)
         return op
 
     def region(self, insns: list[Insn]) -> list[Insn]:
@@ -139,7 +139,8 @@ class _Scan:
 
 
 def allocate_path(items: list, *, nregs: int, legacy: bool, key_base: str | None, key_stride: int,
-                  width: int, what: str) -> Allocation:
+                  width: int, what: str, key_disp: int = 0, key_aligned: bool = True) -> Allocation:
+    """`key_base` + `key_disp`: round key 0 (aligned to `width` when `key_aligned`)."""
     pinned_ids: dict[int, VReg] = {}
     keys: set[int] = set()
     for it in items:
@@ -161,7 +162,7 @@ def allocate_path(items: list, *, nregs: int, legacy: bool, key_base: str | None
         if top + 1 - nkeys < 0:
             continue
         key_regs = {k: top - n for n, k in enumerate(order[:nkeys])}
-        scan = _Scan(nregs, legacy, key_base or "", key_stride, key_regs, pinned)
+        scan = _Scan(nregs, legacy, key_base or "", key_stride, key_regs, pinned, key_disp)
         try:
             allocated = [scan.region(r) for r in regions]
         except RegisterPressure as e:
@@ -173,7 +174,8 @@ def allocate_path(items: list, *, nregs: int, legacy: bool, key_base: str | None
             out.extend(reg)
             if n < len(seps):
                 out.append(seps[n])
-        loads = [Insn("vload_key", Phys(r, f"KEY{k}"), (Mem(key_base, k * key_stride),), width=width,
+        loads = [Insn("vload_key" if key_aligned else "vload", Phys(r, f"KEY{k}"),
+                      (Mem(key_base or "", key_disp + k * key_stride),), width=width,
                       comment=f"round key {k} stays in a register")
                  for k, r in sorted(key_regs.items())]
         # Keys are loaded right after the path's entry label.

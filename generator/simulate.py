@@ -111,9 +111,13 @@ class Interpreter:
         self.spec = machine.spec
         self.key_reg = fn.key_base
         self.code: list = []
+        self.schedules: list = []  # per item of code: its path's key schedule (None: the key argument's)
+        self.pc = 0
         # Groups run in the documented interleave (lockstep, then closing ops).
-        for items in [fn.entry] + [p.items for p in fn.paths]:
-            self.code.extend(flatten(items))
+        for items, schedule in [(fn.entry, None)] + [(p.items, p.schedule) for p in fn.paths]:
+            flat = flatten(items)
+            self.code.extend(flat)
+            self.schedules.extend([schedule] * len(flat))
         self.labels = {it.name: n for n, it in enumerate(self.code) if isinstance(it, Label)}
 
     # -- vector operand access ----------------------------------------------
@@ -131,6 +135,9 @@ class Interpreter:
                 raise SimError(f"{op} read before written")
             return tuple(v[i] if i < len(v) else 0 for i in range(lanes))
         if isinstance(op, KeyRef):
+            s = self.schedules[self.pc - 1]
+            if s is not None:
+                return self.load_lanes(self.m.get(s.base) + s.disp + op.index * s.stride, lanes)
             return self.load_lanes(self.m.get(self.key_reg) + op.index * self.spec.key_stride, lanes)
         if isinstance(op, Const):
             return self.load_lanes(self.m.const_addr(op), lanes)
@@ -157,6 +164,7 @@ class Interpreter:
             if steps > 5_000_000:
                 raise SimError("step limit exceeded")
             pc += 1
+            self.pc = pc
             if isinstance(item, Label):
                 continue
             if isinstance(item, Branch):

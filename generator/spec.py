@@ -14,7 +14,7 @@ from pathlib import Path
 
 SPEC_MARKER = "# aesgen-spec: "
 
-MODES = ("ecb", "ctr32", "cbc", "ghash", "polyval", "gcm")
+MODES = ("ecb", "ctr32", "cbc", "ghash", "polyval", "gcm", "gcm-siv")
 # The block-cipher modes (the ones `make demo`, tune and bench cover today).
 CIPHER_MODES = ("ecb", "ctr32", "cbc")
 # C functions each mode contributes (besides the always-present key setup).
@@ -26,6 +26,7 @@ MODE_FUNCTIONS = {
     "polyval": ("polyval",),
     "gcm": ("gcm_set_key", "ghash", "gcm_encrypt", "gcm_decrypt", "gcm_start", "gcm_aad",
             "gcm_encrypt_update", "gcm_decrypt_update", "gcm_finish"),
+    "gcm-siv": ("gcmsiv_set_key", "gcmsiv_encrypt", "gcmsiv_decrypt", "polyval"),
 }
 # Modes that multiply by powers of the GHASH key stored after the AES schedule.
 GHASH_TABLE_MODES = ("ghash", "gcm")
@@ -49,12 +50,12 @@ FEATURES_BY_ISA = {
 
 def mode_of(function: str) -> str | None:
     """The mode whose width/depth a C function runs at (None: the file's default)."""
-    if function == "gcm_set_key":  # shared by the ghash and gcm modes: the file's width
+    if function in ("gcm_set_key", "gcmsiv_set_key"):  # key setup: the file's width
         return None
     return next((m for m, fs in MODE_FUNCTIONS.items() if function in fs), None)
 
 
-CLMUL_MODES = ("ghash", "polyval", "gcm")
+CLMUL_MODES = ("ghash", "polyval", "gcm", "gcm-siv")
 
 
 def required_features(isa: str, width: int, modes: tuple[str, ...]) -> tuple[str, ...]:
@@ -161,6 +162,11 @@ class KernelSpec:
         """The streaming GCM state (see kernels/gcm_stream.py): 64-byte aligned by the caller."""
         from aesgen.kernels.gcm_stream import CTX_BYTES
         return CTX_BYTES
+
+    @property
+    def gcmsiv_key_bytes(self) -> int:
+        """The GCM-SIV key: the key-generating key's AES schedule, laid out like set_encrypt_key's."""
+        return self.key_bytes
 
     def symbol(self, function: str) -> str:
         return f"{self.prefix}_{function}"

@@ -9,10 +9,12 @@ from .aes import set_key_function
 from .cpu import cpu_supported_function
 from .gcm import gcm_function
 from .gcm_stream import gcm_aad_function, gcm_finish_function, gcm_start_function, gcm_update_function
+from .gcmsiv import gcmsiv_function, gcmsiv_set_key_function
 from .ghash import gcm_set_key_function, ghash_function, polyval_function
 from .modes import cbc_decrypt_function, cbc_encrypt_function, ctr32_function, ecb_function
 
 GCM_ARGS = ("key", "iv", "ivlen", "aad", "aadlen", "in", "out", "len", "tag", "taglen")
+GCMSIV_ARGS = ("key", "nonce", "aad", "aadlen", "in", "out", "len", "tag")
 # name -> (C argument names, describe(builder), one-line summary)
 FUNCTIONS = {
     "cpu_supported": ((), cpu_supported_function, "1 if CPUID and XGETBV allow this file's instructions"),
@@ -44,6 +46,12 @@ FUNCTIONS = {
                            "streaming AES-GCM: decrypt len more bytes (any chunking)"),
     "gcm_finish": (("ctx", "tag"), gcm_finish_function,
                    "streaming AES-GCM: the 16-byte tag; the context's secrets are wiped"),
+    "gcmsiv_set_key": (("user_key", "bits", "key"), gcmsiv_set_key_function,
+                       "AES-GCM-SIV key: the key-generating key's AES schedule (128 or 256 bits)"),
+    "gcmsiv_encrypt": (GCMSIV_ARGS, lambda b: gcmsiv_function(b, False),
+                       "AES-GCM-SIV (RFC 8452) encryption and tag"),
+    "gcmsiv_decrypt": (GCMSIV_ARGS, lambda b: gcmsiv_function(b, True),
+                       "AES-GCM-SIV decryption; -1 and out zeroed on a wrong tag"),
 }
 
 

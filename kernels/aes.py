@@ -68,26 +68,45 @@ def _prefix_xor(b: FunctionBuilder, k: VReg) -> VReg:
 
 
 class ScheduleWriter:
-    """Stores round key i of an encryption schedule into the encrypt or decrypt layout."""
+    """Stores round key i of an encryption schedule into the encrypt or decrypt layout.
 
-    def __init__(self, b: FunctionBuilder, out: str, nr: int, decrypt: bool) -> None:
-        self.b, self.out, self.nr, self.decrypt = b, out, nr, decrypt
+    `out` is the register holding the caller's schedule (64-byte aligned, the file's width:
+    key i at i * spec.key_stride), or a Mem where a schedule of `width`-bit keys starts
+    (a stack frame: width / 8 bytes per key, unaligned stores)."""
+
+    def __init__(self, b: FunctionBuilder, out: str | Mem, nr: int, decrypt: bool,
+                 width: int | None = None) -> None:
+        self.b, self.nr, self.decrypt = b, nr, decrypt
+        self.at = out if isinstance(out, Mem) else Mem(out, 0)
+        self.width = width or b.spec.width
+        self.op = "vstore" if isinstance(out, Mem) else "vstore_key"
+
+    def slot(self, i: int) -> Mem:
+        """Where round key i lives."""
+        return Mem(self.at.base, self.at.disp + i * self.width // 8)
 
     def __call__(self, i: int, k: VReg) -> None:
-        b, spec = self.b, self.b.spec
+        b = self.b
         slot = i
         if self.decrypt:
             slot = self.nr - i
             if 0 < i < self.nr:
                 k = b.v("aesimc", k, width=128, comment=f"InvMixColumns(ek[{i}])")
-        if spec.width > 128:
-            k = b.v("widen", k, comment="replicate the round key to every lane")
-        b.store(Mem(self.out, slot * spec.key_stride), k, op="vstore_key",
+        if self.width > 128:
+            k = b.v("widen", k, width=self.width, comment="replicate the round key to every lane")
+        b.store(self.slot(slot), k, width=self.width, op=self.op,
                 comment=f"{'dk' if self.decrypt else 'ek'}[{slot}]")
 
 
-def expand_128(b: FunctionBuilder, user: str, put: ScheduleWriter) -> None:
-    k = b.v("vload", Mem(user, 0), width=128, role="key")
+def _user(user: str | Mem, off: int, bits: int | None = None) -> Mem:
+    """The user key's bytes at off: `user` is a pointer register or a Mem (a stack slot)."""
+    if isinstance(user, Mem):
+        return Mem(user.base, user.disp + off, bits=bits)
+    return Mem(user, off, bits=bits)
+
+
+def expand_128(b: FunctionBuilder, user: str | Mem, put: ScheduleWriter) -> None:
+    k = b.v("vload", _user(user, 0), width=128, role="key")
     put(0, k)
     for i in range(1, 11):
         t = b.v("aeskeygenassist", k, imm=rcon(i), width=128, comment=f"RotWord(SubWord(w3)) ^ rcon {i}")
@@ -96,9 +115,9 @@ def expand_128(b: FunctionBuilder, user: str, put: ScheduleWriter) -> None:
         put(i, k)
 
 
-def expand_256(b: FunctionBuilder, user: str, put: ScheduleWriter) -> None:
-    a = b.v("vload", Mem(user, 0), width=128, role="key")
-    c = b.v("vload", Mem(user, 16), width=128, role="key")
+def expand_256(b: FunctionBuilder, user: str | Mem, put: ScheduleWriter) -> None:
+    a = b.v("vload", _user(user, 0), width=128, role="key")
+    c = b.v("vload", _user(user, 16), width=128, role="key")
     put(0, a)
     put(1, c)
     for i in range(2, 15):
@@ -114,14 +133,14 @@ def expand_256(b: FunctionBuilder, user: str, put: ScheduleWriter) -> None:
             put(i, c)
 
 
-def expand_192(b: FunctionBuilder, user: str, put: ScheduleWriter) -> None:
+def expand_192(b: FunctionBuilder, user: str | Mem, put: ScheduleWriter) -> None:
     """Six words per step: A holds w[6s..6s+3], the low half of B holds w[6s+4..6s+5].
 
     Round keys are 4-word windows over the 6-word steps, three keys per two
     steps: A[2t], (B[2t].lo | A[2t+1].lo), (A[2t+1].hi | B[2t+1].lo).
     """
-    a = b.v("vload", Mem(user, 0), width=128, role="key")
-    c = b.v("vload64", Mem(user, 16, bits=64), width=128, role="key")
+    a = b.v("vload", _user(user, 0), width=128, role="key")
+    c = b.v("vload64", _user(user, 16, bits=64), width=128, role="key")
     put(0, a)
     for s in range(1, 9):
         t = b.v("aeskeygenassist", c, imm=rcon(s), width=128)
@@ -147,11 +166,12 @@ EXPANDERS = {128: expand_128, 192: expand_192, 256: expand_256}
 
 
 def key_size_paths(b: FunctionBuilder, decrypt: bool = False,
-                   then: Callable[[int], None] | None = None) -> None:
-    """Dispatch on `bits` (128/192/256, else return -1); per size expand the encryption
+                   then: Callable[[int], None] | None = None,
+                   sizes: tuple[int, ...] = tuple(EXPANDERS)) -> None:
+    """Dispatch on `bits` (one of `sizes`, else return -1); per size expand the encryption
     schedule into `key`, store the round count, then `then(nr)` (default: return 0)."""
     user, bits, out = b.reg["user_key"], b.reg["bits"], b.reg["key"]
-    labels = {kb: b.label_name(f"bits{kb}_") for kb in EXPANDERS}
+    labels = {kb: b.label_name(f"bits{kb}_") for kb in sizes}
     for kb, lab in labels.items():
         b.s("cmp32", _r32(bits), imm=kb)
         b.branch("e", lab)

@@ -92,20 +92,29 @@ class HashCore:
     """The hashing loop shared by P_ghash and P_polyval (and later GCM)."""
 
     def __init__(self, b: FunctionBuilder, *, reflect: bool, table: Mem, k_max: int, karatsuba: bool,
-                 halves: int | None = None) -> None:
+                 halves: int | None = None, walk_by_index: bool = False) -> None:
+        """`halves`: bytes from a power to its Karatsuba halves-xor (default: a table of k_max).
+        `walk_by_index`: the tail addresses the table as table + r10 (r10 an offset), never
+        copying the table's base register: for a table in a stack frame, so that rsp is never
+        copied into another register (the static check then tracks every stack slot)."""
         self.b, self.reflect, self.table, self.k_max, self.karatsuba = b, reflect, table, k_max, karatsuba
-        self.halves = 16 * k_max if halves is None else halves  # power -> its halves-xor, in bytes
+        self.halves = 16 * k_max if halves is None else halves
+        self.walk_by_index = walk_by_index
         self.width, self.lanes, self.depth = b.width, b.lanes, b.depth
         self._sums: Products | None = None  # the tail's accumulators, one set however often it runs
 
     def power(self, entry_offset: int, width: int, base: str | None = None, mask: str | None = None):
-        """Powers vector at table entry offset (bytes); and its Karatsuba halves-xor."""
+        """Powers vector at table entry offset (bytes); and its Karatsuba halves-xor.
+        `base`: the register walking the table (the tail's r10)."""
         b, t = self.b, self.table
-        mem = Mem(base or t.base, (0 if base else t.disp) + entry_offset)
+        if base and self.walk_by_index:
+            mem = Mem(t.base, t.disp + entry_offset, index=base)
+        else:
+            mem = Mem(base or t.base, (0 if base else t.disp) + entry_offset)
         p = b.v("vload", mem, width=width, mask=mask, comment="powers of H")
         px = None
         if self.karatsuba:
-            pxm = Mem(mem.base, mem.disp + self.halves)
+            pxm = Mem(mem.base, mem.disp + self.halves, index=mem.index)
             px = b.v("vload", pxm, width=width, mask=mask, comment="their halves-xor")
         return p, px
 
@@ -165,9 +174,10 @@ class HashCore:
         if shift:
             b.s("sub_r", "r10", shift)
         b.s("shl", "r10", imm=4)
-        b.s("add_r", "r10", self.table.base)
-        if self.table.disp:
-            b.s("add", "r10", imm=self.table.disp)
+        if not self.walk_by_index:
+            b.s("add_r", "r10", self.table.base)
+            if self.table.disp:
+                b.s("add", "r10", imm=self.table.disp)
         if self._sums is None:
             self._sums = Products(b.pinned("SUM_LO"), b.pinned("SUM_MI"), b.pinned("SUM_HI"))
         sums = self._sums
@@ -298,6 +308,25 @@ def gcm_set_key_function(b: FunctionBuilder) -> None:
     b.single_path(None, power_table, powers)
 
 
+def build_powers(b: FunctionBuilder, h: Mem, table: Mem, K: int, karatsuba: bool) -> None:
+    """table = H^K..H^1 (descending, 16 bytes each; H read from h), then for Karatsuba
+    their halves-xor in the same order."""
+    def entry(i: int) -> Mem:
+        return Mem(table.base, table.disp + 16 * (K - i))
+
+    with b.at_width(128):
+        b.store(entry(1), b.v("vload", h))
+        for i in range(2, K + 1):
+            a = b.v("vload", entry(i // 2))
+            c = b.v("vload", entry(i - i // 2))
+            b.store(entry(i), dot(b, a, c))
+        if karatsuba:
+            for i in range(1, K + 1):
+                p = b.v("vload", entry(i))
+                b.store(Mem(table.base, table.disp + 16 * K + 16 * (K - i)),
+                        b.v("vxor", p, b.v("pshufd", p, imm=0x4E)))
+
+
 def polyval_function(b: FunctionBuilder, karatsuba: bool) -> None:
     """P_polyval(h, acc, data, nblocks): RFC 8452 POLYVAL continued from acc.
 
@@ -330,19 +359,7 @@ def polyval_function(b: FunctionBuilder, karatsuba: bool) -> None:
         b.label(wide)
         frame = 32 * K + 8  # rsp is 8 mod 16 at entry: the frame realigns it (loads are unaligned anyway)
         b.s("sub", "rsp", imm=frame)
-        with b.at_width(128):
-            def entry(i: int) -> Mem:
-                return Mem("rsp", 16 * (K - i))
-            h = b.v("vload", Mem(h_p, 0))
-            b.store(entry(1), h)
-            for i in range(2, K + 1):
-                a = b.v("vload", entry(i // 2))
-                c = b.v("vload", entry(i - i // 2))
-                b.store(entry(i), dot(b, a, c))
-            if karatsuba:
-                for i in range(1, K + 1):
-                    p = b.v("vload", entry(i))
-                    b.store(Mem("rsp", 16 * K + 16 * (K - i)), b.v("vxor", p, b.v("pshufd", p, imm=0x4E)))
+        build_powers(b, Mem(h_p, 0), Mem("rsp", 0), K, karatsuba)
         core = HashCore(b, reflect=False, table=Mem("rsp", 0), k_max=K, karatsuba=karatsuba)
         core.main_loop(acc, data, n)
         core.tail(acc, data, n, spec.isa)

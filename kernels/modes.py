@@ -162,16 +162,18 @@ def ctr32_function(b: FunctionBuilder) -> None:
     b.key_paths("key", path)
 
 
-def counter_base(b: FunctionBuilder, block: Mem | VReg, first: int = 0) -> VReg:
+def counter_base(b: FunctionBuilder, block: Mem | VReg, first: int = 0, little_endian: bool = False) -> VReg:
     """CTR_BASE: per lane, the byte-reversed counter block (dword 0 = counter) + lane + first.
-    `block` is in memory or an xmm value."""
+    `block` is in memory or an xmm value. `little_endian` (GCM-SIV): the counter is already
+    dword 0, bytes 0..3; no reversal."""
     L = b.lanes
     base = b.pinned("CTR_BASE")
     if isinstance(block, VReg):
         t = b.v("widen", block, role="ctr") if L > 1 else block
     else:
         t = b.v("vload_bcast", block, role="ctr")
-    t = b.v("pshufb", t, bswap_mask(L))
+    if not little_endian:
+        t = b.v("pshufb", t, bswap_mask(L))
     if L > 1:
         t = b.v("paddd", t, lane_index(L), comment="lane l counts from ctr + l")
     if first:
@@ -181,20 +183,23 @@ def counter_base(b: FunctionBuilder, block: Mem | VReg, first: int = 0) -> VReg:
 
 
 def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: str,
-               stitch=None) -> None:
+               stitch=None, little_endian: bool = False) -> None:
     """out = in ^ keystream for n bytes from CTR_BASE (32-bit big-endian counter): main loop
     over D vectors, single vectors, then an AVX-512 masked vector or xmm blocks and a
     partial block through the red zone.
 
-    `stitch` (GCM) rides along the main loop: see `stitched_loop`."""
+    `stitch` (GCM) rides along the main loop: see `stitched_loop`.
+    `little_endian` (GCM-SIV): CTR_BASE lanes are the counter blocks themselves (see
+    counter_base)."""
     spec, L = b.spec, b.lanes
-    bswap = bswap_mask(L)
+    bswap = None if little_endian else bswap_mask(L)
 
     def body(g: int, width: int | None = None, mask: str | None = None,
              riders: Callable[[], None] | None = None) -> None:
         def block(j: int) -> None:
             c = base if j == 0 else b.v("paddd", base, counter_step(j * L, L), width=width)
-            x = b.v("pshufb", c, bswap, width=width, role="blk", comment="counter block")
+            x = c if bswap is None else b.v("pshufb", c, bswap, width=width, role="blk",
+                                             comment="counter block")
             x = encrypt_rounds(b, x, nr, width=width, last=False)
             b.final()
             d = b.v("vload", Mem(inp, 16 * L * j), width=width, mask=mask, mask_elem="b")
@@ -236,9 +241,10 @@ def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: 
 
 
 def partial_block(b: FunctionBuilder, base: VReg, bswap, nr: int, inp: str, outp: str, n: str) -> None:
-    """XOR the first n (< 16) bytes with one keystream block kept in the red zone."""
+    """XOR the first n (< 16) bytes with one keystream block kept in the red zone
+    (`bswap` None: the counter block is CTR_BASE's first lane as it is)."""
     buf = Mem("rsp", -16)
-    x = b.v("pshufb", base, bswap, width=128)
+    x = base if bswap is None else b.v("pshufb", base, bswap, width=128)
     ks = encrypt_rounds(b, x, nr, width=128)
     b.store(buf, ks, width=128, comment="keystream block to the red zone")
     top = b.label_name("bytes")

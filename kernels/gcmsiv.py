@@ -1,0 +1,219 @@
+"""AES-GCM-SIV (RFC 8452) one-shot encryption and decryption in the DSL.
+
+Per call, from the key-generating key K (AES-128 or AES-256, set by P_gcmsiv_set_key):
+
+    auth_key = AES(K, LE32(0) || N)[0:8] || AES(K, LE32(1) || N)[0:8]
+    enc_key  = the first 8 bytes of AES(K, LE32(i) || N), i = 2, 3 (and 4, 5 for AES-256)
+    S   = POLYVAL_auth_key(A || pad || P || pad || LE64(8 len A) || LE64(8 len P))
+    tag = AES(enc_key, (S ^ N) with bit 7 of byte 15 cleared)
+    C   = CTR over P from tag with bit 7 of byte 15 set, a 32-bit little-endian counter in
+          bytes 0..3 (mod 2^32; the other 96 bits stay)
+
+Decryption runs the CTR from the given tag first, hashes the plaintext it recovered,
+and compares tags in constant time; on a mismatch out is zeroed and -1 returned.
+
+The frame is the GCM one-shot's (kernels/gcm.py: its partial-block slot, tag slot and saved
+arguments, so its byte gathering, hashing and tag check are reused as they are), then a
+GCM-SIV area: the input pointer, then every secret: the nonce blocks, the derived keys, the
+message key schedule (one `width`-bit round key per slot) and the powers H^K..H^1 of the
+authentication key (and their halves-xor for Karatsuba). The secrets are zeroed on return.
+"""
+from __future__ import annotations
+
+from aesgen.consts import block_msb, counter_step
+from aesgen.dsl import FunctionBuilder
+from aesgen.ir import Mem, Schedule, VReg
+
+from . import gcm
+from .aes import EXPANDERS, ScheduleWriter, encrypt_rounds, key_size_paths
+from .ghash import HashCore, build_powers, dot
+from .gcm import AAD_LEN, AAD_PTR, BLOCK, SAVED, TAG, Gcm
+from .modes import counter_base, ctr_stream
+
+# The GCM-SIV area starts after the GCM frame, 64-byte aligned relative to rsp.
+AREA = (gcm.FRAME + 63) // 64 * 64
+IN_PTR = Mem("rsp", AREA, bits=64)  # public: the caller's input pointer
+SECRETS = AREA + 64  # from here on everything is wiped before returning
+NONCE, DERIVE, AUTH_KEY, ENC_KEY, CTR_BLOCK = (Mem("rsp", SECRETS + o) for o in (0, 16, 32, 48, 80))
+SCHEDULE = SECRETS + 128
+
+
+def gcmsiv_set_key_function(b: FunctionBuilder) -> None:
+    """P_gcmsiv_set_key(user_key, bits, skey): the key-generating key's AES schedule; 128 or 256
+    bits, else -1 (RFC 8452 has no AES-192)."""
+    key_size_paths(b, sizes=(128, 256))
+
+
+class GcmSiv(Gcm):
+    def __init__(self, b: FunctionBuilder, decrypt: bool) -> None:
+        super().__init__(b, decrypt)
+        self.K = b.depth * b.lanes  # powers of the authentication key per reduction
+        self.stride = b.width // 8  # the message schedule holds one vector per round key
+        powers = SCHEDULE + 15 * self.stride
+        self.table = Mem("rsp", powers)
+        end = (powers + 32 * self.K + 63) // 64 * 64
+        # (from, to, store width): GCM's block and tag slots, then the GCM-SIV secrets.
+        self.wiped = ((BLOCK.disp, TAG.disp + 16, 128), (SECRETS, end, b.width))
+        self.frame = end + 8  # 6 pushes leave rsp 8 mod 16: this realigns it
+
+    def sched_key(self, i: int) -> Mem:
+        """Round key i of the per-message schedule (its first lane at width 128)."""
+        return Mem("rsp", SCHEDULE + i * self.stride)
+
+    # -- the function -----------------------------------------------------------
+    def entry(self) -> None:
+        b = self.b
+        for r in SAVED:
+            b.s("push", r)
+        b.s("load64", "r13", b.stack_arg("len", pushed=len(SAVED)))
+        b.s("load64", "r14", b.stack_arg("tag", pushed=len(SAVED)))
+        b.s("sub", "rsp", imm=self.frame)
+        for mem, reg in ((AAD_PTR, "rdx"), (AAD_LEN, "rcx"), (IN_PTR, "r8"), (gcm.SAVED_ARGS["out"], "r9"),
+                         (gcm.SAVED_ARGS["len"], "r13"), (gcm.SAVED_ARGS["tag"], "r14")):
+            b.s("store64", Mem(mem.base, mem.disp, bits=64), reg)
+        self.exit = b.label_name("exit")
+
+    def paths(self) -> None:
+        """Per key size: keys (and, encrypting, the tag), then the CTR in a path of its own
+        whose round keys are the stack schedule (kept in registers where they fit), then,
+        decrypting, the tag over the recovered plaintext and its check."""
+        b = self.b
+        ctr = {nr: b.label_name(f"ctr{nr * 32 - 192}_") for nr in (10, 14)}
+        check = {nr: b.label_name(f"check{nr * 32 - 192}_") for nr in (10, 14)}
+
+        def keys(nr: int) -> None:
+            self.derive_keys(nr)
+            if not self.decrypt:
+                self.authenticate(nr)
+                with b.at_width(128):
+                    b.store(Mem("r14", 0), b.v("vload", TAG), comment="tag out")
+            b.branch("jmp", ctr[nr])
+
+        def stream(nr: int) -> None:
+            self.ctr(nr, Mem("r14", 0) if self.decrypt else TAG)
+            if self.decrypt:
+                b.branch("jmp", check[nr])
+            else:
+                b.s("xor32", "eax", "eax")
+                self.leave()
+
+        def verify(nr: int) -> None:
+            self.authenticate(nr)
+            b.s("movi", "r15", imm=16, comment="tag bytes to compare")
+            self._check_tag()
+            self.leave()
+
+        b.key_paths("key", keys, scratch="r10d", rounds=(10, 14))  # rax carries data bytes
+        schedule = Schedule("rsp", SCHEDULE, self.stride)
+        for nr in (10, 14):
+            b.single_path(nr, lambda nr=nr: stream(nr), ctr[nr], schedule)
+        if self.decrypt:
+            for nr in (10, 14):
+                b.single_path(nr, lambda nr=nr: verify(nr), check[nr])
+        b.single_path(None, self.epilogue)
+
+    def authenticate(self, nr: int) -> None:
+        """TAG = the tag of AAD and plaintext (in, or out once decrypted)."""
+        acc = self.b.pinned("HASH")
+        self.core = HashCore(self.b, reflect=False, table=self.table, k_max=self.K,
+                             karatsuba=self.spec.karatsuba, walk_by_index=True)
+        self.hash_message(acc)
+        self.make_tag(nr, acc)
+
+    def leave(self) -> None:
+        self._wipe()
+        self.b.branch("jmp", self.exit)
+
+    def derive_keys(self, nr: int) -> None:
+        """NONCE = N || 0^32, the derived keys, the message schedule and the powers of H."""
+        b, spec = self.b, self.spec
+        b.s("load64", "rax", Mem("rsi", 0, bits=64), comment="12 nonce bytes, never 16: no over-read")
+        b.s("store64", Mem("rsp", NONCE.disp, bits=64), "rax")
+        b.s("store64", Mem("rsp", DERIVE.disp + 4, bits=64), "rax")
+        b.s("mov32", "eax", Mem("rsi", 8, bits=32))
+        b.s("store32", Mem("rsp", NONCE.disp + 8, bits=32), "eax")
+        b.s("store32", Mem("rsp", DERIVE.disp + 12, bits=32), "eax")
+        b.s("store32i", Mem("rsp", NONCE.disp + 12, bits=32), imm=0)
+        b.s("store32i", Mem("rsp", DERIVE.disp, bits=32), imm=0, comment="LE32(0) || N")
+        with b.at_width(128):
+            # 4 (AES-128) or 6 blocks side by side, each round key loaded once for all of them.
+            x = b.v("vload", DERIVE, role="blk")
+            blocks = [x] + [b.v("paddd", x, counter_step(i, 1), comment=f"LE32({i}) || N")
+                            for i in range(1, 4 if nr == 10 else 6)]
+            for r in range(nr + 1):
+                k = b.v("vload", Mem("rdi", r * spec.key_stride), comment=f"key-generating key, round {r}")
+                op = "vxor" if r == 0 else "aesenc" if r < nr else "aesenclast"
+                blocks = [b.v(op, x, k) for x in blocks]
+            for n, dst in enumerate((AUTH_KEY, ENC_KEY, Mem("rsp", ENC_KEY.disp + 16))[:len(blocks) // 2]):
+                b.store(dst, b.v("punpcklqdq", blocks[2 * n], blocks[2 * n + 1], comment="first 8 bytes of each"))
+        EXPANDERS[128 if nr == 10 else 256](b, ENC_KEY, ScheduleWriter(b, Mem("rsp", SCHEDULE), nr, False,
+                                                                       width=b.width))
+        build_powers(b, AUTH_KEY, self.table, self.K, self.spec.karatsuba)
+
+    def hash_message(self, acc: VReg) -> None:
+        """acc = POLYVAL over AAD, the plaintext (in, or out once decrypted) and the length block."""
+        b = self.b
+        b.v("vzero", dst=acc, width=128)
+        b.s("load64", "rsi", Mem(AAD_PTR.base, AAD_PTR.disp, bits=64))
+        b.s("load64", "rdx", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64))
+        self.hash_bytes(acc, "rsi", "rdx")
+        b.s("load64", "rsi", gcm.SAVED_ARGS["out"] if self.decrypt else IN_PTR)
+        self.hash_bytes(acc, "rsi", "r13")
+        for src, off in ((Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), 0), ("r13", 8)):
+            if isinstance(src, str):
+                b.s("mov", "r10", src)
+            else:
+                b.s("load64", "r10", src)
+            b.s("shl", "r10", imm=3, comment="LE64 of the length in bits")
+            b.s("store64", Mem(BLOCK.base, BLOCK.disp + off, bits=64), "r10")
+        self.hash_block(acc, BLOCK)
+
+    def hash_block(self, acc: VReg, mem: Mem) -> None:
+        """acc = dot(acc ^ block, H): POLYVAL, no byte reversal."""
+        b = self.b
+        with b.at_width(128):
+            x = b.v("vxor", self.load_qwords(mem), acc)
+            h = b.v("vload", Mem(self.table.base, self.table.disp + 16 * (self.K - 1)), comment="H")
+            dot(b, x, h, dst=acc)
+
+    def make_tag(self, nr: int, acc: VReg) -> None:
+        b = self.b
+        with b.at_width(128):
+            s = b.v("vxor", acc, b.v("vload", NONCE), comment="S ^ N")
+            s = b.v("pand", s, block_msb(clear=True), comment="clear bit 7 of byte 15")
+            b.store(TAG, encrypt_rounds(b, s, nr, key_at=self.sched_key), comment="tag = AES(enc_key, ...)")
+
+    def ctr(self, nr: int, tag: Mem) -> None:
+        """out = in ^ CTR keystream from the tag at `tag` (its top bit set)."""
+        b = self.b
+        with b.at_width(128):
+            t = b.v("pand", b.v("vload", tag), block_msb(clear=True))
+            b.store(CTR_BLOCK, b.v("vxor", t, block_msb(clear=False)), comment="counter block: bit 7 of byte 15 set")
+        base = counter_base(b, CTR_BLOCK, little_endian=True)
+        b.s("load64", "rsi", IN_PTR)
+        b.s("load64", "rdi", gcm.SAVED_ARGS["out"])
+        b.s("load64", "rdx", gcm.SAVED_ARGS["len"])
+        ctr_stream(b, nr, base, "rsi", "rdi", "rdx", little_endian=True)
+
+    def _wipe(self) -> None:
+        b = self.b
+        z = b.v("vzero")
+        for lo, hi, width in self.wiped:
+            for off in range(lo, hi, width // 8):
+                b.store(Mem("rsp", off), z, width=width)
+
+    def epilogue(self) -> None:
+        b = self.b
+        b.label(self.exit)
+        b.s("add", "rsp", imm=self.frame)
+        for r in reversed(SAVED):
+            b.s("pop", r)
+        if b.width > 128:
+            b.s("vzeroupper")
+        b.s("ret")
+
+
+def gcmsiv_function(b: FunctionBuilder, decrypt: bool) -> None:
+    g = GcmSiv(b, decrypt)
+    g.entry()
+    g.paths()
