@@ -379,17 +379,25 @@ def print_bench(spec: KernelSpec, result) -> None:
     peers = [p for p in result.peers if not result.peers[p].startswith("n/a")]
     table = Table(title=f"{spec.prefix}: AES-{result.key_bits}, GB/s from median TSC ticks "
                         f"(TSC {result.tsc_hz / 1e9:.2f} GHz), one call per message")
-    for col in ("op", "bytes", "aesgen GB/s", "ticks/B", *[f"{p} GB/s" for p in peers],
+    for col in ("op", "bytes", "aesgen GB/s", "ticks/B", "B/cycle", *[f"{p} GB/s" for p in peers],
                 *[f"x {p}" for p in peers], "of ceiling"):
         table.add_column(col, justify="right")
     for m in [m for m in result.measurements if m.impl == "aesgen"]:
         others = [result.get(m.op, m.size, p) for p in peers]
         ratios = [result.ratio(m.op, m.size, p) for p in peers]
         frac = result.ceiling_fraction(m.op, m.size)
+        per_cycle = result.bytes_per_cycle(m.op, m.size)
         table.add_row(m.op, str(m.size), f"{m.gbps:.2f}", f"{m.ticks_per_byte:.3f}",
+                      f"{per_cycle:.2f}" if per_cycle else "",
                       *[f"{o.gbps:.2f}" if o else "n/a" for o in others],
                       *[f"{r:.2f}" if r else "n/a" for r in ratios], f"{frac:.0%}" if frac else "")
     console.print(table)
+    from .verify.bench import ceiling_line
+
+    for op in dict.fromkeys(m.op for m in result.measurements):
+        line = ceiling_line(spec, result, op)
+        if line:
+            console.print(line, soft_wrap=True)
 
 
 def parse_range(text: str) -> list[int]:
@@ -409,15 +417,17 @@ def parse_range(text: str) -> list[int]:
 @click.option("--depths", default="1-16", show_default=True, help="Depths to explore (ranges allowed).")
 @click.option("--target", "-t", default="native", show_default=True,
               help="native measures on this CPU; another target is predicted with llvm-mca (a model).")
-@click.option("--sizes", default="256,16384", show_default=True,
-              help="SHORT,BULK message sizes: short-message latency and bulk throughput.")
+@click.option("--sizes", default=None,
+              help="SHORT[,SHORT...],BULK message sizes: short-message cycles and bulk throughput "
+                   "[default: 256,16384; gcm: 256,1024,16384].")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None)
-def explore(mode: str, widths: str, depths: str, target: str, sizes: str, json_path: Path | None,
+def explore(mode: str, widths: str, depths: str, target: str, sizes: str | None, json_path: Path | None,
             plot_path: Path | None) -> None:
     """Interleave depth vs throughput and latency, per width, for MODE.
 
-    MODE is ecb, ctr32, cbc, or ghash/polyval (both product variants; aggregation k = lanes x depth).
+    MODE is ecb, ctr32, cbc, or ghash/polyval/gcm (both product variants; aggregation
+    k = lanes x depth). gcm times gcm_encrypt: AES-128, 12-byte IV, no AAD.
 
     Example: aesgen explore ctr32 --widths 128,256,512 --depths 1-16 --plot out/ctr.png --json out/ctr.json
     """
@@ -433,8 +443,8 @@ def explore(mode: str, widths: str, depths: str, target: str, sizes: str, json_p
         raise UsageFailure(str(e)) from None
     if mode not in ex.OP_FOR_MODE:
         raise UsageFailure(f"explore takes one mode: {', '.join(ex.OP_FOR_MODE)}")
-    size_list = parse_sizes(sizes)
-    short, bulk = min(size_list), max(size_list)
+    size_list = sorted(set(parse_sizes(sizes) if sizes else ex.DEFAULT_SIZES.get(mode, ex.FALLBACK_SIZES)))
+    shorts, bulk = tuple(size_list[:-1] or size_list), size_list[-1]
     width_list, depth_list = parse_range(widths), parse_range(depths)
     for path in (json_path, plot_path):
         if path is not None and not path.parent.is_dir():
@@ -442,7 +452,7 @@ def explore(mode: str, widths: str, depths: str, target: str, sizes: str, json_p
     measure = target == "native"
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"explore {mode} on {t.name}", total=None)
-        result = ex.explore(mode, t, width_list, depth_list, bulk=bulk, short=short, measure=measure,
+        result = ex.explore(mode, t, width_list, depth_list, bulk=bulk, short=shorts, measure=measure,
                             progress=lambda s: progress.update(task, description=s))
     print_exploration(result)
     if json_path:
@@ -456,32 +466,44 @@ def explore(mode: str, widths: str, depths: str, target: str, sizes: str, json_p
 def print_exploration(result) -> None:
     kind = "measured on this CPU" if result.measured else f"MODEL: llvm-mca -mcpu for {result.target}, not measured"
     table = Table(title=f"explore {result.mode} ({kind})")
-    cols = ("width", "depth", "status", "bulk GB/s", f"cycles per {result.short_size} B") if result.measured \
-        else ("width", "depth", "status", "model cycles/iteration", "model bytes/cycle",
-              "model cycles, 1 iteration alone")
+    shorts = result.short_sizes or [result.short_size]
+    products = any(p.variant for p in result.points)  # GHASH/POLYVAL/GCM: k and the product variant
+    cols = ["width", "depth", *(["k"] if products else []), "status"]
+    cols += ["bulk GB/s", *[f"cycles per {s} B" for s in shorts]] if result.measured \
+        else ["model cycles/iteration", "model bytes/cycle", "model cycles, 1 iteration alone"]
     for c in cols:
         table.add_column(c, justify="right")
-    if any(p.variant for p in result.points):
+    if products:
         table.add_column("products")
     best = result.best()
-    variants = any(p.variant for p in result.points)
     for p in result.points:
         mark = " *" if best is p else ""
-        extra = [p.variant] if variants else []
         if p.status in ("infeasible", "verify-failed"):
-            row = [f"[yellow]{p.status}[/]", p.reason, ""] + ([] if result.measured else [""])
+            row = [f"[yellow]{p.status}[/]", p.reason] + [""] * (len(cols) - (5 if products else 4))
         elif result.measured:
-            row = [p.status + mark, f"{p.bulk_gbps:.2f}", f"{p.short_cycles:.0f}"]
+            row = [p.status + mark, f"{p.bulk_gbps:.2f}",
+                   *[f"{p.cycles_by_size.get(str(s), p.short_cycles):.0f}" for s in shorts]]
         else:
             row = [p.status + mark, f"{p.model_cycles_per_iteration:.1f}", f"{p.model_bytes_per_cycle:.2f}",
                    f"{p.model_single_iteration_cycles:.0f}"]
-        table.add_row(str(p.width), str(p.depth), *row, *extra)
+        table.add_row(str(p.width), str(p.depth), *([str(p.k)] if products else []), *row,
+                      *([p.variant] if products else []))
     console.print(table)
     knees = ", ".join(f"{w}-bit: depth {d}" for w, d in result.predicted_knee.items())
     if knees:
         console.print(f"model's predicted knee (ceil(latency / throughput)): {knees}")
     if best:
-        console.print(f"best: {best.width}-bit at depth {best.depth} {best.variant}".rstrip())
+        console.print(best_line(result, best))
+
+
+def best_line(result, best) -> str:
+    """'best: 512-bit at depth 4 (k = 16) karatsuba: 9.34 GB/s, 1130 cycles per 256 B'"""
+    k = f" (k = {best.k})" if best.k else ""
+    where = f"best: {best.width}-bit at depth {best.depth}{k} {best.variant}".rstrip()
+    if result.measured:
+        cycles = ", ".join(f"{c:.0f} cycles per {s} B" for s, c in best.cycles_by_size.items())
+        return f"{where}: {best.bulk_gbps:.2f} GB/s at {result.bulk_size} B, {cycles}"
+    return f"{where}: {best.model_bytes_per_cycle:.2f} model bytes/cycle"
 
 
 @main.command()

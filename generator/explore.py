@@ -17,14 +17,20 @@ from pathlib import Path
 from typing import Callable
 
 from .dsl import BuildError
+from .mainloop import main_loop
 from .model import pipe_depth
 from .pipeline import generate
 from .spec import WIDTHS_BY_ISA, KernelSpec
 from .target import Target
 
 OP_FOR_MODE = {"ecb": "ecb_encrypt", "ctr32": "ctr32_encrypt", "cbc": "cbc_decrypt", "ghash": "ghash",
-               "polyval": "polyval"}
-HASH_MODES = ("ghash", "polyval")  # explored in both product variants; aggregation k = lanes x depth
+               "polyval": "polyval", "gcm": "gcm_encrypt"}
+HASH_MODES = ("ghash", "polyval")
+# Modes with carry-less products: explored in both product variants; aggregation k = lanes x depth.
+PRODUCT_MODES = (*HASH_MODES, "gcm")
+# Message sizes (SHORT..., BULK) when --sizes is not given: GCM's short messages are timed at 1 KiB too.
+DEFAULT_SIZES = {"gcm": (256, 1024, 16384)}
+FALLBACK_SIZES = (256, 16384)
 SCHEMA = "aesgen-explore/1"
 LLVM_MCA = ("llvm-mca-19", "llvm-mca")
 
@@ -36,11 +42,13 @@ class Point:
     status: str  # "measured", "model", "infeasible", "verify-failed"
     reason: str = ""
     bulk_gbps: float | None = None  # measured, from the median
-    short_cycles: float | None = None  # core cycles for one short message (median)
+    short_cycles: float | None = None  # core cycles for one message of the smallest short size (median)
     model_cycles_per_iteration: float | None = None  # llvm-mca
     model_bytes_per_cycle: float | None = None
     model_single_iteration_cycles: float | None = None  # llvm-mca, one iteration alone: latency
-    variant: str = ""  # GHASH/POLYVAL: "schoolbook" or "karatsuba"
+    variant: str = ""  # GHASH/POLYVAL/GCM: "schoolbook" or "karatsuba"
+    k: int | None = None  # GHASH/POLYVAL/GCM: blocks per reduction, lanes x depth
+    cycles_by_size: dict[str, float] = field(default_factory=dict)  # short size (str) -> core cycles (median)
 
 
 @dataclass
@@ -52,6 +60,7 @@ class Exploration:
     short_size: int
     predicted_knee: dict[int, int] = field(default_factory=dict)  # width -> depth the model predicts
     points: list[Point] = field(default_factory=list)
+    short_sizes: list[int] = field(default_factory=list)  # every short size, ascending; short_size is the first
 
     def best(self) -> Point | None:
         key = (lambda p: p.bulk_gbps) if self.measured else (lambda p: p.model_bytes_per_cycle)
@@ -62,20 +71,13 @@ class Exploration:
         d = asdict(self)
         d["schema"] = SCHEMA
         b = self.best()
-        d["best"] = {"width": b.width, "depth": b.depth, "variant": b.variant} if b else None
+        d["best"] = {"width": b.width, "depth": b.depth, "variant": b.variant, "k": b.k} if b else None
         return d
 
 
-def main_loop_text(asm: str, function: str, depth: int) -> str:
-    """The first (AES-128) main loop of `function`, comments stripped, for llvm-mca."""
-    stem = "hash_loop" if function in HASH_MODES else f"loop{depth}x_"
-    m = re.search(rf"^(\S*_{function}_{stem}\d+):$", asm, re.M)
-    if not m:
-        raise BuildError(f"no depth-{depth} main loop in {function}")
-    start = m.start()
-    end = asm.index(f"jmp {m.group(1)}", start)
-    end = asm.index("\n", end)
-    return "\n".join(line.split("#", 1)[0].rstrip() for line in asm[start:end].splitlines()) + "\n"
+def main_loop_text(asm: str, function: str) -> str:
+    """The AES-128 main loop of `function` (its longest loop there), comments stripped, for llvm-mca."""
+    return main_loop(asm, function).text()
 
 
 def llvm_mca(text: str, mcpu: str, iterations: int = 200) -> float:
@@ -95,31 +97,34 @@ def llvm_mca(text: str, mcpu: str, iterations: int = 200) -> float:
 
 
 def explore(mode: str, target: Target, widths: list[int], depths: list[int], *, bulk: int = 16384,
-            short: int = 256, measure: bool = True, trials: int = 7, rounds: int = 3,
+            short: int | tuple[int, ...] = 256, measure: bool = True, trials: int = 7, rounds: int = 3,
             progress: Callable[[str], None] | None = None) -> Exploration:
     """Every config is built and verified first, then timed in `rounds` passes over all of
-    them: a burst of noise on the shared machine then spoils one pass, not one config."""
+    them: a burst of noise on the shared machine then spoils one pass, not one config.
+    `short` is one short-message size or several; the smallest is the `short_cycles` one."""
     isa = target.isa
-    result = Exploration(mode, target.name, measure, bulk, short)
+    shorts = sorted({short} if isinstance(short, int) else set(short))
+    result = Exploration(mode, target.name, measure, bulk, shorts[0], short_sizes=shorts)
     for w in widths:
-        if w in WIDTHS_BY_ISA[isa] and mode not in HASH_MODES:
+        if w in WIDTHS_BY_ISA[isa] and mode not in HASH_MODES:  # GCM: the knee of its CTR side
             result.predicted_knee[w] = pipe_depth(target, w)
     with tempfile.TemporaryDirectory(prefix="aesgen-explore-") as tmp:
         runnable: list[tuple[Point, KernelSpec, Path]] = []
-        variants = (False, True) if mode in HASH_MODES else (False,)
+        variants = (False, True) if mode in PRODUCT_MODES else (False,)
         for karatsuba in variants:
             for w in widths:
                 for d in depths:
                     if progress:
                         progress(f"build {w}-bit depth {d}")
                     point, spec, path = _prepare(mode, target, isa, w, d, measure, Path(tmp), karatsuba)
-                    if mode in HASH_MODES:
+                    if mode in PRODUCT_MODES:
                         point.variant = "karatsuba" if karatsuba else "schoolbook"
+                        point.k = w // 128 * d
                     result.points.append(point)
                     if path is not None:
                         runnable.append((point, spec, path))
         if measure and runnable:
-            _measure(mode, runnable, bulk, short, trials, rounds, progress)
+            _measure(mode, runnable, bulk, shorts, trials, rounds, progress)
     return result
 
 
@@ -135,7 +140,7 @@ def _prepare(mode: str, target: Target, isa: str, width: int, depth: int, measur
     op = OP_FOR_MODE[mode]
     if not measure:
         try:
-            loop = main_loop_text(kernel.asm, op, depth)
+            loop = main_loop_text(kernel.asm, op)
             # Steady state (iterations overlap, as an ideal out-of-order core runs them) and
             # one iteration alone (the latency a short message sees).
             cycles = llvm_mca(loop, target.llvm_mca_cpu)
@@ -156,7 +161,7 @@ def _prepare(mode: str, target: Target, isa: str, width: int, depth: int, measur
     return Point(width, depth, "measured"), spec, path
 
 
-def _measure(mode: str, runnable: list, bulk: int, short: int, trials: int, rounds: int,
+def _measure(mode: str, runnable: list, bulk: int, shorts: list[int], trials: int, rounds: int,
              progress: Callable[[str], None] | None) -> None:
     from statistics import median
 
@@ -166,18 +171,19 @@ def _measure(mode: str, runnable: list, bulk: int, short: int, trials: int, roun
     ceiling = measure_ceiling()
     cycles_per_tick = ceiling.core_hz / ceiling.tsc_hz
     op = OP_FOR_MODE[mode]
-    samples: dict[int, list[tuple[float, float]]] = {id(p): [] for p, _, _ in runnable}
+    samples: dict[int, list[tuple[float, list[float]]]] = {id(p): [] for p, _, _ in runnable}
     for r in range(rounds):
         for point, spec, path in runnable:
             if progress:
-                progress(f"time {point.width}-bit depth {point.depth} (pass {r + 1}/{rounds})")
-            res = bench(spec, path, ops=[op], sizes=[short, bulk], trials=trials)
-            b, s = res.get(op, bulk, "aesgen"), res.get(op, short, "aesgen")
-            samples[id(point)].append((b.gbps, s.median_ticks * cycles_per_tick))
+                progress(f"time {point.width}-bit depth {point.depth} {point.variant} (pass {r + 1}/{rounds})")
+            res = bench(spec, path, ops=[op], sizes=[*shorts, bulk], trials=trials)
+            cycles = [res.get(op, s, "aesgen").median_ticks * cycles_per_tick for s in shorts]
+            samples[id(point)].append((res.get(op, bulk, "aesgen").gbps, cycles))
     for point, _, _ in runnable:
         got = samples[id(point)]
         point.bulk_gbps = median(g for g, _ in got)
-        point.short_cycles = median(c for _, c in got)
+        point.cycles_by_size = {str(s): median(c[i] for _, c in got) for i, s in enumerate(shorts)}
+        point.short_cycles = point.cycles_by_size[str(shorts[0])]
 
 
 def plot(result: Exploration, path: Path) -> None:

@@ -11,8 +11,8 @@ import pytest
 from aesgen.cpu import missing_features
 from aesgen.pipeline import generate
 from aesgen.spec import KernelSpec
-from aesgen.verify.bench import BenchResult, Measurement, bench
-from aesgen.verify.ceiling import ceiling_source
+from aesgen.verify.bench import BenchResult, Measurement, OpCeiling, bench, ceiling_line, op_ceiling
+from aesgen.verify.ceiling import Ceiling, InstructionCost, ceiling_source, mix_source
 
 SPEC = KernelSpec(("ecb", "ctr32"), "avx", 128, 2)
 pytestmark = pytest.mark.skipif(bool(missing_features(SPEC.features)),
@@ -76,3 +76,69 @@ def test_ceiling_source_has_throughput_and_latency_loops():
     assert lat.count("vaesenc %zmm15, %zmm0, %zmm0") == 12  # one dependent chain
     tput = text.split("ceil_vaesenc_512_tput:", 1)[1].split(".size", 1)[0]
     assert len({line.split(",")[-1] for line in tput.splitlines() if "vaesenc" in line}) == 12
+
+
+# ---------------------------------------------------------------- ceiling arithmetic (no timing)
+
+def fake_ceiling(mix_cycles: float | None = None) -> Ceiling:
+    """Round costs, as if measured: a 3 GHz core whose TSC runs at 2 GHz."""
+    costs = [InstructionCost("vaesenc", 512, 1.0, 4.0, 0.0), InstructionCost("vaesenc", 128, 0.5, 4.0, 0.0),
+             InstructionCost("vpclmulqdq", 512, 2.0, 4.0, 0.0)]
+    ceiling = Ceiling(tsc_hz=2e9, core_hz=3e9, costs=costs)
+    ceiling.measure_mix = lambda counts: mix_cycles  # type: ignore[method-assign]
+    return ceiling
+
+
+@pytest.mark.parametrize("karatsuba,clmuls", [(False, 18), (True, 14)])
+def test_hash_ceiling_counts_the_main_loop_clmuls(karatsuba, clmuls):
+    spec = KernelSpec(("ghash", "polyval"), "avx512", 512, 4, karatsuba=karatsuba)
+    for op in ("ghash", "polyval"):
+        c = op_ceiling(fake_ceiling(), spec, op, 128, generate(spec).asm)
+        # 256 bytes per iteration (4 zmm of 4 blocks); 4 or 3 products per zmm and 2 for the reduction.
+        assert c.bytes_per_cycle == pytest.approx(256 / (clmuls * 2.0))
+        assert c.gbps == pytest.approx(c.bytes_per_cycle * 3.0)
+        assert c.name == "clmul" and not c.measured_together
+        assert f"{clmuls} vpclmulqdq zmm" in c.basis
+
+
+def test_gcm_ceiling_is_the_measured_mix_of_the_main_loop():
+    spec = KernelSpec(("gcm",), "avx512", 512, 4)
+    c = op_ceiling(fake_ceiling(mix_cycles=64.0), spec, "gcm_encrypt", 128, generate(spec).asm)
+    assert c.bytes_per_cycle == pytest.approx(256 / 64.0)
+    assert c.measured_together and c.name == "AES+CLMUL"
+    assert "40 vaesenc zmm + 18 vpclmulqdq zmm" in c.basis and "alone: AES 40.0, CLMUL 36.0" in c.basis
+    # A CPU that cannot run the mix loop has no GCM ceiling rather than a guessed one.
+    assert op_ceiling(fake_ceiling(mix_cycles=None), spec, "gcm_encrypt", 128, generate(spec).asm) is None
+
+
+def test_cipher_ceilings():
+    spec = KernelSpec(("ctr32", "cbc"), "avx512", 512, 4)
+    assert op_ceiling(fake_ceiling(), spec, "ctr32_encrypt", 128).bytes_per_cycle == pytest.approx(64 / 10)
+    assert op_ceiling(fake_ceiling(), spec, "cbc_encrypt", 256).bytes_per_cycle == pytest.approx(16 / (14 * 4.0))
+    assert op_ceiling(fake_ceiling(), KernelSpec(("ctr32",), "avx512", 256, 4), "ctr32_encrypt", 128) is None
+
+
+def test_bytes_per_cycle_and_the_ceiling_line():
+    spec = KernelSpec(("ghash",), "avx512", 512, 4, karatsuba=True)
+    r = BenchResult(spec={}, key_bits=128, tsc_hz=2e9, core_hz=3e9)
+    # 16384 bytes in 4096 ticks = 6144 core cycles: 2.67 B/cycle.
+    r.measurements = [Measurement("ghash", 16384, "aesgen", 4000, 4096, 0, 0),
+                      Measurement("ghash", 256, "aesgen", 100, 200, 0, 0)]
+    r.ceiling_bounds = {"ghash": OpCeiling("ghash", 16.0, 16 / 3, "clmul", "basis")}
+    assert r.bytes_per_cycle("ghash", 16384) == pytest.approx(16384 / 6144)
+    assert ceiling_line(spec, r, "ghash") == ("ghash 512x4 karatsuba, 16384 B: 2.67 B/cycle = 50% of the clmul "
+                                              "ceiling 5.33 B/cycle (basis)")
+    assert ceiling_line(spec, r, "polyval") is None
+
+
+def test_mix_source_spreads_independent_chains():
+    text = mix_source({("vaesenc", 512): 40, ("vpclmulqdq", 512): 14})
+    body = text.split("ceil_mix:", 1)[1].split("dec %rdi", 1)[0]
+    aes = [ln.split(",")[-1].strip() for ln in body.splitlines() if "vaesenc" in ln]
+    clmul = [ln.split(",")[-1].strip() for ln in body.splitlines() if "vpclmulqdq" in ln]
+    assert len(aes) == 40 and len(clmul) == 14
+    assert not set(aes) & set(clmul) and len(set(aes)) == 10 and len(set(clmul)) == 5
+    # Spread out: no run of more than 40/14 + 1 AES instructions between two multiplies.
+    kinds = "".join("c" if "vpclmulqdq" in ln else "a" for ln in body.splitlines() if "%zmm" in ln)
+    assert max(len(run) for run in kinds.split("c")) <= 4
+    assert "ceil_add_lat:" in text  # the clock is calibrated in the same file

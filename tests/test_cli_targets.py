@@ -68,6 +68,42 @@ def test_explore_for_another_target_is_a_labelled_model(tmp_path):
     assert d["predicted_knee"] == {"128": 4}
 
 
+@pytest.mark.skipif(not (shutil.which("llvm-mca-19") or shutil.which("llvm-mca")), reason="llvm-mca not installed")
+def test_explore_gcm_model_has_k_products_and_infeasible_points(tmp_path):
+    js = tmp_path / "g.json"
+    # Skylake has 16 registers: GCM fits at depth 5, not at depth 6 (a point, not a crash).
+    r = run("explore", "gcm", "--target", "skylake", "--widths", "128,256", "--depths", "5-6", "--json", str(js))
+    assert r.exit_code == 0, r.output
+    d = json.loads(js.read_text())
+    assert d["schema"] == "aesgen-explore/1" and d["mode"] == "gcm" and d["measured"] is False
+    got = {(p["width"], p["depth"], p["variant"]): p for p in d["points"]}
+    assert set(got) == {(w, dp, v) for w in (128, 256) for dp in (5, 6) for v in ("schoolbook", "karatsuba")}
+    for (w, dp, _), p in got.items():
+        assert p["k"] == w // 128 * dp
+        if (w, dp) == (128, 5):
+            assert p["status"] == "model" and p["model_bytes_per_cycle"] > 0
+        else:
+            assert p["status"] == "infeasible" and p["reason"]
+    assert d["best"]["width"] == 128 and d["best"]["depth"] == 5 and d["best"]["k"] == 5
+    assert "best: 128-bit at depth 5 (k = 5)" in r.output
+
+
+def test_explore_json_of_measured_gcm_points():
+    from aesgen.explore import Exploration, Point
+
+    ex = Exploration("gcm", "native", True, 16384, 256, short_sizes=[256, 1024])
+    ex.points = [Point(512, 4, "measured", bulk_gbps=9.0, short_cycles=700.0, variant="schoolbook", k=16,
+                       cycles_by_size={"256": 700.0, "1024": 1500.0}),
+                 Point(512, 4, "measured", bulk_gbps=9.5, short_cycles=650.0, variant="karatsuba", k=16,
+                       cycles_by_size={"256": 650.0, "1024": 1400.0}),
+                 Point(128, 16, "infeasible", "out of vector registers", variant="karatsuba", k=16)]
+    d = json.loads(json.dumps(ex.to_json()))
+    assert d["schema"] == "aesgen-explore/1" and d["short_sizes"] == [256, 1024] and d["short_size"] == 256
+    assert d["best"] == {"width": 512, "depth": 4, "variant": "karatsuba", "k": 16}
+    assert d["points"][0]["cycles_by_size"] == {"256": 700.0, "1024": 1500.0}
+    assert d["points"][2]["bulk_gbps"] is None and d["points"][2]["reason"] == "out of vector registers"
+
+
 def test_tuned_generation_uses_the_saved_result(tmp_path):
     vendor, family, model, name = cpu_signature()
     pick = lambda w, d: {"width": w, "depth": d, "gbps": 1.0, "cycles": 1.0}  # noqa: E731

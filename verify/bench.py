@@ -14,7 +14,8 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from aesgen.spec import KernelSpec
+from aesgen.mainloop import main_loop
+from aesgen.spec import KernelSpec, mode_of
 
 from .bench_build import bench_binary
 from .build import build_shared
@@ -40,6 +41,17 @@ class Measurement:
 
 
 @dataclass
+class OpCeiling:
+    """What the hardware allows one function, and why."""
+    op: str
+    gbps: float
+    bytes_per_cycle: float  # per core cycle
+    name: str  # what limits it: "clmul", "AES+CLMUL", "AES", "serial AES"
+    basis: str  # how it was obtained, for the report line
+    measured_together: bool = False  # a mix loop of the kernel's instructions, run on this CPU
+
+
+@dataclass
 class BenchResult:
     spec: dict
     key_bits: int
@@ -48,6 +60,8 @@ class BenchResult:
     measurements: list[Measurement] = field(default_factory=list)
     ceilings: dict[str, float] = field(default_factory=dict)  # op -> GB/s the hardware allows
     machine: dict = field(default_factory=dict)
+    core_hz: float = 0.0  # from the ceiling's add chain; 0 when no ceiling was measured
+    ceiling_bounds: dict[str, OpCeiling] = field(default_factory=dict)  # op -> the ceiling's derivation
 
     def get(self, op: str, size: int, impl: str) -> Measurement | None:
         return next((m for m in self.measurements if (m.op, m.size, m.impl) == (op, size, impl)), None)
@@ -68,7 +82,8 @@ class BenchResult:
             for peer in self.peers if self.get(m.op, m.size, peer)
         ]
         d["ceiling_fraction"] = [
-            {"op": m.op, "size": m.size, "fraction": self.ceiling_fraction(m.op, m.size)}
+            {"op": m.op, "size": m.size, "fraction": self.ceiling_fraction(m.op, m.size),
+             "bytes_per_cycle": self.bytes_per_cycle(m.op, m.size)}
             for m in self.measurements if m.impl == "aesgen" and m.op in self.ceilings
         ]
         return d
@@ -76,6 +91,11 @@ class BenchResult:
     def ceiling_fraction(self, op: str, size: int) -> float | None:
         m = self.get(op, size, "aesgen")
         return m.gbps / self.ceilings[op] if m and op in self.ceilings else None
+
+    def bytes_per_cycle(self, op: str, size: int, impl: str = "aesgen") -> float | None:
+        """Bytes per core cycle, from the median ticks (None without the ceiling's clock)."""
+        m = self.get(op, size, impl)
+        return m.size / (m.median_ticks * self.core_hz / self.tsc_hz) if m and self.core_hz else None
 
 
 def machine_info() -> dict:
@@ -135,36 +155,86 @@ def bench(spec: KernelSpec, asm_path: Path, *, ops: list[str], sizes: list[int],
             m.gbps = m.size / (m.median_ticks / result.tsc_hz) / 1e9
         result.measurements.extend(ms)
     if ceiling is not None:
-        limits = {op: op_ceiling(ceiling, spec, op, key_bits) for op in ops}
-        result.ceilings = {op: v for op, v in limits.items() if v is not None}
+        asm = asm_path.read_text()
+        limits = {op: op_ceiling(ceiling, spec, op, key_bits, asm) for op in ops}
+        result.ceiling_bounds = {op: v for op, v in limits.items() if v is not None}
+        result.ceilings = {op: v.gbps for op, v in result.ceiling_bounds.items()}
+        result.core_hz = ceiling.core_hz
     return result
 
 
-def op_ceiling(ceiling: Ceiling, spec: KernelSpec, op: str, key_bits: int) -> float | None:
-    """GB/s the hardware allows: vaesenc throughput at the mode's width, or for the serial
-    CBC encryption the latency bound (rounds x vaesenc latency per block). None when the
-    CPU cannot run the loops that measure it."""
-    try:
-        return _op_ceiling(ceiling, spec, op, key_bits)
-    except AttributeError:  # a cost the ceiling could not measure on this CPU
-        return None
+HASH_OPS = ("ghash", "polyval")
+REGISTER_KINDS = {128: "xmm", 256: "ymm", 512: "zmm"}
 
 
-def _op_ceiling(ceiling: Ceiling, spec: KernelSpec, op: str, key_bits: int) -> float:
+def describe_counts(counts: dict[tuple[str, int], int]) -> str:
+    """'40 vaesenc zmm + 18 vpclmulqdq zmm'"""
+    return " + ".join(f"{n} {ins} {REGISTER_KINDS[w]}" for (ins, w), n in sorted(counts.items()))
+
+
+def clmul_ceiling_cycles(counts: dict[tuple[str, int], int], ceiling: Ceiling) -> float | None:
+    """Core cycles the carry-less multiplies of a loop need at their measured reciprocal throughput."""
+    return ceiling.alone_cycles({k: n for k, n in counts.items() if k[0] == "vpclmulqdq"})
+
+
+def op_ceiling(ceiling: Ceiling, spec: KernelSpec, op: str, key_bits: int, asm: str | None = None) -> OpCeiling | None:
+    """What the hardware allows `op`. Ciphers: vaesenc throughput at the mode's width, or for the
+    serial CBC encryption the latency bound. GHASH/POLYVAL: the carry-less multiplies of the
+    generated main loop (products and reductions, counted) at vpclmulqdq's throughput. GCM: a
+    loop holding the main loop's vaesenc and vpclmulqdq, measured (they may share pipes).
+    None when the CPU cannot run the loops that measure it."""
+    mode = mode_of(op) or spec.modes[0]
+    width, depth = spec.width_for(mode), spec.depth_for(mode)
+    core = ceiling.core_hz
+    def done(bytes_per_cycle: float, name: str, basis: str, together: bool = False) -> OpCeiling:
+        return OpCeiling(op, bytes_per_cycle * core / 1e9, bytes_per_cycle, name, basis, together)
+
+    if op in HASH_OPS or op == "gcm_encrypt":
+        if asm is None:
+            from aesgen.pipeline import generate
+            asm = generate(spec).asm
+        counts = dict(main_loop(asm, op, key_bits).unit_counts())
+        per_iteration = 16 * (width // 128) * depth
+        clmul = clmul_ceiling_cycles(counts, ceiling)
+        if clmul is None:
+            return None
+        if op in HASH_OPS:
+            return done(per_iteration / clmul, "clmul",
+                        f"main loop per {per_iteration} B: {describe_counts(counts)} at their measured throughput, "
+                        f"{clmul:.1f} cycles")
+        together = ceiling.measure_mix(counts)
+        aes = ceiling.alone_cycles({k: n for k, n in counts.items() if k[0] == "vaesenc"})
+        if together is None or aes is None:
+            return None
+        return done(per_iteration / together, "AES+CLMUL",
+                    f"main loop per {per_iteration} B: {describe_counts(counts)}, run together {together:.1f} cycles "
+                    f"(alone: AES {aes:.1f}, CLMUL {clmul:.1f})", together=True)
     rounds = ROUNDS[key_bits]
-    if op in ("ghash", "polyval"):
-        # Carry-less multiplies per block: 4 (schoolbook) or 3 (Karatsuba), reductions aside.
-        width = spec.width_for(op)
-        cost = ceiling.cost("vpclmulqdq", width)
-        per_block = 3 if spec.karatsuba else 4
-        return 16 * (width // 128) / (per_block * cost.throughput_cycles / ceiling.core_hz) / 1e9
     if op == "cbc_encrypt":
         cost = ceiling.cost("vaesenc", 128)
-        return 16 / (rounds * cost.latency_cycles / ceiling.core_hz) / 1e9
-    mode = op.split("_")[0]
-    if op == "gcm_encrypt":  # AES and GHASH run on different units: the slower one bounds GCM
-        clmul = ceiling.cost("vpclmulqdq", spec.width_for(mode))
-        per_block = 3 if spec.karatsuba else 4
-        hash_gbps = 16 * (spec.width_for(mode) // 128) / (per_block * clmul.throughput_cycles / ceiling.core_hz) / 1e9
-        return min(ceiling.aes_gbps(spec.width_for(mode), rounds), hash_gbps)
-    return ceiling.aes_gbps(spec.width_for(mode), rounds)
+        if cost is None:
+            return None
+        return done(16 / (rounds * cost.latency_cycles), "serial AES",
+                    f"{rounds} x vaesenc latency {cost.latency_cycles:.2f} cycles per 16 B")
+    cost = ceiling.cost("vaesenc", width)
+    if cost is None:
+        return None
+    return done(16 * (width // 128) / (rounds * cost.throughput_cycles), "AES",
+                f"{rounds} x vaesenc {REGISTER_KINDS[width]} at {cost.throughput_cycles:.2f} cycles per "
+                f"{16 * (width // 128)} B")
+
+
+def ceiling_line(spec: KernelSpec, result: BenchResult, op: str) -> str | None:
+    """'ghash 512x4 karatsuba, 16384 B: 4.10 B/cycle = 78% of the clmul ceiling 5.30 B/cycle (...)',
+    at the largest size measured."""
+    c = result.ceiling_bounds.get(op)
+    sizes = [m.size for m in result.measurements if m.op == op and m.impl == "aesgen"]
+    if c is None or not sizes:
+        return None
+    size = max(sizes)
+    got = result.bytes_per_cycle(op, size)
+    mode = mode_of(op) or spec.modes[0]
+    products = (" karatsuba" if spec.karatsuba else " schoolbook") if mode in ("ghash", "polyval", "gcm") else ""
+    kind = "measured " if c.measured_together else ""
+    return (f"{op} {spec.width_for(mode)}x{spec.depth_for(mode)}{products}, {size} B: {got:.2f} B/cycle = "
+            f"{got / c.bytes_per_cycle:.0%} of the {kind}{c.name} ceiling {c.bytes_per_cycle:.2f} B/cycle ({c.basis})")

@@ -4,6 +4,11 @@ A generated measurement file (not a product kernel): for vaesenc, vpclmulqdq
 and vgf2p8affineinvqb at xmm/ymm/zmm, a loop of 12 independent chains
 (throughput) and a loop of one dependent chain (latency); plus a chain of
 `add` (1 cycle each) that converts TSC ticks into core cycles.
+
+A *mix* loop holds given numbers of vaesenc and vpclmulqdq (per width), spread
+evenly over independent chains: it measures what a stitched loop such as GCM's
+allows when the two instructions compete for the same pipes (on Zen 4 they do,
+so the bound is near the sum of their costs, not the larger one).
 """
 from __future__ import annotations
 
@@ -56,6 +61,27 @@ def ceiling_source() -> tuple[str, list[str]]:
     return "\n".join(lines) + "\n", names
 
 
+# Chain registers of each unit in a mix loop (register 15 is the shared source).
+MIX_CHAINS = {"vaesenc": range(0, 10), "vpclmulqdq": range(10, 15)}
+MIX_REPEATS = 9
+
+
+def mix_source(counts: dict[tuple[str, int], int], name: str = "ceil_mix") -> str:
+    """One loop with counts[(instruction, width)] of each instruction, spread evenly through the
+    body, each unit's instructions round-robin over its own independent chains."""
+    slots = sorted(((i + 0.5) / n, ins, width) for (ins, width), n in counts.items() for i in range(n))
+    turn = dict.fromkeys(MIX_CHAINS, 0)
+    body = []
+    for _, ins, width in slots:
+        chains = MIX_CHAINS[ins]
+        reg = chains[turn[ins] % len(chains)]
+        turn[ins] += 1
+        body.append(INSTRUCTIONS[ins].format(s=f"%{KINDS[width]}15", d=f"%{KINDS[width]}{reg}"))
+    lines = ["\t.text", *_loop(name, body, any(w > 128 for _, w in counts)),
+             *_loop("ceil_add_lat", ["add $1, %rax"] * CHAINS, False), '\t.section .note.GNU-stack,"",@progbits']
+    return "\n".join(lines) + "\n"
+
+
 @dataclass
 class InstructionCost:
     instruction: str
@@ -85,6 +111,31 @@ class Ceiling:
         d = asdict(self)
         d["aes128_gbps"] = {str(w): self.aes_gbps(w) for w in KINDS}
         return d
+
+    def alone_cycles(self, counts: dict[tuple[str, int], int]) -> float | None:
+        """Core cycles the instructions need from their own reciprocal throughputs, each unit
+        as if alone (None if a cost was not measured on this CPU)."""
+        costs = [(self.cost(ins, width), n) for (ins, width), n in counts.items()]
+        return None if any(c is None for c, _ in costs) else sum(c.throughput_cycles * n for c, n in costs)
+
+    def measure_mix(self, counts: dict[tuple[str, int], int]) -> float | None:
+        """Core cycles one iteration of a mix loop (see mix_source) takes, measured; None when
+        this CPU lacks an instruction of the mix."""
+        from aesgen.cpu import host_flags
+
+        have = host_flags()
+        if not counts or any(f not in have for key in counts for f in FEATURES[key]):
+            return None
+        so = build_so_from_text(mix_source(counts), "ceiling-mix")
+        # MIX_REPEATS runs in one process, each next to a run of the 1-cycle add chain, so the
+        # clock is calibrated at the same moment; the fastest pair counts. On a shared machine
+        # a neighbour or a clock change can slow one burst of trials down twofold.
+        names = ["ceil_add_lat", "ceil_mix"] * MIX_REPEATS
+        out = subprocess.run([str(bench_binary()), "--ceiling", str(so), *names],
+                             check=True, capture_output=True, text=True).stdout
+        rows = [json.loads(line) for line in out.splitlines() if line.strip()][1:]
+        # The harness divides each loop's ticks by CHAINS instructions per iteration.
+        return min(mix["min_ticks"] * CHAINS / add["min_ticks"] for add, mix in zip(rows[::2], rows[1::2]))
 
 
 def measure(cpu: int | None = None) -> Ceiling:
