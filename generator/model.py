@@ -9,6 +9,7 @@ the register file cannot hold is lowered to the largest that fits.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -33,15 +34,16 @@ def pipe_depth(target: Target, width: int) -> int:
 
 
 @lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=None)
 def max_depth(isa: str, width: int, mode: str) -> int:
     """The largest depth whose kernel fits the register file (0 if none)."""
-    from .pipeline import generate
+    from .pipeline import check_fits
 
     lo, hi = 0, MAX_DEPTH  # feasibility is monotone in depth: bisect
     while lo < hi:
         mid = (lo + hi + 1) // 2
         try:
-            generate(KernelSpec((mode,), isa, width, mid))
+            check_fits(KernelSpec((mode,), isa, width, mid))
             lo = mid
         except BuildError:
             hi = mid - 1

@@ -210,6 +210,25 @@ def _resolve_branches(emitted: list[Emitted]) -> list[Instruction]:
     return out
 
 
+def check_fits(spec: KernelSpec) -> None:
+    """Raise BuildError unless every function of spec builds and fits the register file:
+    generate() without encoding or rendering (what depth searches need)."""
+    from aesgen.kernels import build_function, build_functions
+
+    emitter = FunctionEmitter(spec, None)  # type: ignore[arg-type]  # allocation only
+    for fn in build_functions(spec):
+        try:
+            _allocate_all(emitter, fn)
+        except RegisterPressure:
+            _allocate_all(emitter, build_function(spec, fn.name, compact=True))
+
+
+def _allocate_all(emitter: FunctionEmitter, fn: Function) -> None:
+    lower = Lowerer(emitter.spec, fn.width)
+    for path in fn.paths:
+        emitter.path_items(fn, path, lower)
+
+
 def _emit_fitting(spec: KernelSpec, emitter: FunctionEmitter, fn: Function) -> tuple[list[str], list[Emitted]]:
     """Emit fn; if its schedule needs more registers than the file has, emit the compact
     variant (riders before the rounds instead of spread over them: the same computation)."""
@@ -261,4 +280,4 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
                            env.get_template("kernel.h.j2").render(context), instructions, emitter.notes)
 
 
-__all__ = ["generate", "GeneratedKernel", "BuildError", "command_line"]
+__all__ = ["generate", "check_fits", "GeneratedKernel", "BuildError", "command_line"]
