@@ -30,9 +30,6 @@ MODE_FUNCTIONS = {
 }
 # Modes that multiply by powers of the GHASH key stored after the AES schedule.
 GHASH_TABLE_MODES = ("ghash", "gcm")
-# Powers of H beyond H^K in the GCM key: the last K blocks of a message, its partial block
-# and its length block then take one reduction together (H^(K+2) .. H^1).
-GCM_EXTRA_POWERS = 2
 COMMON_FUNCTIONS = ("cpu_supported", "set_encrypt_key", "set_decrypt_key")
 
 ISAS = ("sse", "avx", "avx2", "avx512")
@@ -144,18 +141,18 @@ class KernelSpec:
 
     @property
     def gcm_table_offset(self) -> int:
-        """Where H^K is in the GCM key: after the AES schedule and H^(K+2), H^(K+1)."""
-        return self.key_bytes + 16 * GCM_EXTRA_POWERS
+        """Where the powers of H start in the GCM key: after the AES schedule."""
+        return self.key_bytes
 
     @property
     def gcm_halves_offset(self) -> int:
         """From a power of H to its Karatsuba halves-xor in the GCM key."""
-        return 16 * (self.ghash_blocks + GCM_EXTRA_POWERS)
+        return 16 * self.ghash_blocks
 
     @property
     def gcm_key_bytes(self) -> int:
-        """AES schedule, H^(K+2)..H^1 (16 bytes each), then their Karatsuba halves-xor."""
-        return (self.key_bytes + 2 * self.gcm_halves_offset + 63) // 64 * 64
+        """AES schedule, then H^K..H^1 (16 bytes each), then their Karatsuba halves-xor."""
+        return (self.gcm_table_offset + 2 * self.gcm_halves_offset + 63) // 64 * 64
 
     @property
     def gcm_ctx_bytes(self) -> int:

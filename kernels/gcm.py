@@ -11,7 +11,7 @@ frame under the six saved callee-saved registers:
 
     [rsp+0] J0   [rsp+16] E(K, J0)   [rsp+32] a zero-padded block   [rsp+48] the tag
     [rsp+64] aad pointer   [rsp+72] aad length   [rsp+80] out   [rsp+88] len   [rsp+96] tag
-    [rsp+104] where the unhashed ciphertext starts   [rsp+112] its length   [rsp+120] the length block
+    [rsp+104] where the unhashed ciphertext starts   [rsp+112] its length
 """
 from __future__ import annotations
 
@@ -36,7 +36,6 @@ J0, EKJ0, BLOCK, TAG, AAD_PTR, AAD_LEN = (Mem("rsp", o) for o in (0, 16, 32, 48,
 # constant-time check can see they are the caller's public pointers and lengths.
 SAVED_ARGS = {"out": Mem("rsp", 80, bits=64), "len": Mem("rsp", 88, bits=64), "tag": Mem("rsp", 96, bits=64)}
 REST_OUT, REST_LEN = Mem("rsp", 104, bits=64), Mem("rsp", 112, bits=64)  # text left after the main loop
-LENGTHS = Mem("rsp", 120)  # the length block [8 len(A)]_64 || [8 len(C)]_64 (or of the IV)
 
 
 # The 32-bit big-endian 1 that ends J0, as the little-endian word a 4-byte store writes.
@@ -120,7 +119,7 @@ class Gcm:
 
     def length_block(self, hi_len: Mem | str | None, lo_len: Mem | str, dst: Mem = BLOCK) -> None:
         """dst = [8*hi]_64 || [8*lo]_64, big-endian; a length is a stack slot, a
-        register, or None for zero."""
+        register, or None for zero. Read it back with load_qwords."""
         b = self.b
         for src, off in ((hi_len, 0), (lo_len, 8)):
             if src is None:
@@ -134,35 +133,6 @@ class Gcm:
             b.s("shl", "r10", imm=3, comment="bits")
             b.s("bswap64", "r10")
             b.s("store64", Mem(dst.base, dst.disp + off, bits=64), "r10")
-
-    def hash_final(self, acc: VReg, ptr: str, length: str, hi_len: Mem | str | None, lo_len: Mem | str) -> None:
-        """acc = GHASH continued over length bytes at ptr (the last block zero-padded), then
-        over the length block [8*hi]_64 || [8*lo]_64: the last batch of whole blocks, the
-        partial block and the length block share one reduction (powers up to H^(K+2)).
-        Keeps ptr and length; clobbers rbx, rcx, r8, r10, r11, rbp, rax."""
-        b = self.b
-        self.length_block(hi_len, lo_len, LENGTHS)
-        none, have = b.label_name("no_partial"), b.label_name("partial_done")
-        b.s("mov", "rbx", length)
-        b.s("and", "rbx", imm=-16)
-        b.s("add_r", "rbx", ptr, comment="the partial block's first byte")
-        b.s("mov", "rcx", length)
-        b.s("movi", "r8", imm=1, comment="extra blocks that count: the lengths")
-        b.s("and", "rcx", imm=15, comment="bytes of a partial last block")
-        b.branch("e", none)
-        self.load_partial("rbx", "rcx", BLOCK)
-        b.s("movi", "r8", imm=2, comment="... and the partial block")
-        b.branch("jmp", have)
-        b.label(none)
-        b.s("xor32", "r10d", "r10d")
-        for off in (0, 8):  # an all-zero block: it adds nothing
-            b.s("store64", Mem(BLOCK.base, BLOCK.disp + off, bits=64), "r10")
-        b.label(have)
-        b.s("mov", "rbx", ptr)
-        b.s("mov", "rcx", length)
-        b.s("shr", "rcx", imm=4, comment="whole blocks")
-        self.core.main_loop(acc, "rbx", "rcx", keep_last=True)
-        self.core.tail(acc, "rbx", "rcx", self.spec.isa, extras=(BLOCK, LENGTHS), shift="r8")
 
     # -- the function -----------------------------------------------------------
     def push_frame(self) -> None:
@@ -202,11 +172,14 @@ class Gcm:
         # decrypting, consumes) it; the rest is hashed in a second pass — before it is
         # decrypted, since in == out may overwrite it.
         base = counter_base(b, self.load_qwords(J0), first=1)
-        ctr_stream(b, nr, base, "r9", "r12", "r13", stitch=_Stitch(self, acc, final=True))
-        if not self.decrypt:  # the ciphertext left, and the lengths
+        ctr_stream(b, nr, base, "r9", "r12", "r13", stitch=_Stitch(self, acc))
+        if not self.decrypt:
             b.s("load64", "r12", REST_OUT)
             b.s("load64", "r13", REST_LEN)
-            self.hash_final(acc, "r12", "r13", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), _arg("len"))
+            self.hash_bytes(acc, "r12", "r13")
+        # Lengths, then the tag.
+        self.length_block(Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), _arg("len"))
+        self.hash_block(acc, BLOCK)
         with b.at_width(128):
             s = b.v("pshufb", acc, bswap_mask(1))
             b.store(TAG, b.v("vxor", s, b.v("vload", EKJ0)), comment="tag = E(K, J0) ^ S")
@@ -249,7 +222,9 @@ class Gcm:
         b.branch("jmp", have_j0)
         b.label(general)
         b.v("vzero", dst=acc, width=128)
-        self.hash_final(acc, "rsi", "rdx", None, "rdx")  # IV || pad || 0^64 || [len(IV)]_64
+        self.hash_bytes(acc, "rsi", "rdx")
+        self.length_block(None, "rdx")  # 0^64 || [len(IV)]_64
+        self.hash_block(acc, BLOCK)
         with b.at_width(128):
             b.store(J0, b.v("pshufb", acc, bswap_mask(1)), comment="J0 = GHASH(IV ...)")
         b.label(have_j0)
@@ -339,9 +314,8 @@ class _Stitch:
     """GHASH riding along the CTR main loop: one batch of K = D x lanes blocks per
     reduction, hashed while a batch's AES rounds run (see modes.stitched_loop)."""
 
-    def __init__(self, gcm: Gcm, acc: VReg, final: bool = False) -> None:
-        """final: the text ends with this call (one-shot), so the lengths are hashed too."""
-        self.g, self.acc, self.final = gcm, acc, final
+    def __init__(self, gcm: Gcm, acc: VReg) -> None:
+        self.g, self.acc = gcm, acc
         self.lagging = not gcm.decrypt  # encrypting, the ciphertext is the loop's output
         self.batch_bytes = 16 * gcm.b.depth * gcm.b.lanes
 
@@ -354,10 +328,7 @@ class _Stitch:
         note where the unhashed ciphertext starts (the last batch, if pending) and its length."""
         b, g = self.g.b, self.g
         if g.decrypt:
-            if self.final:
-                g.hash_final(self.acc, "r9", "r13", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), _arg("len"))
-            else:
-                g.hash_bytes(self.acc, "r9", "r13")
+            g.hash_bytes(self.acc, "r9", "r13")
             return
         back = self.batch_bytes if pending else 0
         b.s("lea", "r10", Mem("r12", -back))

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from aesgen.consts import bswap_mask, gfpoly
 from aesgen.dsl import FunctionBuilder
 from aesgen.ir import Mem, VReg
-from aesgen.spec import GCM_EXTRA_POWERS
 
 from .aes import encrypt_rounds, finish, key_size_paths
 from .modes import qword_mask_for_blocks, return_if_zero
@@ -125,14 +124,13 @@ class HashCore:
             x = b.v("pshufb", x, bswap_mask(width // 128), width=width, comment="GHASH: byte-reverse")
         return x
 
-    def main_loop(self, acc: VReg, data: str, n: str, keep_last: bool = False) -> None:
-        """While n >= k (n > k with keep_last: the tail then takes the last batch with the
-        extra blocks): acc = sum of (blocks, acc folded into the first) x H^k..H^1, reduced."""
+    def main_loop(self, acc: VReg, data: str, n: str) -> None:
+        """While n >= k: acc = sum of (blocks, acc folded into the first) x H^k..H^1, reduced."""
         b, K = self.b, self.depth * self.lanes
         top, out = b.label_name("hash_loop"), b.label_name("hash_end")
         b.label(top)
         b.s("cmp", n, imm=K)
-        b.branch("be" if keep_last else "b", out)
+        b.branch("b", out)
         self.batch(acc, Mem(data, 0))
         b.s("add", data, imm=16 * K)
         b.s("sub", n, imm=K)
@@ -155,24 +153,15 @@ class HashCore:
             total = accumulate(b, total, multiply(b, x, p, px, self.karatsuba, W), W)
         reduce(b, total, self.karatsuba, W, dst=acc)
 
-    def tail(self, acc: VReg, data: str, n: str, isa: str, extras: tuple[Mem, ...] = (),
-             shift: str | None = None) -> None:
-        """The last n blocks: powers H^n..H^1, whole vectors then a partial one, one reduction.
-
-        With `extras` (16-byte blocks on the stack: a zero-padded partial block, the length
-        block), the data blocks take H^(n+shift)..H^(shift+1) and extra block i of m takes
-        H^(m-i): shift (a register) counts the extras that are not all-zero, which come last."""
+    def tail(self, acc: VReg, data: str, n: str, isa: str) -> None:
+        """The last n < k blocks: powers H^n..H^1, whole vectors then a partial one, one reduction."""
         b, L, W = self.b, self.lanes, self.width
         done = b.label_name("hash_done")
-        after = b.label_name("hash_extras") if extras else done
-        if not extras:
-            b.s("test", n, n)
-            b.branch("e", done)
-        # r10 walks the powers table from entry k_max - n (- shift).
+        b.s("test", n, n)
+        b.branch("e", done)
+        # r10 walks the powers table from entry k_max - n.
         b.s("movi", "r10", imm=self.k_max)
         b.s("sub_r", "r10", n)
-        if shift:
-            b.s("sub_r", "r10", shift)
         b.s("shl", "r10", imm=4)
         if not self.walk_by_index:
             b.s("add_r", "r10", self.table.base)
@@ -183,9 +172,6 @@ class HashCore:
         sums = self._sums
         for v in (sums.lo, sums.mi, sums.hi):
             b.v("vzero", dst=v, width=W)
-        if extras:
-            b.s("test", n, n)
-            b.branch("e", after)
         if L > 1:
             top, out = b.label_name("tail_vec"), b.label_name("tail_part")
             b.label(top)
@@ -214,28 +200,8 @@ class HashCore:
             b.s("add", "r10", imm=16)
             b.s("sub", n, imm=1)
             b.branch("ne", top)
-        if extras:
-            b.label(after)
-            # With no data block to join, the running hash takes H^shift: the entry r10 points
-            # at now (with one, acc is zero here and r10 somewhere inside the table).
-            self._extra_product(sums, acc, "r10", 0)
-            for i, mem in enumerate(extras):
-                with b.at_width(128):
-                    lo = b.v("vload64", Mem(mem.base, mem.disp, bits=64))
-                    x = b.v("punpcklqdq", lo, b.v("vload64", Mem(mem.base, mem.disp + 8, bits=64)))
-                    if self.reflect:
-                        x = b.v("pshufb", x, bswap_mask(1), comment="GHASH: byte-reverse")
-                self._extra_product(sums, x, None, 16 * (self.k_max - len(extras) + i))
         reduce(b, sums, self.karatsuba, W, dst=acc)
         b.label(done)
-
-    def _extra_product(self, sums: Products, x: VReg, base: str | None, entry_offset: int) -> None:
-        """sums += x (one 128-bit block) times the power at entry_offset (from `base`, or the
-        table), in lane 0 of the wide sums: 128-bit loads leave the upper lanes zero."""
-        b, W = self.b, self.width
-        with b.at_width(128):
-            p, px = self.power(entry_offset, 128, base=base)
-        accumulate(b, sums, multiply(b, x, p, px, self.karatsuba, W), W, into=sums)
 
     def _tail_step(self, sums: Products, acc: VReg, data: str, width: int, mask: str | None) -> None:
         b, W = self.b, self.width
@@ -273,7 +239,6 @@ def gcm_set_key_function(b: FunctionBuilder) -> None:
     spec = b.spec
     out = b.reg["key"]
     K, table, halves = spec.ghash_blocks, spec.gcm_table_offset, spec.gcm_halves_offset
-    top = K + GCM_EXTRA_POWERS
     powers = b.label_name("powers")
 
     def h_of(nr: int) -> None:
@@ -294,11 +259,11 @@ def gcm_set_key_function(b: FunctionBuilder) -> None:
             return Mem(out, table + 16 * (K - i))
 
         with b.at_width(128):
-            for i in range(2, top + 1):
+            for i in range(2, K + 1):
                 a = b.v("vload", entry(i // 2))
                 c = b.v("vload", entry(i - i // 2))
                 b.store(entry(i), dot(b, a, c), comment=f"H^{i}")
-            for i in range(1, top + 1):
+            for i in range(1, K + 1):
                 p = b.v("vload", entry(i))
                 px = b.v("vxor", p, b.v("pshufd", p, imm=0x4E))
                 b.store(Mem(out, table + halves + 16 * (K - i)), px, comment=f"H^{i} halves-xor")
