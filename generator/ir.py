@@ -158,6 +158,13 @@ VECTOR_OPS = {
     "vxor", "paddd", "pshufb", "aesenc", "aesenclast", "aesdec", "aesdeclast",
     "aesimc", "aeskeygenassist", "pshufd", "pslldq", "punpcklqdq", "palignr",
     "prev_lanes", "top_lane", "widen", "vzero",
-    "clmul", "psllq", "psrlq", "psrad", "pand", "upper_half",
+    "clmul", "psllq", "psrlq", "psrad", "pand", "upper_half", "ternlog",
 }
 COMMUTATIVE = {"vxor", "paddd", "pand"}
+# Ops whose destination is also their first input in every encoding (vpternlogd).
+ALWAYS_TIED = {"ternlog"}
+XOR3 = 0x96  # ternlog's truth table for a ^ b ^ c (symmetric: any source order)
+
+
+def commutative(insn: "Insn") -> bool:
+    return insn.op in COMMUTATIVE or (insn.op == "ternlog" and insn.imm == XOR3)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from iced_x86 import Code, Encoder, Formatter, FormatterSyntax, Instruction, MemoryOperand, Register
 
 from .dsl import BuildError
-from .ir import VECTOR_OPS, Branch, Const, Insn, Label, Mem
+from .ir import ALWAYS_TIED, VECTOR_OPS, Branch, Const, Insn, Label, Mem
 from .regalloc import Phys
 
 # op -> (legacy SSE, VEX, EVEX) Code name templates; {R} register kind, {W} width.
@@ -59,6 +59,8 @@ VECTOR_FORMS: dict[str, tuple[str | None, str | None, str | None]] = {
     "psrlq": ("PSRLQ_XMM_IMM8", "VEX_VPSRLQ_{R}_{R}_IMM8", "EVEX_VPSRLQ_{R}_K1Z_{R}M{W}B64_IMM8"),
     "psrad": ("PSRAD_XMM_IMM8", "VEX_VPSRAD_{R}_{R}_IMM8", "EVEX_VPSRAD_{R}_K1Z_{R}M{W}B32_IMM8"),
     "pand": ("PAND_XMM_XMMM128", "VEX_VPAND_{R}_{R}_{R}M{W}", "EVEX_VPANDD_{R}_K1Z_{R}_{R}M{W}B32"),
+    # dst = f(dst, b, c) bit by bit, f the 8-bit truth table in imm (dst is also the first input)
+    "ternlog": (None, None, "EVEX_VPTERNLOGD_{R}_K1Z_{R}_{R}M{W}B32_IMM8"),
 }
 # Legacy SSE shifts by an immediate name only the destination register.
 LEGACY_SHIFTS = {"pslldq", "psllq", "psrlq", "psrad"}
@@ -154,7 +156,11 @@ class Assembler:
         if i.op == "vmov" and fam == "vex" and srcs[0].num >= 8 and dst.num < 8:
             name = name.replace(f"VMOVDQA_{KIND[width]}_{KIND[width]}M{width}",
                                 f"VMOVDQA_{KIND[width]}M{width}_{KIND[width]}")  # as GNU as encodes it
-        if fam == "legacy" and len(srcs) == 2:
+        if i.op in ALWAYS_TIED:
+            if not (isinstance(srcs[0], Phys) and srcs[0] == dst or srcs[0].num == dst.num):
+                raise BuildError(f"internal: {i.op} with untied destination")
+            srcs = srcs[1:]
+        elif fam == "legacy" and len(srcs) == 2:
             if not (isinstance(srcs[0], Phys) and srcs[0] == dst or srcs[0].num == dst.num):
                 raise BuildError(f"internal: legacy {i.op} with untied destination")
             srcs = srcs[1:]

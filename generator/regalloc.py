@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .dsl import BuildError
-from .ir import COMMUTATIVE, Branch, Insn, KeyRef, Label, Mem, VReg
+from .ir import ALWAYS_TIED, Branch, Insn, KeyRef, Label, Mem, VReg, commutative
 
 # Ops whose legacy SSE form overwrites the first source.
 TIED_LEGACY = {"vxor", "paddd", "pshufb", "aesenc", "aesenclast", "aesdec", "aesdeclast",
@@ -90,13 +90,15 @@ class _Scan:
             dying = [s for s in dict.fromkeys(x for x in srcs if isinstance(x, VReg) and not x.pinned)
                      if last_use.get(s.id) == n]
             dst = i.dst
-            tied = self.legacy and i.op in TIED_LEGACY
-            if (tied and isinstance(dst, VReg) and not dst.pinned and len(srcs) == 2
-                    and i.op in COMMUTATIVE):
-                # Prefer tying to a source that dies here (no copy needed).
-                a, b = srcs
-                if isinstance(b, VReg) and b in dying and not (isinstance(a, VReg) and a in dying):
-                    srcs = [b, a]
+            tied = (self.legacy and i.op in TIED_LEGACY) or i.op in ALWAYS_TIED
+            if tied and isinstance(dst, VReg) and commutative(i):
+                # Tie to dst itself if it is a source, else prefer a source that dies here:
+                # either way no copy is needed.
+                want = next((k for k, x in enumerate(srcs) if x is dst), None) if dst.pinned else \
+                    next((k for k, x in enumerate(srcs) if isinstance(x, VReg) and x in dying
+                          and not x.pinned), None)
+                if want and not (not dst.pinned and isinstance(srcs[0], VReg) and srcs[0] in dying):
+                    srcs = [srcs[want]] + srcs[:want] + srcs[want + 1:]
             copy_from = None
             if isinstance(dst, VReg) and not dst.pinned:
                 if tied and isinstance(srcs[0], VReg) and srcs[0] in dying and not srcs[0].pinned:
@@ -129,8 +131,8 @@ class _Scan:
             pdst = self.operand(dst, where, i.width)
             psrcs = [self.operand(s, where, i.width) for s in srcs]
             if copy_from is not None:
-                if len(psrcs) > 1 and isinstance(psrcs[1], Phys) and psrcs[1].num == pdst.num:
-                    raise BuildError(f"internal: legacy {i.op} cannot tie {dst} (also the second source)")
+                if any(isinstance(p, Phys) and p.num == pdst.num for p in psrcs[1:]):
+                    raise BuildError(f"internal: {i.op} cannot tie {dst} (also a later source)")
                 out.append(Insn("vmov", pdst, (psrcs[0],), width=i.width, comment="2-operand copy"))
                 psrcs = [pdst] + psrcs[1:]
             out.append(Insn(i.op, pdst, tuple(psrcs), imm=i.imm, width=i.width, mask=i.mask,

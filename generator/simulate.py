@@ -261,7 +261,20 @@ LANE_OPS = {
     "psrad": lambda a, imm: _from_dwords([(d >> min(imm, 31)) | (-(d >> 31) << (32 - min(imm, 31)) if d >> 31
                                            else d >> min(imm, 31)) for d in _dwords(a)]),
     "pand": lambda a, b, _i: a & b,
+    "ternlog": lambda a, b, c, imm: _ternlog(a, b, c, imm),
 }
+
+
+def _ternlog(a: int, b: int, c: int, imm: int) -> int:
+    """Bit i of the result is bit (a_i b_i c_i) of imm (a the most significant)."""
+    out = 0
+    for k in range(8):
+        if imm >> k & 1:
+            ma = a if k & 4 else ~a
+            mb = b if k & 2 else ~b
+            mc = c if k & 1 else ~c
+            out |= ma & mb & mc
+    return out & M128
 
 
 def _qwords_map(a: int, f) -> int:

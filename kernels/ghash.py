@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from aesgen.consts import bswap_mask, gfpoly
 from aesgen.dsl import FunctionBuilder
-from aesgen.ir import Mem, VReg
+from aesgen.ir import XOR3, Mem, VReg
 
 from .aes import encrypt_rounds, finish, key_size_paths
 from .modes import qword_mask_for_blocks, return_if_zero
@@ -43,15 +43,29 @@ def multiply(b: FunctionBuilder, x: VReg, p, px, karatsuba: bool, width: int) ->
     return Products(lo, mi, hi)
 
 
+def xor_all(b: FunctionBuilder, values: list, width: int, dst: VReg | None = None, comment: str = "") -> VReg:
+    """The XOR of values: three at a time with vpternlogd on AVX-512, else two at a time."""
+    acc, rest = values[0], list(values[1:])
+    while rest:
+        last = len(rest) <= (2 if b.spec.isa == "avx512" else 1)
+        out = dst if last else None
+        if b.spec.isa == "avx512" and len(rest) >= 2:
+            acc = b.v("ternlog", acc, rest[0], rest[1], imm=XOR3, width=width, dst=out, comment=comment)
+            rest = rest[2:]
+        else:
+            acc = b.v("vxor", acc, rest[0], width=width, dst=out, comment=comment)
+            rest = rest[1:]
+    return acc
+
+
 def accumulate(b: FunctionBuilder, acc: Products | None, new: Products, width: int,
                into: Products | None = None) -> Products:
     """acc + new (just new when nothing is summed yet); `into` names the registers to
     write (pinned accumulators of a loop) instead of fresh temporaries."""
     if acc is None:
         return new
-    parts = ("lo", "mi", "hi")
     return Products(*(b.v("vxor", getattr(acc, f), getattr(new, f), width=width,
-                          dst=getattr(into, f) if into else None) for f in parts))
+                          dst=getattr(into, f) if into else None) for f in ("lo", "mi", "hi")))
 
 
 def reduce(b: FunctionBuilder, s: Products, karatsuba: bool, width: int, dst: VReg | None = None) -> VReg:
@@ -59,13 +73,12 @@ def reduce(b: FunctionBuilder, s: Products, karatsuba: bool, width: int, dst: VR
     lanes = width // 128
     mi = s.mi
     if karatsuba:  # (x0^x1)(h0^h1) = mid ^ lo ^ hi
-        mi = b.v("vxor", mi, b.v("vxor", s.lo, s.hi, width=width), width=width, comment="Karatsuba middle")
+        mi = xor_all(b, [mi, s.lo, s.hi], width, comment="Karatsuba middle")
     t = b.v("clmul", s.lo, gfpoly(lanes), imm=0x10, width=width, comment="fold 1: lo0 * c")
-    mi = b.v("vxor", mi, b.v("pshufd", s.lo, imm=0x4E, width=width), width=width)
-    mi = b.v("vxor", mi, t, width=width)
+    mi = xor_all(b, [mi, b.v("pshufd", s.lo, imm=0x4E, width=width), t], width)
     t = b.v("clmul", mi, gfpoly(lanes), imm=0x10, width=width, comment="fold 2: mi0 * c")
-    hi = b.v("vxor", s.hi, b.v("pshufd", mi, imm=0x4E, width=width), width=width)
-    hi = b.v("vxor", hi, t, width=width, dst=dst if lanes == 1 else None)
+    hi = xor_all(b, [s.hi, b.v("pshufd", mi, imm=0x4E, width=width), t], width,
+                 dst=dst if lanes == 1 else None)
     while lanes > 1:  # sum the lanes: each is a reduced partial sum
         lanes //= 2
         half = b.v("upper_half", hi, width=64 * lanes * 2, comment="sum the lanes")

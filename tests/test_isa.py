@@ -41,6 +41,7 @@ MNEMONICS = {
     "vextract256": (None, None, "VEXTRACTI64X4"), "clmul": ("PCLMULQDQ", "VPCLMULQDQ", "VPCLMULQDQ"),
     "psllq": ("PSLLQ", "VPSLLQ", "VPSLLQ"), "psrlq": ("PSRLQ", "VPSRLQ", "VPSRLQ"),
     "psrad": ("PSRAD", "VPSRAD", "VPSRAD"), "pand": ("PAND", "VPAND", "VPANDD"),
+    "ternlog": (None, None, "VPTERNLOGD"),
 }
 # Widths each op is used at (lowering: broadcasts, lane extracts/inserts and lane shuffles only above 128).
 ABOVE_128 = {"vload_bcast", "vextract128", "vinserti128", "vshufi32x4", "vperm2i128"}
@@ -226,3 +227,25 @@ def test_encoding_family_by_rule(isa: str, width: int, depth: int) -> None:
                 assert high or zmm or masked or name in evex_only, f"EVEX {name} {regs} without a reason"
             else:
                 assert ins.encoding == VEX and not (high or zmm or masked), f"{name} {regs} needs EVEX"
+
+
+def test_ternlog_encodes_vpternlogd_with_dst_as_first_input():
+    from aesgen.isa import Assembler
+    from aesgen.ir import XOR3, Insn
+    from aesgen.regalloc import Phys
+
+    asm = Assembler("avx512", {})
+    e = asm.emit(Insn("ternlog", Phys(3), (Phys(3), Phys(17), Phys(5)), imm=XOR3, width=512))
+    assert e.text.split("#")[0].strip() == "vpternlogd $0x96,%zmm5,%zmm17,%zmm3"
+
+
+def test_simulated_ternlog_follows_the_truth_table_bit_by_bit():
+    import random
+
+    from aesgen.simulate import LANE_OPS
+
+    rng = random.Random(7)
+    for imm in (0x96, 0xE8, 0x01, 0xFE, rng.randrange(256)):
+        a, b, c = (rng.getrandbits(128) for _ in range(3))
+        want = sum(((imm >> ((a >> i & 1) << 2 | (b >> i & 1) << 1 | (c >> i & 1))) & 1) << i for i in range(128))
+        assert LANE_OPS["ternlog"](a, b, c, imm) == want
