@@ -39,3 +39,8 @@ def block_msb(clear: bool) -> Const:
     alone, or every other bit: GCM-SIV clears it in the tag input and sets it in the counter."""
     top = (1 << 127).to_bytes(16, "little")
     return Const("msb_clear" if clear else "msb_set", bytes(b ^ 0xFF for b in top) if clear else top)
+
+
+def be32_one_in_dword3() -> Const:
+    """Bytes 12..15 = 00 00 00 01: ORed (XORed) into IV || 0^32, it makes GCM's J0 = IV || 0^31 || 1."""
+    return Const("j0_one", bytes(15) + b"\x01")

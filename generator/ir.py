@@ -154,7 +154,7 @@ class Function:
 
 # Vector operations and whether legacy SSE ties dst to the first source.
 VECTOR_OPS = {
-    "vload", "vload_key", "vload_bcast", "vload64", "vstore", "vstore_key", "vmov",
+    "vload", "vload_key", "vload_bcast", "vload64", "vload32", "vstore", "vstore_key", "vmov",
     "vxor", "paddd", "pshufb", "aesenc", "aesenclast", "aesdec", "aesdeclast",
     "aesimc", "aeskeygenassist", "pshufd", "pslldq", "punpcklqdq", "palignr",
     "prev_lanes", "top_lane", "widen", "vzero",

@@ -44,6 +44,7 @@ VECTOR_FORMS: dict[str, tuple[str | None, str | None, str | None]] = {
     "vload_key": ("MOVDQA_XMM_XMMM128", "VEX_VMOVDQA_{R}_{R}M{W}", "EVEX_VMOVDQA64_{R}_K1Z_{R}M{W}"),
     "vmov": ("MOVDQA_XMM_XMMM128", "VEX_VMOVDQA_{R}_{R}M{W}", "EVEX_VMOVDQA64_{R}_K1Z_{R}M{W}"),
     "vload64": ("MOVQ_XMM_XMMM64", "VEX_VMOVQ_XMM_XMMM64", "EVEX_VMOVQ_XMM_XMMM64"),
+    "vload32": ("MOVD_XMM_RM32", "VEX_VMOVD_XMM_RM32", "EVEX_VMOVD_XMM_RM32"),
     "vstore": ("MOVDQU_XMMM128_XMM", "VEX_VMOVDQU_{R}M{W}_{R}", "EVEX_VMOVDQU64_{R}M{W}_K1Z_{R}"),
     "vstore_key": ("MOVDQA_XMMM128_XMM", "VEX_VMOVDQA_{R}M{W}_{R}", "EVEX_VMOVDQA64_{R}M{W}_K1Z_{R}"),
     "vload_bcast": (None, "VEX_VBROADCASTI128_YMM_M128", "EVEX_VBROADCASTI32X4_{R}_K1Z_M128"),
@@ -67,7 +68,7 @@ LEGACY_SHIFTS = {"pslldq", "psllq", "psrlq", "psrad"}
 # Byte-granular masked moves (CTR tails) use vmovdqu8 instead of vmovdqu64.
 BYTE_MASKED = {"vload": "EVEX_VMOVDQU8_{R}_K1Z_{R}M{W}", "vstore": "EVEX_VMOVDQU8_{R}M{W}_K1Z_{R}"}
 # Ops that only ever work on xmm registers (whatever the file's width).
-XMM_ONLY = {"aesimc", "aeskeygenassist", "vload64"}
+XMM_ONLY = {"aesimc", "aeskeygenassist", "vload64", "vload32"}
 KIND = {128: "XMM", 256: "YMM", 512: "ZMM"}
 CONDITIONS = {"b": "JB", "ae": "JAE", "e": "JE", "ne": "JNE", "a": "JA", "be": "JBE", "jmp": "JMP"}
 RIP_SENTINEL = 0x10000000

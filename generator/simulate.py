@@ -205,8 +205,9 @@ class Interpreter:
             out = tuple(int.from_bytes(raw[16 * k:16 * k + 16], "little") for k in range(lanes))
         elif op == "vload_bcast":
             out = self.load_lanes(self.m.addr(i.srcs[0]), 1) * lanes
-        elif op == "vload64":
-            out = (int.from_bytes(self.m.read(self.m.addr(i.srcs[0]), 8), "little"),)
+        elif op in ("vload64", "vload32"):
+            size = 8 if op == "vload64" else 4
+            out = (int.from_bytes(self.m.read(self.m.addr(i.srcs[0]), size), "little"),)
         elif op == "vzero":
             out = (0,) * lanes
         elif op == "top_lane":

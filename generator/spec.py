@@ -141,18 +141,19 @@ class KernelSpec:
 
     @property
     def gcm_table_offset(self) -> int:
-        """Where the powers of H start in the GCM key: after the AES schedule."""
-        return self.key_bytes
+        """Where H^K is in the GCM key: after the AES schedule and H^(K+1)."""
+        return self.key_bytes + 16
 
     @property
     def gcm_halves_offset(self) -> int:
         """From a power of H to its Karatsuba halves-xor in the GCM key."""
-        return 16 * self.ghash_blocks
+        return 16 * (self.ghash_blocks + 1)
 
     @property
     def gcm_key_bytes(self) -> int:
-        """AES schedule, then H^K..H^1 (16 bytes each), then their Karatsuba halves-xor."""
-        return (self.gcm_table_offset + 2 * self.gcm_halves_offset + 63) // 64 * 64
+        """AES schedule, then H^(K+1)..H^1 (16 bytes each), then their Karatsuba halves-xor.
+        (H^(K+1): a message's last K blocks and its length block share one reduction.)"""
+        return (self.key_bytes + 2 * self.gcm_halves_offset + 63) // 64 * 64
 
     @property
     def gcm_ctx_bytes(self) -> int:

@@ -9,20 +9,19 @@ multiplied by H^k..H^1 and reduced once as the AES rounds of the batch run);
 what is left after it is hashed in a second pass. Scratch lives in a 64-byte aligned
 frame under the six saved callee-saved registers:
 
-    [rsp+0] J0   [rsp+16] E(K, J0)   [rsp+32] a zero-padded block   [rsp+48] the tag
+    [rsp+0] the length block   [rsp+16] E(K, J0)   [rsp+32] a zero-padded block   [rsp+48] the tag
     [rsp+64] aad pointer   [rsp+72] aad length   [rsp+80] out   [rsp+88] len   [rsp+96] tag
-    [rsp+104] where the unhashed ciphertext starts   [rsp+112] its length
 """
 from __future__ import annotations
 
 from typing import Callable
 
-from aesgen.consts import bswap_mask
+from aesgen.consts import be32_one_in_dword3, bswap_mask
 from aesgen.dsl import FunctionBuilder
 from aesgen.ir import Mem, VReg
 
 from .aes import encrypt_rounds
-from .ghash import HashCore, dot
+from .ghash import HashCore, Products, dot, multiply
 from .modes import counter_base, ctr_stream
 
 SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
@@ -31,15 +30,15 @@ SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
 FRAME = 136
 # Secret-carrying scalars (gathered partial blocks, the tag difference) live only in rbp,
 # r11 and rax, which never address memory or decide a branch: the other GPRs stay public.
-J0, EKJ0, BLOCK, TAG, AAD_PTR, AAD_LEN = (Mem("rsp", o) for o in (0, 16, 32, 48, 64, 72))
+LENGTHS, EKJ0, BLOCK, TAG, AAD_PTR, AAD_LEN = (Mem("rsp", o) for o in (0, 16, 32, 48, 64, 72))
 # The stack arguments, copied into the frame at entry: reloaded rsp-relative, the static
 # constant-time check can see they are the caller's public pointers and lengths.
 SAVED_ARGS = {"out": Mem("rsp", 80, bits=64), "len": Mem("rsp", 88, bits=64), "tag": Mem("rsp", 96, bits=64)}
-REST_OUT, REST_LEN = Mem("rsp", 104, bits=64), Mem("rsp", 112, bits=64)  # text left after the main loop
+# Encrypting, the ciphertext the main loop left unhashed: where it starts, its length
+# (registers the CTR tail does not touch).
+REST = ("rsi", "rdx")
 
 
-# The 32-bit big-endian 1 that ends J0, as the little-endian word a 4-byte store writes.
-BE32_ONE = int.from_bytes((1).to_bytes(4, "big"), "little")
 
 
 def _arg(name: str) -> Mem:
@@ -117,6 +116,47 @@ class Gcm:
         self.hash_block(acc, BLOCK)
         b.label(skip)
 
+    def hash_final(self, acc: VReg, ptr: str, length: str, hi_len: Mem | str | None, lo_len: Mem | str) -> None:
+        """hash_bytes, then the length block [8*hi]_64 || [8*lo]_64. Without a partial block
+        the length block joins the last reduction (the powers shift up by one: H^(k+1) is in
+        the key) instead of costing a product and a reduction of its own after it.
+        Keeps ptr and length; clobbers rbx, rcx, r10, r11, rbp, rax."""
+        b, core = self.b, self.core
+        self.length_block(hi_len, lo_len, LENGTHS)
+        aligned, done = b.label_name("aligned_end"), b.label_name("final_done")
+        b.s("mov", "r10", length)
+        b.s("and", "r10", imm=15, comment="a partial block?")
+        b.branch("e", aligned)
+        self.hash_bytes(acc, ptr, length)
+        self.hash_block(acc, LENGTHS)
+        b.branch("jmp", done)
+        b.label(aligned)
+        b.s("mov", "rbx", ptr)
+        b.s("mov", "rcx", length)
+        b.s("shr", "rcx", imm=4, comment="whole blocks")
+        core.main_loop(acc, "rbx", "rcx", keep_last=True)
+        full, none = b.label_name("last_batch"), b.label_name("only_lengths")
+        b.s("cmp", "rcx", imm=self.K)
+        b.branch("e", full)
+        b.s("test", "rcx", "rcx")
+        b.branch("e", none)
+        core.tail(acc, "rbx", "rcx", self.spec.isa, last=self.length_products)
+        b.branch("jmp", done)
+        b.label(full)
+        core.batch(acc, Mem("rbx", 0), last=self.length_products)
+        b.branch("jmp", done)
+        b.label(none)
+        self.hash_block(acc, LENGTHS)
+        b.label(done)
+
+    def length_products(self) -> Products:
+        """The length block times H, unreduced (128-bit)."""
+        b = self.b
+        with b.at_width(128):
+            x = b.v("pshufb", self.load_qwords(LENGTHS), bswap_mask(1), comment="the length block")
+            p, px = self.core.power(16 * (self.K - 1), 128)
+            return multiply(b, x, p, px, self.spec.karatsuba, 128)
+
     def length_block(self, hi_len: Mem | str | None, lo_len: Mem | str, dst: Mem = BLOCK) -> None:
         """dst = [8*hi]_64 || [8*lo]_64, big-endian; a length is a stack slot, a
         register, or None for zero. Read it back with load_qwords."""
@@ -162,7 +202,8 @@ class Gcm:
     def path(self, nr: int) -> None:
         b = self.b
         acc = self.start_hashing()
-        self.j0(acc, nr)
+        base = b.pinned("CTR_BASE")
+        self.j0(acc, nr, lambda j: counter_base(b, j, first=1, dst=base))
         # AAD
         b.v("vzero", dst=acc, width=128)
         b.s("load64", "rsi", Mem(AAD_PTR.base, AAD_PTR.disp, bits=64))
@@ -171,31 +212,33 @@ class Gcm:
         # Text: the main loop hashes each batch's ciphertext as the CTR loop produces (or,
         # decrypting, consumes) it; the rest is hashed in a second pass — before it is
         # decrypted, since in == out may overwrite it.
-        base = counter_base(b, self.load_qwords(J0), first=1)
-        ctr_stream(b, nr, base, "r9", "r12", "r13", stitch=_Stitch(self, acc))
-        if not self.decrypt:
-            b.s("load64", "r12", REST_OUT)
-            b.s("load64", "r13", REST_LEN)
-            self.hash_bytes(acc, "r12", "r13")
-        # Lengths, then the tag.
-        self.length_block(Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), _arg("len"))
-        self.hash_block(acc, BLOCK)
+        ctr_stream(b, nr, base, "r9", "r12", "r13", stitch=_Stitch(self, acc, final=True))
+        if not self.decrypt:  # the ciphertext left, then the lengths
+            self.hash_final(acc, *REST, Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), _arg("len"))
+        b.s("load64", "r14", _arg("tag"))
         with b.at_width(128):
             s = b.v("pshufb", acc, bswap_mask(1))
-            b.store(TAG, b.v("vxor", s, b.v("vload", EKJ0)), comment="tag = E(K, J0) ^ S")
-        b.s("load64", "r14", _arg("tag"))
+            tag = b.v("vxor", s, b.v("vload", EKJ0), comment="tag = E(K, J0) ^ S")
+            if not self.decrypt and self.spec.isa == "avx512":
+                b.s("movi", "r10", imm=-1)
+                b.s("bzhi", "r10", "r10", "r15", comment="taglen bytes")
+                b.s("kmovq", "k1", "r10")
+                b.store(Mem("r14", 0), tag, mask="k1", mask_elem="b", comment="exactly taglen bytes")
+            else:
+                b.store(TAG, tag)
         if self.decrypt:
             self._check_tag()
         else:
-            short, stored = b.label_name("short_tag"), b.label_name("tag_stored")
-            b.s("cmp", "r15", imm=16)
-            b.branch("ne", short)
-            with b.at_width(128):
-                b.store(Mem("r14", 0), b.v("vload", TAG), comment="a whole tag: one store")
-            b.branch("jmp", stored)
-            b.label(short)
-            self.copy_bytes_out("r14", "r15")
-            b.label(stored)
+            if self.spec.isa != "avx512":
+                short, stored = b.label_name("short_tag"), b.label_name("tag_stored")
+                b.s("cmp", "r15", imm=16)
+                b.branch("ne", short)
+                with b.at_width(128):
+                    b.store(Mem("r14", 0), b.v("vload", TAG), comment="a whole tag: one store")
+                b.branch("jmp", stored)
+                b.label(short)
+                self.copy_bytes_out("r14", "r15")
+                b.label(stored)
             b.s("xor32", "eax", "eax")
         self._wipe()
         b.branch("jmp", self.exit)
@@ -206,31 +249,33 @@ class Gcm:
                              karatsuba=self.spec.karatsuba, halves=self.spec.gcm_halves_offset)
         return self.b.pinned("HASH")
 
-    def j0(self, acc: VReg, nr: int) -> None:
-        """J0 and E(K, J0) into their frame slots, from iv = rsi, ivlen = rdx (not 0). acc is scratch."""
+    def j0(self, acc: VReg, nr: int, then: Callable[[VReg], None]) -> None:
+        """J0 from iv = rsi, ivlen = rdx (not 0), as an xmm value, and E(K, J0) into its frame
+        slot; then(J0) runs on each of the two paths (J0 never goes through the stack).
+        acc is scratch."""
         b = self.b
         general, have_j0 = b.label_name("iv_hash"), b.label_name("iv_done")
+
+        def finish_j0(j: VReg) -> None:
+            with b.at_width(128):
+                b.store(EKJ0, encrypt_rounds(b, j, nr), comment="E(K, J0) masks the tag")
+            then(j)
+
         b.s("cmp", "rdx", imm=12)
         b.branch("ne", general)
-        b.s("load64", "rax", Mem("rsi", 0, bits=64), comment="12 bytes, never 16: no over-read")
-        b.s("store64", Mem("rsp", 0, bits=64), "rax")
-        b.s("mov32", "eax", Mem("rsi", 8, bits=32))
-        b.s("movi", "r10", imm=BE32_ONE)
-        b.s("shl", "r10", imm=32)
-        b.s("or_r", "rax", "r10")
-        b.s("store64", Mem("rsp", 8, bits=64), "rax", comment="J0 = IV || 0^31 || 1")
+        with b.at_width(128):
+            lo = b.v("vload64", Mem("rsi", 0, bits=64), comment="12 bytes, never 16: no over-read")
+            j = b.v("punpcklqdq", lo, b.v("vload32", Mem("rsi", 8, bits=32)))
+            j = b.v("vxor", j, be32_one_in_dword3(), comment="J0 = IV || 0^31 || 1")
+        finish_j0(j)
         b.branch("jmp", have_j0)
         b.label(general)
         b.v("vzero", dst=acc, width=128)
-        self.hash_bytes(acc, "rsi", "rdx")
-        self.length_block(None, "rdx")  # 0^64 || [len(IV)]_64
-        self.hash_block(acc, BLOCK)
+        self.hash_final(acc, "rsi", "rdx", None, "rdx")  # IV || pad || 0^64 || [len(IV)]_64
         with b.at_width(128):
-            b.store(J0, b.v("pshufb", acc, bswap_mask(1)), comment="J0 = GHASH(IV ...)")
+            j = b.v("pshufb", acc, bswap_mask(1), comment="J0 = GHASH(IV ...)")
+        finish_j0(j)
         b.label(have_j0)
-        with b.at_width(128):
-            ek = encrypt_rounds(b, self.load_qwords(J0), nr)
-            b.store(EKJ0, ek, comment="E(K, J0) masks the tag")
 
     def for_each_byte(self, count: str, body: Callable[[Mem, Mem], None], stem: str) -> None:
         """for (r10 = 0; r10 < count; r10++) body(...): a byte loop on a public count.
@@ -288,7 +333,7 @@ class Gcm:
         b = self.b
         with b.at_width(128):
             z = b.v("vzero")
-            for off in range(0, 64, 16):  # J0, E(K, J0), the block and the tag
+            for off in range(16, 64, 16):  # E(K, J0), the block and the tag
                 b.store(Mem("rsp", off), z)
 
     def bad_args(self) -> None:
@@ -314,8 +359,9 @@ class _Stitch:
     """GHASH riding along the CTR main loop: one batch of K = D x lanes blocks per
     reduction, hashed while a batch's AES rounds run (see modes.stitched_loop)."""
 
-    def __init__(self, gcm: Gcm, acc: VReg) -> None:
-        self.g, self.acc = gcm, acc
+    def __init__(self, gcm: Gcm, acc: VReg, final: bool = False) -> None:
+        """final: the text ends with this call (one-shot), so the lengths are hashed too."""
+        self.g, self.acc, self.final = gcm, acc, final
         self.lagging = not gcm.decrypt  # encrypting, the ciphertext is the loop's output
         self.batch_bytes = 16 * gcm.b.depth * gcm.b.lanes
 
@@ -328,13 +374,14 @@ class _Stitch:
         note where the unhashed ciphertext starts (the last batch, if pending) and its length."""
         b, g = self.g.b, self.g
         if g.decrypt:
-            g.hash_bytes(self.acc, "r9", "r13")
+            if self.final:
+                g.hash_final(self.acc, "r9", "r13", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), _arg("len"))
+            else:
+                g.hash_bytes(self.acc, "r9", "r13")
             return
         back = self.batch_bytes if pending else 0
-        b.s("lea", "r10", Mem("r12", -back))
-        b.s("store64", REST_OUT, "r10")
-        b.s("lea", "r10", Mem("r13", back))
-        b.s("store64", REST_LEN, "r10")
+        b.s("lea", REST[0], Mem("r12", -back))
+        b.s("lea", REST[1], Mem("r13", back))
 
 
 def gcm_function(b: FunctionBuilder, decrypt: bool) -> None:

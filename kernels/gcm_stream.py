@@ -21,13 +21,15 @@ from aesgen.dsl import FunctionBuilder
 from aesgen.ir import Mem, VReg
 
 from .aes import encrypt_rounds
-from .gcm import BLOCK, EKJ0, FRAME, J0, REST_LEN, REST_OUT, Gcm, _Stitch
+from .gcm import BLOCK, EKJ0, FRAME, REST, Gcm, _Stitch
 from .modes import counter_base, ctr_stream
 
 CTX = "r14"
 GKEY, AAD_BYTES, TEXT_BYTES, IN_TEXT = (Mem(CTX, o, bits=64) for o in (0, 8, 16, 24))
 CTX_EKJ0, CTX_COUNTER, CTX_HASH, CTX_KEYSTREAM, CTX_BLOCK = (Mem(CTX, o) for o in (32, 48, 64, 80, 96))
 CTX_BYTES = 128
+# Frame slots of an update: where the bytes after its whole blocks start (in, out).
+SUFFIX_IN, SUFFIX_OUT = Mem("rsp", 104, bits=64), Mem("rsp", 112, bits=64)
 # Public scalars (lengths, flags) go through r8 only: rax, r11 and rbp carry data bytes, and
 # the static check's taint is per register, not per program point.
 PUBLIC = "r8"
@@ -159,10 +161,9 @@ def gcm_start_function(b: FunctionBuilder) -> None:
 
     def path(nr: int) -> None:
         acc = g.start_hashing()
-        g.j0(acc, nr)
+        g.j0(acc, nr, lambda j: b.store(CTX_COUNTER, j, width=128))
         with b.at_width(128):
             b.store(CTX_EKJ0, b.v("vload", EKJ0))
-            b.store(CTX_COUNTER, g.load_qwords(J0))
             z = b.v("vzero")
             for field in (CTX_HASH, CTX_KEYSTREAM, CTX_BLOCK):
                 b.store(field, z)
@@ -243,8 +244,10 @@ def gcm_update_function(b: FunctionBuilder, decrypt: bool) -> None:
         b.s("mov", "r15", "r13")
         b.s("and", "r15", imm=15, comment="bytes left for a new partial block")
         b.s("and", "r13", imm=-16)
-        b.s("lea", "rsi", Mem("r9", 0, index="r13", scale=1), comment="where those bytes start")
-        b.s("lea", "rdx", Mem("r12", 0, index="r13", scale=1))
+        b.s("lea", "r10", Mem("r9", 0, index="r13", scale=1), comment="where those bytes start")
+        b.s("store64", SUFFIX_IN, "r10")
+        b.s("lea", "r10", Mem("r12", 0, index="r13", scale=1))
+        b.s("store64", SUFFIX_OUT, "r10")
         base = counter_base(b, CTX_COUNTER)
         b.s("mov", "r10", "r13")
         b.s("shr", "r10", imm=4)
@@ -254,10 +257,10 @@ def gcm_update_function(b: FunctionBuilder, decrypt: bool) -> None:
         b.branch("e", whole)
         ctr_stream(b, nr, base, "r9", "r12", "r13", stitch=_Stitch(g, acc))
         if not decrypt:
-            b.s("load64", "r12", REST_OUT)
-            b.s("load64", "r13", REST_LEN)
-            g.hash_bytes(acc, "r12", "r13")
+            g.hash_bytes(acc, *REST)
         b.label(whole)
+        b.s("load64", "rsi", SUFFIX_IN)
+        b.s("load64", "rdx", SUFFIX_OUT)
         # A new partial block: one keystream block kept in the context.
         partial = b.label_name("no_partial")
         b.s("test", "r15", "r15")

@@ -11,6 +11,7 @@ halves-xor of each power precomputed in a second table).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from aesgen.consts import bswap_mask, gfpoly
 from aesgen.dsl import FunctionBuilder
@@ -137,43 +138,48 @@ class HashCore:
             x = b.v("pshufb", x, bswap_mask(width // 128), width=width, comment="GHASH: byte-reverse")
         return x
 
-    def main_loop(self, acc: VReg, data: str, n: str) -> None:
-        """While n >= k: acc = sum of (blocks, acc folded into the first) x H^k..H^1, reduced."""
+    def main_loop(self, acc: VReg, data: str, n: str, keep_last: bool = False) -> None:
+        """While n >= k (n > k with keep_last: the caller takes the last batch itself):
+        acc = sum of (blocks, acc folded into the first) x H^k..H^1, reduced."""
         b, K = self.b, self.depth * self.lanes
         top, out = b.label_name("hash_loop"), b.label_name("hash_end")
         b.label(top)
         b.s("cmp", n, imm=K)
-        b.branch("b", out)
+        b.branch("be" if keep_last else "b", out)
         self.batch(acc, Mem(data, 0))
         b.s("add", data, imm=16 * K)
         b.s("sub", n, imm=K)
         b.branch("jmp", top)
         b.label(out)
 
-    def batch(self, acc: VReg, at: Mem) -> None:
+    def batch(self, acc: VReg, at: Mem, last: Callable[[], Products] | None = None) -> None:
         """acc = (acc + the D vectors of blocks at `at`) x H^k..H^1, one reduction.
 
         One vector's products at a time (few registers; the multiplier's throughput rules
         anyway). Vector 0, which the running hash joins, goes last: the loop-carried chain
-        then passes through one product and one xor before the reduction, not all D."""
+        then passes through one product and one xor before the reduction, not all D.
+        `last`: the (128-bit) products of one more block times H, which then follows these:
+        the powers shift up by one (H^(k+1)..H^2)."""
         b, L, D, W = self.b, self.lanes, self.depth, self.width
-        total: Products | None = None
+        shift = 16 if last else 0
+        total = last() if last else None
         for j in reversed(range(D)):
             x = self.block(at.base, at.disp + 16 * L * j, W)
             if j == 0:
                 x = b.v("vxor", x, acc, width=W, comment="the running hash joins the first block")
-            p, px = self.power(16 * (self.k_max - D * L + L * j), W)
+            p, px = self.power(16 * (self.k_max - D * L + L * j) - shift, W)
             total = accumulate(b, total, multiply(b, x, p, px, self.karatsuba, W), W)
         reduce(b, total, self.karatsuba, W, dst=acc)
 
-    def tail(self, acc: VReg, data: str, n: str, isa: str) -> None:
-        """The last n < k blocks: powers H^n..H^1, whole vectors then a partial one, one reduction."""
+    def tail(self, acc: VReg, data: str, n: str, isa: str, last: Callable[[], Products] | None = None) -> None:
+        """The last n < k blocks: powers H^n..H^1, whole vectors then a partial one, one reduction.
+        `last` as in batch (n > 0 then): H^(n+1)..H^2, and its products join the reduction."""
         b, L, W = self.b, self.lanes, self.width
         done = b.label_name("hash_done")
         b.s("test", n, n)
         b.branch("e", done)
-        # r10 walks the powers table from entry k_max - n.
-        b.s("movi", "r10", imm=self.k_max)
+        # r10 walks the powers table from entry k_max - n (- 1 with `last`).
+        b.s("movi", "r10", imm=self.k_max - (1 if last else 0))
         b.s("sub_r", "r10", n)
         b.s("shl", "r10", imm=4)
         if not self.walk_by_index:
@@ -213,6 +219,8 @@ class HashCore:
             b.s("add", "r10", imm=16)
             b.s("sub", n, imm=1)
             b.branch("ne", top)
+        if last:
+            accumulate(b, sums, last(), W, into=sums)
         reduce(b, sums, self.karatsuba, W, dst=acc)
         b.label(done)
 
@@ -272,11 +280,11 @@ def gcm_set_key_function(b: FunctionBuilder) -> None:
             return Mem(out, table + 16 * (K - i))
 
         with b.at_width(128):
-            for i in range(2, K + 1):
+            for i in range(2, K + 2):
                 a = b.v("vload", entry(i // 2))
                 c = b.v("vload", entry(i - i // 2))
                 b.store(entry(i), dot(b, a, c), comment=f"H^{i}")
-            for i in range(1, K + 1):
+            for i in range(1, K + 2):
                 p = b.v("vload", entry(i))
                 px = b.v("vxor", p, b.v("pshufd", p, imm=0x4E))
                 b.store(Mem(out, table + halves + 16 * (K - i)), px, comment=f"H^{i} halves-xor")

@@ -162,12 +162,13 @@ def ctr32_function(b: FunctionBuilder) -> None:
     b.key_paths("key", path)
 
 
-def counter_base(b: FunctionBuilder, block: Mem | VReg, first: int = 0, little_endian: bool = False) -> VReg:
-    """CTR_BASE: per lane, the byte-reversed counter block (dword 0 = counter) + lane + first.
-    `block` is in memory or an xmm value. `little_endian` (GCM-SIV): the counter is already
-    dword 0, bytes 0..3; no reversal."""
+def counter_base(b: FunctionBuilder, block: Mem | VReg, first: int = 0, little_endian: bool = False,
+                 dst: VReg | None = None) -> VReg:
+    """CTR_BASE (or dst): per lane, the byte-reversed counter block (dword 0 = counter) + lane
+    + first. `block` is in memory or an xmm value. `little_endian` (GCM-SIV): the counter is
+    already dword 0, bytes 0..3; no reversal."""
     L = b.lanes
-    base = b.pinned("CTR_BASE")
+    base = dst or b.pinned("CTR_BASE")
     if isinstance(block, VReg):
         t = b.v("widen", block, role="ctr") if L > 1 else block
     else:

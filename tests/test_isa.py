@@ -35,6 +35,7 @@ MNEMONICS = {
     "vload": ("MOVDQU", "VMOVDQU", "VMOVDQU64"), "vstore": ("MOVDQU", "VMOVDQU", "VMOVDQU64"),
     "vload_key": ("MOVDQA", "VMOVDQA", "VMOVDQA64"), "vstore_key": ("MOVDQA", "VMOVDQA", "VMOVDQA64"),
     "vmov": ("MOVDQA", "VMOVDQA", "VMOVDQA64"), "vload64": ("MOVQ", "VMOVQ", "VMOVQ"),
+    "vload32": ("MOVD", "VMOVD", "VMOVD"),
     "vload_bcast": (None, "VBROADCASTI128", "VBROADCASTI32X4"), "valignq": (None, None, "VALIGNQ"),
     "vperm2i128": (None, "VPERM2I128", None), "vextract128": (None, "VEXTRACTI128", "VEXTRACTI32X4"),
     "vinserti128": (None, "VINSERTI128", None), "vshufi32x4": (None, None, "VSHUFI32X4"),
