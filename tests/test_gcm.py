@@ -1,5 +1,6 @@
-"""AES-GCM one-shot kernels: simulation and machine code against `cryptography`,
-argument checks, rejected tags, and the constant-time scan with its one declassification."""
+"""AES-GCM kernels: simulation and machine code against `cryptography`, argument checks,
+rejected tags, the constant-time scan with its one declassification, and the whole
+verifier (one-shot and streaming functions) on generated files."""
 from __future__ import annotations
 
 import ctypes
@@ -15,7 +16,7 @@ from aesgen.kernels import build_function
 from aesgen.pipeline import generate
 from aesgen.simulate import Machine, call
 from aesgen.spec import KernelSpec
-from aesgen.verify import static_ct
+from aesgen.verify import static_ct, verify_kernel
 from aesgen.verify.build import build_shared
 
 P, SZ = ctypes.c_void_p, ctypes.c_size_t
@@ -132,3 +133,30 @@ def test_constant_time_scan_passes_only_thanks_to_the_declassified_verdict(tmp_p
     results = {r.name: r for r in static_ct.check(spec, bad)}
     assert results["ct gcm_decrypt"].status == "fail"
     assert "secret-branch" in results["ct gcm_decrypt"].detail
+
+
+@pytest.mark.parametrize("isa,width,depth,karatsuba", [
+    ("sse", 128, 2, False), ("avx", 128, 8, True), ("avx2", 256, 4, False), ("avx512", 512, 8, True)])
+def test_generated_file_verifies(tmp_path, isa, width, depth, karatsuba):
+    """Known answers, differential, tamper, streaming with random chunkings == one-shot, ABI,
+    guard pages and the static scan, for every function of the gcm mode."""
+    spec = KernelSpec(("gcm",), isa, width, depth, karatsuba=karatsuba)
+    path = tmp_path / "gcm.S"
+    path.write_text(generate(spec, path.name).asm)
+    results = verify_kernel(path, spec, quick=True)
+    assert [(r.name, r.detail) for r in results if r.status == "fail"] == []
+    names = {r.name for r in results}
+    assert {"ct gcm_start", "ct gcm_aad", "ct gcm_encrypt_update", "ct gcm_finish"} <= names
+    assert any(n.startswith("stream gcm") for n in names)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("isa,width,depth", [
+    ("sse", 128, 8), ("avx", 128, 4), ("avx2", 256, 2), ("avx512", 128, 5), ("avx512", 256, 4),
+    ("avx512", 512, 4), ("avx512", 512, 16)])
+@pytest.mark.parametrize("karatsuba", [False, True])
+def test_generated_file_verifies_full(tmp_path, isa, width, depth, karatsuba):
+    spec = KernelSpec(("gcm",), isa, width, depth, karatsuba=karatsuba)
+    path = tmp_path / "gcm.S"
+    path.write_text(generate(spec, path.name).asm)
+    assert [(r.name, r.detail) for r in verify_kernel(path, spec) if r.status == "fail"] == []

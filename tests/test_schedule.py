@@ -38,6 +38,31 @@ def test_finals_one_group_at_a_time(order: str, want: list[str]) -> None:
     assert names(interleave(g)) == ["s0", "s1", "s2"] + want
 
 
+def test_riders_are_spread_evenly_over_the_rounds_before_the_finals() -> None:
+    rounds = [[tag(f"g{j}r{k}") for k in range(4)] for j in range(2)]
+    riders = [tag(f"h{i}") for i in range(6)]
+    g = GroupBlock(rounds, [[tag("f0")], [tag("f1")]], riders=riders)
+    # After round k: ceil((k + 1) * 6 / 4) riders in all, in their own order; then the finals.
+    assert names(interleave(g)) == ["g0r0", "g1r0", "h0", "h1", "g0r1", "g1r1", "h2",
+                                    "g0r2", "g1r2", "h3", "h4", "g0r3", "g1r3", "h5", "f0", "f1"]
+
+
+def test_riders_first_run_before_any_round() -> None:
+    g = GroupBlock([[tag("a0"), tag("a1")]], riders=[tag("h0"), tag("h1")], riders_first=True)
+    assert names(interleave(g)) == ["h0", "h1", "a0", "a1"]
+
+
+def test_gcm_on_16_registers_falls_back_to_riders_first() -> None:
+    from aesgen.pipeline import generate
+    from aesgen.regalloc import RegisterPressure
+
+    spec = KernelSpec(("gcm",), "avx", 128, 8)
+    with pytest.raises(RegisterPressure):  # the spread schedule keeps too much alive at once
+        from aesgen.pipeline import FunctionEmitter, _allocate_all
+        _allocate_all(FunctionEmitter(spec, None), build_function(spec, "gcm_encrypt"))
+    assert "gcm_encrypt" in generate(spec).asm  # ... so the compact variant is emitted
+
+
 def test_flatten_replaces_group_blocks_in_place() -> None:
     head, tail = Label(".Lhead"), tag("after")
     items = [head, GroupBlock([[tag("a")], [tag("b")]]), tail]
