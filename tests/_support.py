@@ -165,3 +165,16 @@ def aesgen_command() -> list[str]:
 
 def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def verify_generated(tmp_path: Path, spec, quick: bool = False) -> list:
+    """Generate spec into tmp_path, run the whole verifier on it; returns the results after
+    asserting that none failed."""
+    from aesgen.pipeline import generate
+    from aesgen.verify import verify_kernel
+
+    path = tmp_path / "kernel.S"
+    path.write_text(generate(spec, path.name).asm)
+    results = verify_kernel(path, spec, quick=quick)
+    assert [(r.name, r.detail) for r in results if r.status == "fail"] == []
+    return results

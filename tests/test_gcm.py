@@ -16,8 +16,10 @@ from aesgen.kernels import build_function
 from aesgen.pipeline import generate
 from aesgen.simulate import Machine, call
 from aesgen.spec import KernelSpec
-from aesgen.verify import static_ct, verify_kernel
+from aesgen.verify import static_ct
 from aesgen.verify.build import build_shared
+
+from _support import verify_generated
 
 P, SZ = ctypes.c_void_p, ctypes.c_size_t
 ARGTYPES = [P, ctypes.c_char_p, SZ, ctypes.c_char_p, SZ, P, P, SZ, P, SZ]
@@ -140,11 +142,7 @@ def test_constant_time_scan_passes_only_thanks_to_the_declassified_verdict(tmp_p
 def test_generated_file_verifies(tmp_path, isa, width, depth, karatsuba):
     """Known answers, differential, tamper, streaming with random chunkings == one-shot, ABI,
     guard pages and the static scan, for every function of the gcm mode."""
-    spec = KernelSpec(("gcm",), isa, width, depth, karatsuba=karatsuba)
-    path = tmp_path / "gcm.S"
-    path.write_text(generate(spec, path.name).asm)
-    results = verify_kernel(path, spec, quick=True)
-    assert [(r.name, r.detail) for r in results if r.status == "fail"] == []
+    results = verify_generated(tmp_path, KernelSpec(("gcm",), isa, width, depth, karatsuba=karatsuba), quick=True)
     names = {r.name for r in results}
     assert {"ct gcm_start", "ct gcm_aad", "ct gcm_encrypt_update", "ct gcm_finish"} <= names
     assert any(n.startswith("stream gcm") for n in names)
@@ -156,7 +154,4 @@ def test_generated_file_verifies(tmp_path, isa, width, depth, karatsuba):
     ("avx512", 512, 4), ("avx512", 512, 16)])
 @pytest.mark.parametrize("karatsuba", [False, True])
 def test_generated_file_verifies_full(tmp_path, isa, width, depth, karatsuba):
-    spec = KernelSpec(("gcm",), isa, width, depth, karatsuba=karatsuba)
-    path = tmp_path / "gcm.S"
-    path.write_text(generate(spec, path.name).asm)
-    assert [(r.name, r.detail) for r in verify_kernel(path, spec) if r.status == "fail"] == []
+    verify_generated(tmp_path, KernelSpec(("gcm",), isa, width, depth, karatsuba=karatsuba))

@@ -20,9 +20,9 @@ from aesgen.kernels.modes import counter_base, ctr_stream
 from aesgen.pipeline import generate
 from aesgen.simulate import Machine, call
 from aesgen.spec import KernelSpec
-from aesgen.verify import vectors, verify_kernel
+from aesgen.verify import vectors
 
-from _support import ecb_encrypt, expand_key
+from _support import ecb_encrypt, expand_key, verify_generated
 
 
 def reference(key: bytes, nonce: bytes, aad: bytes, pt: bytes) -> tuple[bytes, bytes]:
@@ -87,11 +87,7 @@ def test_simulation_counter_wraps_like_rfc8452_appendix_c3():
 
 @pytest.mark.parametrize("isa,width,depth", [("sse", 128, 2), ("avx", 128, 4), ("avx2", 256, 2), ("avx512", 512, 2)])
 def test_generated_file_verifies(tmp_path, isa, width, depth):
-    spec = KernelSpec(("gcm-siv",), isa, width, depth)
-    path = tmp_path / "siv.S"
-    path.write_text(generate(spec, path.name).asm)
-    results = verify_kernel(path, spec, quick=True)
-    assert [(r.name, r.detail) for r in results if r.status == "fail"] == []
+    results = verify_generated(tmp_path, KernelSpec(("gcm-siv",), isa, width, depth), quick=True)
     names = {r.name for r in results}
     assert {"ct gcmsiv_encrypt", "ct gcmsiv_decrypt"} <= names
 
@@ -102,10 +98,7 @@ def test_generated_file_verifies(tmp_path, isa, width, depth):
     ("avx512", 256, 4), ("avx512", 512, 2), ("avx512", 512, 4), ("avx512", 512, 16)])
 @pytest.mark.parametrize("karatsuba", [False, True])
 def test_generated_file_verifies_full(tmp_path, isa, width, depth, karatsuba):
-    spec = KernelSpec(("gcm-siv",), isa, width, depth, karatsuba=karatsuba)
-    path = tmp_path / "siv.S"
-    path.write_text(generate(spec, path.name).asm)
-    assert [(r.name, r.detail) for r in verify_kernel(path, spec) if r.status == "fail"] == []
+    verify_generated(tmp_path, KernelSpec(("gcm-siv",), isa, width, depth, karatsuba=karatsuba))
 
 
 def test_header_and_refused_depth(tmp_path):
