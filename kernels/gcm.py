@@ -34,6 +34,10 @@ LENGTHS, EKJ0, BLOCK, TAG, AAD_PTR, AAD_LEN = (Mem("rsp", o) for o in (0, 16, 32
 # The stack arguments, copied into the frame at entry: reloaded rsp-relative, the static
 # constant-time check can see they are the caller's public pointers and lengths.
 SAVED_ARGS = {"out": Mem("rsp", 80, bits=64), "len": Mem("rsp", 88, bits=64), "tag": Mem("rsp", 96, bits=64)}
+# The counter of the next text block when it is public (12-byte IV), else 0: lets the
+# main loop skip the counter byte shuffles of batches that cannot carry (modes.FastCounter).
+# r8 (aadlen at entry, saved in the frame) holds nothing else after that.
+PUBLIC_COUNTER = "r8"
 # Encrypting, the ciphertext the main loop left unhashed: where it starts, its length
 # (registers the CTR tail does not touch).
 REST = ("rsi", "rdx")
@@ -212,7 +216,8 @@ class Gcm:
         # Text: the main loop hashes each batch's ciphertext as the CTR loop produces (or,
         # decrypting, consumes) it; the rest is hashed in a second pass — before it is
         # decrypted, since in == out may overwrite it.
-        ctr_stream(b, nr, base, "r9", "r12", "r13", stitch=_Stitch(self, acc, final=True))
+        ctr_stream(b, nr, base, "r9", "r12", "r13", stitch=_Stitch(self, acc, final=True),
+                   public_counter=PUBLIC_COUNTER)
         if not self.decrypt:  # the ciphertext left, then the lengths
             self.hash_final(acc, *REST, Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), _arg("len"))
         b.s("load64", "r14", _arg("tag"))
@@ -263,6 +268,7 @@ class Gcm:
 
         b.s("cmp", "rdx", imm=12)
         b.branch("ne", general)
+        b.s("movi", PUBLIC_COUNTER, imm=2, comment="the first text block's counter: public")
         with b.at_width(128):
             lo = b.v("vload64", Mem("rsi", 0, bits=64), comment="12 bytes, never 16: no over-read")
             j = b.v("punpcklqdq", lo, b.v("vload32", Mem("rsi", 8, bits=32)))
@@ -270,6 +276,7 @@ class Gcm:
         finish_j0(j)
         b.branch("jmp", have_j0)
         b.label(general)
+        b.s("xor32", PUBLIC_COUNTER + "d", PUBLIC_COUNTER + "d", comment="J0 depends on H: no public counter")
         b.v("vzero", dst=acc, width=128)
         self.hash_final(acc, "rsi", "rdx", None, "rdx")  # IV || pad || 0^64 || [len(IV)]_64
         with b.at_width(128):

@@ -8,11 +8,12 @@ the buffers); elsewhere xmm blocks and, for CTR, a partial block through a
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from aesgen.consts import bswap_mask, counter_step, lane_index
 from aesgen.dsl import FunctionBuilder, key
-from aesgen.ir import Mem, VReg
+from aesgen.ir import Const, Mem, VReg
 
 from .aes import decrypt_rounds, encrypt_rounds, finish
 
@@ -57,14 +58,16 @@ def _step(b: FunctionBuilder, count: str, per_vector: int, ptrs: tuple[str, ...]
 
 
 def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: Body,
-                  advance: Callable[[int], None], stitch) -> None:
+                  advance: Callable[[int], None], stitch, fast: "FastCounter | None" = None) -> None:
     """The D-vector CTR loop with hashing riding along (GCM), then `stitch.after_main`.
 
     Decrypting, each batch's own ciphertext (the input) is hashed while its AES rounds
     run. Encrypting, the ciphertext exists only once the rounds are done, so the hash
     lags one batch: iteration i hashes batch i-1 (just stored) during batch i's rounds;
-    the first batch runs alone, and the last one is left to after_main(pending=True)."""
-    D, per_batch = b.depth, 16 * b.lanes * b.depth
+    the first batch runs alone, and the last one is left to after_main(pending=True).
+    With `fast`, a batch whose counters provably do not carry out of their low byte takes
+    them from big-endian counter blocks (one vpaddd each, no byte shuffle)."""
+    D, L, per_batch = b.depth, b.lanes, 16 * b.lanes * b.depth
     inp, outp = ptrs
 
     def ride() -> None:
@@ -76,14 +79,36 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
         b.s("cmp", count, imm=per_batch)
         b.branch("b", none)
         body(D)  # the first batch: nothing to hash yet
-        _step(b, count, 16 * b.lanes, ptrs, D, advance)
+        _step(b, count, 16 * L, ptrs, D, advance)
+        if fast:
+            fast.advance_if_known(b, D * L)
+    if fast:
+        fast.swap(b)  # at the loop's top the counters are big-endian
     b.label(top)
     b.s("cmp", count, imm=per_batch)
     b.branch("b", out)
-    body(D, riders=ride)
-    _step(b, count, 16 * b.lanes, ptrs, D, advance)
+    if fast:
+        unknown, carrying = b.label_name("shuffled_batch"), b.label_name("carrying_batch")
+        fast.branch_unless_clear(b, D * L, unknown, carrying)
+        body(D, riders=ride, fast=True)
+        _step(b, count, 16 * L, ptrs, D, None)
+        b.v("paddd", fast.base, be_counter_step(D * L, L), dst=fast.base, comment="counters + batch")
+        b.s("add", fast.counter, imm=D * L)
+        b.branch("jmp", top)
+        b.label(carrying)
+        b.s("add", fast.counter, imm=D * L)
+        b.label(unknown)
+        fast.swap(b)
+        body(D, riders=ride)
+        _step(b, count, 16 * L, ptrs, D, advance)
+        fast.swap(b)
+    else:
+        body(D, riders=ride)
+        _step(b, count, 16 * L, ptrs, D, advance)
     b.branch("jmp", top)
     b.label(out)
+    if fast:
+        fast.swap(b)
     if stitch.lagging:
         stitch.after_main(pending=True)
         b.branch("jmp", joined)
@@ -94,6 +119,47 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
         stitch.after_main(pending=False)
     if D > 1:
         vector_loops(b, count, 16 * b.lanes, ptrs, body, advance, sizes=(1,))
+
+
+@dataclass
+class FastCounter:
+    """Big-endian counter blocks for batches that cannot carry (GCM with a 12-byte IV).
+
+    `counter` is a GPR holding the public counter of the next block (never 0), or 0 when
+    it is not public (J0 hashed from the IV: then every batch takes the byte shuffle).
+    While the low byte of every counter of a batch stays below 256, adding to the
+    big-endian block is adding (j << 24) to its dword 3. Inside the loop CTR_BASE holds
+    the big-endian blocks (lane l: counter + l, as the AES input wants them); a batch
+    that may carry swaps it back to the byte-reversed form around its body."""
+
+    counter: str
+    base: VReg  # CTR_BASE
+
+    def swap(self, b: FunctionBuilder) -> None:
+        """Big-endian <-> byte-reversed counter blocks (the same byte reversal both ways)."""
+        b.v("pshufb", self.base, bswap_mask(b.lanes), dst=self.base, comment="counter blocks' byte order")
+
+    def branch_unless_clear(self, b: FunctionBuilder, blocks: int, unknown: str, carrying: str) -> None:
+        """Fall through only if counter .. counter + blocks stay within one low byte (public
+        values only); else jump to `unknown` (no public counter) or `carrying`."""
+        b.s("test", self.counter, self.counter)
+        b.branch("e", unknown)
+        b.s("mov", "r10", self.counter)
+        b.s("and", "r10", imm=255)
+        b.s("cmp", "r10", imm=255 - blocks)
+        b.branch("a", carrying)
+
+    def advance_if_known(self, b: FunctionBuilder, blocks: int) -> None:
+        skip = b.label_name("counter_unknown")
+        b.s("test", self.counter, self.counter)
+        b.branch("e", skip)
+        b.s("add", self.counter, imm=blocks)
+        b.label(skip)
+
+
+def be_counter_step(step: int, lanes: int) -> Const:
+    """`step` added to the last byte of every lane's big-endian counter block (dword 3 << 24)."""
+    return Const(f"be_step{step}_x{lanes}", (bytes(15) + bytes([step])) * lanes)
 
 
 def qword_mask_for_blocks(b: FunctionBuilder, nblocks: str, scratch: str = "r10") -> str:
@@ -184,23 +250,29 @@ def counter_base(b: FunctionBuilder, block: Mem | VReg, first: int = 0, little_e
 
 
 def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: str,
-               stitch=None, little_endian: bool = False) -> None:
+               stitch=None, little_endian: bool = False, public_counter: str | None = None) -> None:
     """out = in ^ keystream for n bytes from CTR_BASE (32-bit big-endian counter): main loop
     over D vectors, single vectors, then an AVX-512 masked vector or xmm blocks and a
     partial block through the red zone.
 
     `stitch` (GCM) rides along the main loop: see `stitched_loop`.
     `little_endian` (GCM-SIV): CTR_BASE lanes are the counter blocks themselves (see
-    counter_base)."""
+    counter_base). `public_counter`: a GPR with the public counter of the next block, or
+    negative (see FastCounter), for the stitched loop's shuffle-free batches."""
     spec, L = b.spec, b.lanes
     bswap = None if little_endian else bswap_mask(L)
+    fast = FastCounter(public_counter, base) if public_counter and stitch else None
 
     def body(g: int, width: int | None = None, mask: str | None = None,
-             riders: Callable[[], None] | None = None) -> None:
+             riders: Callable[[], None] | None = None, fast: bool = False) -> None:
         def block(j: int) -> None:
-            c = base if j == 0 else b.v("paddd", base, counter_step(j * L, L), width=width)
-            x = c if bswap is None else b.v("pshufb", c, bswap, width=width, role="blk",
-                                             comment="counter block")
+            if fast:  # CTR_BASE holds big-endian counter blocks (FastCounter)
+                x = base if j == 0 else b.v("paddd", base, be_counter_step(j * L, L), role="blk",
+                                            comment="counter block, big-endian")
+            else:
+                c = base if j == 0 else b.v("paddd", base, counter_step(j * L, L), width=width)
+                x = c if bswap is None else b.v("pshufb", c, bswap, width=width, role="blk",
+                                                 comment="counter block")
             x = encrypt_rounds(b, x, nr, width=width, last=False)
             b.final()
             d = b.v("vload", Mem(inp, 16 * L * j), width=width, mask=mask, mask_elem="b")
@@ -216,7 +288,7 @@ def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: 
     if stitch is None:
         vector_loops(b, n, 16 * L, (inp, outp), body, advance)
     else:
-        stitched_loop(b, n, (inp, outp), body, advance, stitch)
+        stitched_loop(b, n, (inp, outp), body, advance, stitch, fast)
     b.s("test", n, n)
     b.branch("e", done)
     if spec.isa == "avx512":
