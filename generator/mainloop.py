@@ -1,6 +1,6 @@
 """The main loop of a generated function, found in its assembly text.
 
-A loop is a label and the last jump back to it. The main loop of a function is
+A loop is a label and the first jump back to it (the hot path when there are two). The main loop of a function is
 its longest loop (most instructions) on the AES-128 path (or the path of another
 key size), the code between the function's `aes128` label and the next key-size
 label; a function without a key-size dispatch (ghash, polyval) is searched whole. No loop name is assumed,
@@ -79,8 +79,9 @@ def loops(text: str) -> list[Loop]:
             continue
         back = [j for j in range(i + 1, len(lines))
                 if (jm := _JUMP.match(lines[j].strip())) and jm.group(1) == m.group(1)]
-        if back:
-            found.append(Loop(m.group(1), tuple(lines[i:back[-1] + 1])))
+        if back:  # the first jump back closes the hot path (GCM's shuffle-free batches; a
+            # batch that may carry takes a second body, then jumps back too)
+            found.append(Loop(m.group(1), tuple(lines[i:back[0] + 1])))
     return found
 
 
