@@ -142,3 +142,14 @@ def test_mix_source_spreads_independent_chains():
     kinds = "".join("c" if "vpclmulqdq" in ln else "a" for ln in body.splitlines() if "%zmm" in ln)
     assert max(len(run) for run in kinds.split("c")) <= 4
     assert "ceil_add_lat:" in text  # the clock is calibrated in the same file
+
+
+def test_a_peer_that_runs_one_op_keeps_its_description(monkeypatch, tmp_path):
+    """ipsec-mb has GHASH but no POLYVAL: benching both must not hide its GHASH figures."""
+    import aesgen.verify.bench as bench_mod
+
+    infos = iter([{"ipsec-mb": "intel-ipsec-mb (fake)"}, {"ipsec-mb": "n/a (no POLYVAL)"}])
+    monkeypatch.setattr(bench_mod, "build_shared", lambda p: p)
+    monkeypatch.setattr(bench_mod, "run_op", lambda *a, **k: (1e9, next(infos), []))
+    result = bench(SPEC, tmp_path / "k.S", ops=["ghash", "polyval"], sizes=[64], peers=("ipsec-mb",), cpu=0)
+    assert result.peers == {"ipsec-mb": "intel-ipsec-mb (fake)"}

@@ -150,7 +150,9 @@ def bench(spec: KernelSpec, asm_path: Path, *, ops: list[str], sizes: list[int],
     for op in ops:
         tsc, info, ms = run_op(spec, so, op, sizes, peers, key_bits, trials, cpu)
         result.tsc_hz = result.tsc_hz or tsc  # one TSC rate for the whole result
-        result.peers.update(info)
+        for peer, detail in info.items():  # a peer that runs some op keeps its description
+            if peer not in result.peers or result.peers[peer].startswith("n/a"):
+                result.peers[peer] = detail
         for m in ms:
             m.gbps = m.size / (m.median_ticks / result.tsc_hz) / 1e9
         result.measurements.extend(ms)
