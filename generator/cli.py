@@ -533,9 +533,12 @@ def tune(modes: str, target: str) -> None:
     table = Table(title=f"tuned for {result.cpu} ({t.description})")
     for c in ("mode", "bulk (16 KiB): width x depth", "GB/s", "short (256 B): width x depth", "cycles"):
         table.add_column(c, justify="right")
+    def config(pick: dict) -> str:  # hash modes also record their product variant
+        variant = f" {pick['variant']}" if pick.get("variant") else ""
+        return f"{pick['width']} x {pick['depth']}{variant}"
+
     for m, mt in result.modes.items():
-        table.add_row(m, f"{mt.bulk['width']} x {mt.bulk['depth']}", f"{mt.bulk['gbps']:.2f}",
-                      f"{mt.short['width']} x {mt.short['depth']}", f"{mt.short['cycles']:.0f}")
+        table.add_row(m, config(mt.bulk), f"{mt.bulk['gbps']:.2f}", config(mt.short), f"{mt.short['cycles']:.0f}")
     console.print(table)
     console.print(f"saved {path}")
 
