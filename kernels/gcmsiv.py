@@ -34,7 +34,7 @@ from .modes import counter_base, ctr_stream
 AREA = (gcm.FRAME + 63) // 64 * 64
 IN_PTR = Mem("rsp", AREA, bits=64)  # public: the caller's input pointer
 SECRETS = AREA + 64  # from here on everything is wiped before returning
-NONCE, DERIVE, AUTH_KEY, ENC_KEY, CTR_BLOCK = (Mem("rsp", SECRETS + o) for o in (0, 16, 32, 48, 80))
+NONCE, _FREE, AUTH_KEY, ENC_KEY, CTR_BLOCK = (Mem("rsp", SECRETS + o) for o in (0, 16, 32, 48, 80))
 SCHEDULE = SECRETS + 128
 
 
@@ -127,17 +127,12 @@ class GcmSiv(Gcm):
     def derive_keys(self, nr: int) -> None:
         """NONCE = N || 0^32, the derived keys, the message schedule and the powers of H."""
         b, spec = self.b, self.spec
-        b.s("load64", "rax", Mem("rsi", 0, bits=64), comment="12 nonce bytes, never 16: no over-read")
-        b.s("store64", Mem("rsp", NONCE.disp, bits=64), "rax")
-        b.s("store64", Mem("rsp", DERIVE.disp + 4, bits=64), "rax")
-        b.s("mov32", "eax", Mem("rsi", 8, bits=32))
-        b.s("store32", Mem("rsp", NONCE.disp + 8, bits=32), "eax")
-        b.s("store32", Mem("rsp", DERIVE.disp + 12, bits=32), "eax")
-        b.s("store32i", Mem("rsp", NONCE.disp + 12, bits=32), imm=0)
-        b.s("store32i", Mem("rsp", DERIVE.disp, bits=32), imm=0, comment="LE32(0) || N")
         with b.at_width(128):
+            lo = b.v("vload64", Mem("rsi", 0, bits=64), comment="12 nonce bytes, never 16: no over-read")
+            n = b.v("punpcklqdq", lo, b.v("vload32", Mem("rsi", 8, bits=32)), comment="N || 0^32")
+            b.store(NONCE, n)
             # 4 (AES-128) or 6 blocks side by side, each round key loaded once for all of them.
-            x = b.v("vload", DERIVE, role="blk")
+            x = b.v("pslldq", n, imm=4, role="blk", comment="LE32(0) || N")
             blocks = [x] + [b.v("paddd", x, counter_step(i, 1), comment=f"LE32({i}) || N")
                             for i in range(1, 4 if nr == 10 else 6)]
             for r in range(nr + 1):
@@ -148,7 +143,15 @@ class GcmSiv(Gcm):
                 b.store(dst, b.v("punpcklqdq", blocks[2 * n], blocks[2 * n + 1], comment="first 8 bytes of each"))
         EXPANDERS[128 if nr == 10 else 256](b, ENC_KEY, ScheduleWriter(b, Mem("rsp", SCHEDULE), nr, False,
                                                                        width=b.width))
-        build_powers(b, AUTH_KEY, self.table, self.K, self.spec.karatsuba)
+        # Powers the message can use: min(K, its longer part in whole blocks) (public lengths).
+        longer = b.label_name("longer")
+        b.s("load64", "r8", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64))
+        b.s("cmpr", "r8", "r13")
+        b.branch("ae", longer)
+        b.s("mov", "r8", "r13")
+        b.label(longer)
+        b.s("shr", "r8", imm=4)
+        build_powers(b, AUTH_KEY, self.table, self.K, self.spec.karatsuba, needed="r8")
 
     def hash_message(self, acc: VReg) -> None:
         """acc = POLYVAL over AAD, the plaintext (in, or out once decrypted) and the length block."""

@@ -294,23 +294,29 @@ def gcm_set_key_function(b: FunctionBuilder) -> None:
     b.single_path(None, power_table, powers)
 
 
-def build_powers(b: FunctionBuilder, h: Mem, table: Mem, K: int, karatsuba: bool) -> None:
+def build_powers(b: FunctionBuilder, h: Mem, table: Mem, K: int, karatsuba: bool,
+                 needed: str | None = None) -> None:
     """table = H^K..H^1 (descending, 16 bytes each; H read from h), then for Karatsuba
-    their halves-xor in the same order."""
+    their halves-xor in the same order. `needed`: a GPR with how many powers the message
+    can use (public; its length in blocks): the others are not computed."""
     def entry(i: int) -> Mem:
         return Mem(table.base, table.disp + 16 * (K - i))
 
-    with b.at_width(128):
-        b.store(entry(1), b.v("vload", h))
-        for i in range(2, K + 1):
-            a = b.v("vload", entry(i // 2))
-            c = b.v("vload", entry(i - i // 2))
-            b.store(entry(i), dot(b, a, c))
-        if karatsuba:
-            for i in range(1, K + 1):
-                p = b.v("vload", entry(i))
+    done = b.label_name("powers_done")
+    for i in range(1, K + 1):
+        if needed and i > 1:
+            b.s("cmp", needed, imm=i)
+            b.branch("b", done)
+        with b.at_width(128):
+            if i == 1:
+                p = b.v("vload", h)
+            else:
+                p = dot(b, b.v("vload", entry(i // 2)), b.v("vload", entry(i - i // 2)))
+            b.store(entry(i), p, comment=f"H^{i}")
+            if karatsuba:
                 b.store(Mem(table.base, table.disp + 16 * K + 16 * (K - i)),
-                        b.v("vxor", p, b.v("pshufd", p, imm=0x4E)))
+                        b.v("vxor", p, b.v("pshufd", p, imm=0x4E)), comment=f"H^{i} halves-xor")
+    b.label(done)
 
 
 def polyval_function(b: FunctionBuilder, karatsuba: bool) -> None:
