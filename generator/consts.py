@@ -29,6 +29,12 @@ def counter_step(step: int, lanes: int) -> Const:
     return Const(f"ctr_step{step}_x{lanes}", dword0([step] * lanes))
 
 
+def be_counter_step(step: int, lanes: int) -> Const:
+    """`step` added to the last byte of every lane's big-endian counter block (dword 3 gets
+    step << 24): a counter increment while that byte does not carry (GCM's shuffle-free batches)."""
+    return Const(f"be_step{step}_x{lanes}", (bytes(15) + bytes([step])) * lanes)
+
+
 def gfpoly(lanes: int) -> Const:
     """x^128 mod P (0xc2..01) per lane: its high qword is the reduction's fold multiplier c."""
     return Const(f"gfpoly_x{lanes}", x128_mod_p().to_bytes(16, "little") * lanes)

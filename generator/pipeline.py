@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from importlib import resources
+from typing import Callable, TypeVar
 
 import jinja2
 from iced_x86 import Instruction
@@ -21,6 +22,8 @@ from .lower import Lowerer
 from .regalloc import RegisterPressure, allocate_path
 from .schedule import flatten
 from .spec import SPEC_MARKER, KernelSpec
+
+T = TypeVar("T")
 
 MODE_TITLES = {"ecb": "ECB", "ctr32": "CTR32", "cbc": "CBC", "ghash": "GHASH", "polyval": "POLYVAL",
                "gcm": "GCM", "gcm-siv": "GCM-SIV"}
@@ -210,36 +213,33 @@ def _resolve_branches(emitted: list[Emitted]) -> list[Instruction]:
     return out
 
 
+def _fitting(spec: KernelSpec, emitter: FunctionEmitter, fn: Function, run: Callable[[Function], T]) -> T:
+    """run(fn); if fn's schedule needs more registers than the file has, run the compact
+    variant instead (riders before the rounds, not spread over them: the same computation)."""
+    from aesgen.kernels import build_function
+
+    notes = len(emitter.notes)
+    try:
+        return run(fn)
+    except RegisterPressure:
+        del emitter.notes[notes:]
+        return run(build_function(spec, fn.name, compact=True))
+
+
 def check_fits(spec: KernelSpec) -> None:
     """Raise BuildError unless every function of spec builds and fits the register file:
     generate() without encoding or rendering (what depth searches need)."""
-    from aesgen.kernels import build_function, build_functions
+    from aesgen.kernels import build_functions
 
     emitter = FunctionEmitter(spec, None)  # type: ignore[arg-type]  # allocation only
     for fn in build_functions(spec):
-        try:
-            _allocate_all(emitter, fn)
-        except RegisterPressure:
-            _allocate_all(emitter, build_function(spec, fn.name, compact=True))
+        _fitting(spec, emitter, fn, lambda f: _allocate_all(emitter, f))
 
 
 def _allocate_all(emitter: FunctionEmitter, fn: Function) -> None:
     lower = Lowerer(emitter.spec, fn.width)
     for path in fn.paths:
         emitter.path_items(fn, path, lower)
-
-
-def _emit_fitting(spec: KernelSpec, emitter: FunctionEmitter, fn: Function) -> tuple[list[str], list[Emitted]]:
-    """Emit fn; if its schedule needs more registers than the file has, emit the compact
-    variant (riders before the rounds instead of spread over them: the same computation)."""
-    from aesgen.kernels import build_function
-
-    notes = len(emitter.notes)
-    try:
-        return emitter.function(fn)
-    except RegisterPressure:
-        del emitter.notes[notes:]
-        return emitter.function(build_function(spec, fn.name, compact=True))
 
 
 def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
@@ -252,7 +252,7 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
     emitter = FunctionEmitter(spec, asm)
     fn_views, emitted_all = [], []
     for fn in functions:
-        lines, emitted = _emit_fitting(spec, emitter, fn)
+        lines, emitted = _fitting(spec, emitter, fn, emitter.function)
         emitted_all.extend(emitted)
         fn_views.append({"symbol": spec.symbol(fn.name), "args": fn.args, "summary": FUNCTIONS[fn.name][2],
                          "lines": lines, "prototype": prototype(spec, fn)})

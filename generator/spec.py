@@ -30,6 +30,7 @@ MODE_FUNCTIONS = {
 }
 # Modes that multiply by powers of the GHASH key stored after the AES schedule.
 GHASH_TABLE_MODES = ("ghash", "gcm")
+GCM_CTX_BYTES = 128  # P_GCM_CTX_BYTES: the streaming state, whatever the file's width
 COMMON_FUNCTIONS = ("cpu_supported", "set_encrypt_key", "set_decrypt_key")
 
 ISAS = ("sse", "avx", "avx2", "avx512")
@@ -157,9 +158,8 @@ class KernelSpec:
 
     @property
     def gcm_ctx_bytes(self) -> int:
-        """The streaming GCM state (see kernels/gcm_stream.py): 64-byte aligned by the caller."""
-        from aesgen.kernels.gcm_stream import CTX_BYTES
-        return CTX_BYTES
+        """The streaming GCM state (layout in kernels/gcm_stream.py): 64-byte aligned by the caller."""
+        return GCM_CTX_BYTES
 
     @property
     def gcmsiv_key_bytes(self) -> int:

@@ -4,10 +4,10 @@
     C   = CTR from inc32(J0) over P;  S = GHASH(A || pad || C || pad || [len A]_64 || [len C]_64)
     tag = MSB_t(E(K, J0) ^ S)
 
-The CTR main loop carries GHASH along (stitched: each batch's ciphertext is
-multiplied by H^k..H^1 and reduced once as the AES rounds of the batch run);
-what is left after it is hashed in a second pass. Scratch lives in a 64-byte aligned
-frame under the six saved callee-saved registers:
+The CTR main loop carries GHASH along (stitched: a batch's ciphertext is multiplied by
+H^k..H^1 and reduced once while the AES rounds of the next batch run, or, decrypting, of
+its own; see modes.stitched_loop); what is left after it is hashed in a second pass.
+Scratch lives in a 64-byte aligned frame under the six saved callee-saved registers:
 
     [rsp+0] the length block   [rsp+16] E(K, J0)   [rsp+32] a zero-padded block   [rsp+48] the tag
     [rsp+64] aad pointer   [rsp+72] aad length   [rsp+80] out   [rsp+88] len   [rsp+96] tag

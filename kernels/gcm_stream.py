@@ -19,6 +19,7 @@ from __future__ import annotations
 from aesgen.consts import bswap_mask
 from aesgen.dsl import FunctionBuilder
 from aesgen.ir import Mem, VReg
+from aesgen.spec import GCM_CTX_BYTES
 
 from .aes import encrypt_rounds
 from .gcm import BLOCK, EKJ0, FRAME, REST, Gcm, _Stitch
@@ -27,7 +28,7 @@ from .modes import counter_base, ctr_stream
 CTX = "r14"
 GKEY, AAD_BYTES, TEXT_BYTES, IN_TEXT = (Mem(CTX, o, bits=64) for o in (0, 8, 16, 24))
 CTX_EKJ0, CTX_COUNTER, CTX_HASH, CTX_KEYSTREAM, CTX_BLOCK = (Mem(CTX, o) for o in (32, 48, 64, 80, 96))
-CTX_BYTES = 128
+assert CTX_BLOCK.disp + 16 <= GCM_CTX_BYTES
 # Frame slots of an update: where the bytes after its whole blocks start (in, out).
 SUFFIX_IN, SUFFIX_OUT = Mem("rsp", 104, bits=64), Mem("rsp", 112, bits=64)
 # Public scalars (lengths, flags) go through r8 only: rax, r11 and rbp carry data bytes, and

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from aesgen.consts import bswap_mask, counter_step, lane_index
+from aesgen.consts import be_counter_step, bswap_mask, counter_step, lane_index
 from aesgen.dsl import FunctionBuilder, key
-from aesgen.ir import Const, Mem, VReg
+from aesgen.ir import Mem, VReg
 
 from .aes import decrypt_rounds, encrypt_rounds, finish
 
@@ -155,11 +155,6 @@ class FastCounter:
         b.branch("e", skip)
         b.s("add", self.counter, imm=blocks)
         b.label(skip)
-
-
-def be_counter_step(step: int, lanes: int) -> Const:
-    """`step` added to the last byte of every lane's big-endian counter block (dword 3 << 24)."""
-    return Const(f"be_step{step}_x{lanes}", (bytes(15) + bytes([step])) * lanes)
 
 
 def qword_mask_for_blocks(b: FunctionBuilder, nblocks: str, scratch: str = "r10") -> str:

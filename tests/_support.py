@@ -178,3 +178,24 @@ def verify_generated(tmp_path: Path, spec, quick: bool = False) -> list:
     results = verify_kernel(path, spec, quick=quick)
     assert [(r.name, r.detail) for r in results if r.status == "fail"] == []
     return results
+
+
+def load_generated(spec):
+    """spec generated, assembled and loaded with ctypes; the test is skipped (naming the
+    missing CPU feature) if this CPU cannot run it."""
+    import ctypes
+    import tempfile
+
+    import pytest
+
+    from aesgen.cpu import missing_features
+    from aesgen.pipeline import generate
+    from aesgen.verify.build import build_shared
+
+    missing = missing_features(spec.features)
+    if missing:
+        pytest.skip(f"CPU lacks {' '.join(missing)}")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kernel.S"
+        path.write_text(generate(spec).asm)
+        return ctypes.CDLL(str(build_shared(path)))

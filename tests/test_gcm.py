@@ -5,21 +5,17 @@ from __future__ import annotations
 
 import ctypes
 import random
-import tempfile
-from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from aesgen.cpu import missing_features
 from aesgen.kernels import build_function
 from aesgen.pipeline import generate
 from aesgen.simulate import Machine, call
 from aesgen.spec import KernelSpec
 from aesgen.verify import static_ct
-from aesgen.verify.build import build_shared
 
-from _support import verify_generated
+from _support import load_generated, verify_generated
 
 P, SZ = ctypes.c_void_p, ctypes.c_size_t
 ARGTYPES = [P, ctypes.c_char_p, SZ, ctypes.c_char_p, SZ, P, P, SZ, P, SZ]
@@ -77,13 +73,7 @@ CONFIGS = [("sse", 128, 2), ("avx", 128, 4), ("avx2", 256, 4), ("avx512", 128, 4
 @pytest.mark.parametrize("isa,width,depth", CONFIGS)
 def test_machine_code_matches_cryptography(isa, width, depth):
     spec = KernelSpec(("gcm",), isa, width, depth)
-    missing = missing_features(spec.features)
-    if missing:
-        pytest.skip(f"CPU lacks {' '.join(missing)}")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "gcm.S"
-        path.write_text(generate(spec).asm)
-        lib = ctypes.CDLL(str(build_shared(path)))
+    lib = load_generated(spec)
     enc, dec = (getattr(lib, f"{spec.prefix}_gcm_{d}") for d in ("encrypt", "decrypt"))
     for f in (enc, dec):
         f.argtypes, f.restype = ARGTYPES, ctypes.c_int

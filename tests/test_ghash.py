@@ -13,12 +13,11 @@ import pytest
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from aesgen import gf128
-from aesgen.cpu import missing_features
 from aesgen.kernels import build_function
-from aesgen.pipeline import generate
 from aesgen.simulate import Machine, call
 from aesgen.spec import KernelSpec
-from aesgen.verify.build import build_shared
+
+from _support import load_generated
 
 RFC8452_H = bytes.fromhex("25629347589242761d31f826ba4b757b")
 RFC8452_X = bytes.fromhex("4f4f95668c83dfb6401762bb2d01a262d1a24ddd2721d006bbe45f20d3c9f362")
@@ -100,15 +99,7 @@ def test_simulated_kernels_match_the_references(isa, width, depth, karatsuba):
 @pytest.mark.parametrize("isa,width,depth,karatsuba", CONFIGS)
 def test_machine_code_matches_the_references(isa, width, depth, karatsuba):
     spec = KernelSpec(("ghash", "polyval"), isa, width, depth, karatsuba=karatsuba)
-    missing = missing_features(spec.features)
-    if missing:
-        pytest.skip(f"CPU lacks {' '.join(missing)}")
-    from pathlib import Path
-    import tempfile
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "g.S"
-        path.write_text(generate(spec).asm)
-        lib = ctypes.CDLL(str(build_shared(path)))
+    lib = load_generated(spec)
     rng = random.Random(depth)
     raw = ctypes.create_string_buffer(spec.gcm_key_bytes + 64)
     gk = ctypes.c_void_p((ctypes.addressof(raw) + 63) // 64 * 64)
