@@ -451,6 +451,17 @@ def _cryptopp_skip(name: str) -> CheckResult:
                        "Debian package libcrypto++-utils, see APT_PACKAGES in the Makefile)")
 
 
+def _sealed_mismatch(v, ret: int | None, out: bytes, tag: bytes, returned: str = "returned") -> list[str]:
+    """What is wrong with an encryption of known-answer case v (at most one finding)."""
+    if ret != 0:
+        return [f"COUNT={v.count}: {returned} {ret}"]
+    if out != v.ciphertext:
+        return [f"COUNT={v.count}: ciphertext {_first_diff(out, v.ciphertext)}"]
+    if tag != v.tag:
+        return [f"COUNT={v.count}: tag {tag.hex()} want {v.tag.hex()}"]
+    return []
+
+
 def kat_gcm(kernel: Kernel, fn: str, probe: Probe, *, quick: bool, seed: int) -> Iterator[CheckResult]:
     """One-shot gcm_encrypt / gcm_decrypt over the CAVP files and the McGrew-Viega cases."""
     decrypt = fn == "gcm_decrypt"
@@ -481,12 +492,7 @@ def kat_gcm(kernel: Kernel, fn: str, probe: Probe, *, quick: bool, seed: int) ->
                     errors.append(f"COUNT={v.count}: plaintext {_first_diff(out, v.plaintext)}")
             else:
                 inv = gcm_call(kernel, mem, fn, gkey, v.iv, v.aad, v.plaintext or b"", len(v.tag), rng=rng)
-                if inv.ret != 0:
-                    errors.append(f"COUNT={v.count}: returned {inv.ret}")
-                elif inv.out("out") != v.ciphertext:
-                    errors.append(f"COUNT={v.count}: ciphertext {_first_diff(inv.out('out'), v.ciphertext)}")
-                elif inv.out("tag") != v.tag:
-                    errors.append(f"COUNT={v.count}: tag {inv.out('tag').hex()} want {v.tag.hex()}")
+                errors += _sealed_mismatch(v, inv.ret, inv.out("out"), inv.out("tag"))
             errors += [f"COUNT={v.count}: {d}" for d in inv.damage]
         extra = f", {rejected} with a wrong tag" if decrypt else ""
         yield (_result(name, errors, f"{len(cases)} vectors{extra}") if cases
@@ -528,12 +534,7 @@ def kat_gcm_stream(kernel: Kernel, fn: str, probe: Probe, *, quick: bool, seed: 
                     continue
                 ret, out, tag, damage = gcm_stream(kernel, mem, gkey, v.iv, v.aad, v.plaintext,
                                                    decrypt=False, rng=rng)
-                if ret != 0:
-                    errors.append(f"COUNT={v.count}: gcm_start returned {ret}")
-                elif out != v.ciphertext:
-                    errors.append(f"COUNT={v.count}: ciphertext {_first_diff(out, v.ciphertext)}")
-                elif tag[:t] != v.tag:
-                    errors.append(f"COUNT={v.count}: tag {tag[:t].hex()} want {v.tag.hex()}")
+                errors += _sealed_mismatch(v, ret, out, tag[:t], "gcm_start returned")
             errors += [f"COUNT={v.count}: {d}" for d in damage]
         yield _result(name, errors, f"{len(cases)} vectors, random chunkings")
     if cpp is None:
@@ -628,12 +629,7 @@ def kat_gcmsiv(kernel: Kernel, fn: str, probe: Probe, *, quick: bool, seed: int)
                     errors.append(f"COUNT={v.count}: plaintext {_first_diff(inv.out('out'), pt)}")
             else:
                 inv = gcmsiv_call(kernel, mem, fn, skey, v.iv, v.aad, pt, None, rng=rng)
-                if inv.ret != 0:
-                    errors.append(f"COUNT={v.count}: returned {inv.ret}")
-                elif inv.out("out") != v.ciphertext:
-                    errors.append(f"COUNT={v.count}: ciphertext {_first_diff(inv.out('out'), v.ciphertext)}")
-                elif inv.out("tag") != v.tag:
-                    errors.append(f"COUNT={v.count}: tag {inv.out('tag').hex()} want {v.tag.hex()}")
+                errors += _sealed_mismatch(v, inv.ret, inv.out("out"), inv.out("tag"))
             errors += [f"COUNT={v.count}: {d}" for d in inv.damage]
         yield _result(name, errors, f"{len(vf.vectors)} vectors (Appendix C, incl. counter wrap)")
 
