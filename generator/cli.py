@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.table import Table
 
 from . import __version__
-from .config import ConfigError, make_spec, parse_modes, parse_per_mode
+from .config import ConfigError, make_spec, parse_modes, parse_per_mode, with_doubling
+from .doubling import METHODS as DOUBLING_METHODS
 from .cpu import missing_features
 from .dsl import BuildError
 from .spec import (FEATURES_BY_ISA, ISAS, MAX_DEPTH, MODE_FUNCTIONS, MODES, WIDTHS_BY_ISA, KernelSpec,
@@ -49,6 +50,12 @@ def config_options(f):
                      help="A mode's own width and depth, e.g. cbc=256x4 (repeatable; what tuned files record).")(f)
     f = click.option("--karatsuba", is_flag=True,
                      help="GHASH/POLYVAL: Karatsuba products (3 carry-less multiplies) instead of schoolbook (4).")(f)
+    f = click.option("--gfdouble", default="", metavar="METHOD",
+                     help=f"XTS tweaks / GF(2^128) doubling: {', '.join(DOUBLING_METHODS)} "
+                          "(default: the ISA's best, see `aesgen explore gfdouble`).")(f)
+    f = click.option("--allow-table-lookups", "table_lookups", is_flag=True,
+                     help="Allow methods that load from data-dependent addresses (NOT constant-time; "
+                          "the static check reports them as warnings).")(f)
     f = click.option("--tuned", is_flag=True, help="With --target native: use the `aesgen tune` result.")(f)
     f = click.option("--profile", type=click.Choice(["bulk", "short"]), default="bulk", show_default=True,
                      help="With --tuned: the configs tuned for bulk (16 KiB) or short (256 B) messages.")(f)
@@ -58,9 +65,14 @@ def config_options(f):
 def spec_from_options(modes: str, isa: str | None = None, width: int | None = None, depth: int | None = None,
                       backend: str = "aesni", prefix: str | None = None, target: str | None = None,
                       tuned: bool = False, profile: str = "bulk", per_mode: tuple[str, ...] = (),
-                      karatsuba: bool = False) -> KernelSpec:
+                      karatsuba: bool = False, gfdouble: str = "", table_lookups: bool = False) -> KernelSpec:
     spec = _spec_from_options(modes, isa, width, depth, backend, prefix, target, tuned, profile, per_mode)
-    return replace(spec, karatsuba=True) if karatsuba else spec
+    if karatsuba:
+        spec = replace(spec, karatsuba=True)
+    try:
+        return with_doubling(spec, gfdouble, table_lookups)
+    except ConfigError as e:
+        raise UsageFailure(str(e)) from None
 
 
 def _spec_from_options(modes: str, isa: str | None, width: int | None, depth: int | None, backend: str,

@@ -5,6 +5,9 @@ prints it and exits with code 2.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
+from .doubling import DOUBLING_MODES, default_method, refusal
 from .dsl import BuildError
 from .spec import BACKENDS, C_IDENTIFIER, ISAS, MAX_DEPTH, MODES, WIDTHS_BY_ISA, KernelSpec
 
@@ -64,3 +67,22 @@ def make_spec(modes: tuple[str, ...], isa: str, width: int | None, depth: int, b
             overrides.append((mode, w, d))
     return KernelSpec(modes=modes, isa=isa, width=width, depth=depth, backend=backend, prefix=prefix or "",
                       overrides=tuple(overrides))
+
+
+def with_doubling(spec: KernelSpec, method: str, table_lookups: bool) -> KernelSpec:
+    """The spec with its doubling method (checked against its ISA and widths) and the
+    table-lookup permission; the method matters only to files with a doubling mode."""
+    if table_lookups:
+        spec = replace(spec, table_lookups=True)
+    if not any(m in DOUBLING_MODES for m in spec.modes):
+        if method:
+            raise ConfigError(f"--gfdouble applies to the modes {', '.join(DOUBLING_MODES)} only")
+        return spec
+    for mode in (m for m in spec.modes if m in DOUBLING_MODES):
+        width = spec.width_for(mode)
+        why = refusal(method or default_method(spec.isa, width), spec.isa, width, table_lookups)
+        if why:
+            raise ConfigError(why)
+    if method:
+        spec = replace(spec, gfdouble=method, features=())
+    return spec

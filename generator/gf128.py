@@ -44,6 +44,21 @@ def fold_constant() -> int:
     return _poly_int(sympy.cancel(rest / X**64))
 
 
+@lru_cache(maxsize=None)
+def doubling_reduction() -> int:
+    """x^128 mod x^128 + x^7 + x^2 + x + 1 (0x87): what multiplying a block by x (XTS, OCB,
+    OTR: no bit reflection) xors into its low byte when bit 127 falls off."""
+    return _poly_int(sympy.rem(X**128, GHASH_POLY, X, modulus=2))
+
+
+def times_x_pow(v: int, k: int) -> int:
+    """v * x^k mod x^128 + x^7 + x^2 + x + 1, one doubling at a time (the reference)."""
+    for _ in range(k):
+        v <<= 1
+        v = (v & M128) ^ (doubling_reduction() if v >> 128 else 0)
+    return v
+
+
 def ghash_polyval_relation_holds() -> bool:
     """GHASH's polynomial is POLYVAL's reflected: x^128 P(1/x) = x^128 + x^7 + x^2 + x + 1."""
     reflected = sympy.expand(X**128 * POLYVAL_POLY.subs(X, 1 / X))

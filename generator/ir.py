@@ -159,8 +159,9 @@ VECTOR_OPS = {
     "aesimc", "aeskeygenassist", "pshufd", "pslldq", "punpcklqdq", "palignr",
     "prev_lanes", "top_lane", "widen", "vzero",
     "clmul", "psllq", "psrlq", "psrad", "pand", "upper_half", "ternlog",
+    "paddq", "psrldq", "psllvq", "psrlvq",
 }
-COMMUTATIVE = {"vxor", "paddd", "pand"}
+COMMUTATIVE = {"vxor", "paddd", "paddq", "pand"}
 # Ops whose destination is also their first input in every encoding (vpternlogd).
 ALWAYS_TIED = {"ternlog"}
 XOR3 = 0x96  # ternlog's truth table for a ^ b ^ c (symmetric: any source order)

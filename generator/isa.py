@@ -60,11 +60,16 @@ VECTOR_FORMS: dict[str, tuple[str | None, str | None, str | None]] = {
     "psrlq": ("PSRLQ_XMM_IMM8", "VEX_VPSRLQ_{R}_{R}_IMM8", "EVEX_VPSRLQ_{R}_K1Z_{R}M{W}B64_IMM8"),
     "psrad": ("PSRAD_XMM_IMM8", "VEX_VPSRAD_{R}_{R}_IMM8", "EVEX_VPSRAD_{R}_K1Z_{R}M{W}B32_IMM8"),
     "pand": ("PAND_XMM_XMMM128", "VEX_VPAND_{R}_{R}_{R}M{W}", "EVEX_VPANDD_{R}_K1Z_{R}_{R}M{W}B32"),
+    "paddq": ("PADDQ_XMM_XMMM128", "VEX_VPADDQ_{R}_{R}_{R}M{W}", "EVEX_VPADDQ_{R}_K1Z_{R}_{R}M{W}B64"),
+    "psrldq": ("PSRLDQ_XMM_IMM8", "VEX_VPSRLDQ_{R}_{R}_IMM8", "EVEX_VPSRLDQ_{R}_{R}M{W}_IMM8"),
+    # per-qword shifts by per-qword counts (AVX2): counts >= 64 give 0
+    "psllvq": (None, "VEX_VPSLLVQ_{R}_{R}_{R}M{W}", "EVEX_VPSLLVQ_{R}_K1Z_{R}_{R}M{W}B64"),
+    "psrlvq": (None, "VEX_VPSRLVQ_{R}_{R}_{R}M{W}", "EVEX_VPSRLVQ_{R}_K1Z_{R}_{R}M{W}B64"),
     # dst = f(dst, b, c) bit by bit, f the 8-bit truth table in imm (dst is also the first input)
     "ternlog": (None, None, "EVEX_VPTERNLOGD_{R}_K1Z_{R}_{R}M{W}B32_IMM8"),
 }
 # Legacy SSE shifts by an immediate name only the destination register.
-LEGACY_SHIFTS = {"pslldq", "psllq", "psrlq", "psrad"}
+LEGACY_SHIFTS = {"pslldq", "psrldq", "psllq", "psrlq", "psrad"}
 # Byte-granular masked moves (CTR tails) use vmovdqu8 instead of vmovdqu64.
 BYTE_MASKED = {"vload": "EVEX_VMOVDQU8_{R}_K1Z_{R}M{W}", "vstore": "EVEX_VMOVDQU8_{R}M{W}_K1Z_{R}"}
 # Ops that only ever work on xmm registers (whatever the file's width).
@@ -278,6 +283,9 @@ class Assembler:
             return Instruction.create_reg_mem(C("LEA_R64_M"), gpr(d), self.mem(s[0]))
         if op == "bzhi":
             return Instruction.create_reg_reg_reg(C("VEX_BZHI_R64_RM64_R64"), gpr(d), gpr(s[0]), gpr(s[1]))
+        if op == "movmskpd":  # the two qwords' sign bits of an xmm (no EVEX form: xmm0-15 only)
+            form = "MOVMSKPD_R32_XMM" if self.isa == "sse" else "VEX_VMOVMSKPD_R32_XMM"
+            return Instruction.create_reg_reg(C(form), gpr(d), vreg(s[0].num, 128))
         if op == "kmovq":
             return Instruction.create_reg_reg(C("VEX_KMOVQ_KR_R64"), gpr(d), gpr(s[0]))
         if op in ("push", "pop"):

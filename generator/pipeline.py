@@ -26,7 +26,7 @@ from .spec import SPEC_MARKER, KernelSpec
 T = TypeVar("T")
 
 MODE_TITLES = {"ecb": "ECB", "ctr32": "CTR32", "cbc": "CBC", "ghash": "GHASH", "polyval": "POLYVAL",
-               "gcm": "GCM", "gcm-siv": "GCM-SIV"}
+               "gcm": "GCM", "gcm-siv": "GCM-SIV", "xts": "XTS", "gfdouble": "GF(2^128) doubling"}
 ISA_LINES = {
     "sse": "sse: legacy AES-NI, two-operand SSE encoding, 16 xmm registers",
     "avx": "avx: VEX-encoded AES-NI, three-operand, 16 xmm registers",
@@ -40,7 +40,7 @@ C_TYPES = {
     "h": "const uint8_t h[16]",
 }
 RETURNS_INT = {"cpu_supported", "set_encrypt_key", "set_decrypt_key", "gcm_set_key", "gcm_encrypt", "gcm_decrypt",
-               "gcm_start", "gcmsiv_set_key", "gcmsiv_encrypt", "gcmsiv_decrypt"}
+               "gcm_start", "gcmsiv_set_key", "gcmsiv_encrypt", "gcmsiv_decrypt", "xts_set_key"}
 # Functions whose C parameters are not the shared names above.
 PROTOTYPE_ARGS = {
     "gcm_encrypt": ("const void *gkey, const uint8_t *iv, size_t ivlen, const uint8_t *aad, size_t aadlen, "
@@ -57,6 +57,11 @@ PROTOTYPE_ARGS = {
                        "const uint8_t *in, uint8_t *out, size_t len, uint8_t tag[16]"),
     "gcmsiv_decrypt": ("const void *skey, const uint8_t nonce[12], const uint8_t *aad, size_t aadlen, "
                        "const uint8_t *in, uint8_t *out, size_t len, const uint8_t tag[16]"),
+    "xts_set_key": "const uint8_t *key1, const uint8_t *key2, unsigned bits, void *xkey, int enc",
+    "xts_encrypt": "const void *xkey, const uint8_t *in, uint8_t *out, size_t len, const uint8_t tweak[16]",
+    "xts_decrypt": "const void *xkey, const uint8_t *in, uint8_t *out, size_t len, const uint8_t tweak[16]",
+    "gfdouble_le": "const uint8_t tweak[16], uint8_t *out, size_t nblocks",
+    "gfdouble_be": "const uint8_t tweak[16], uint8_t *out, size_t nblocks",
 }
 
 
@@ -72,6 +77,8 @@ class GeneratedKernel:
 def command_line(spec: KernelSpec, output: str = "FILE.S") -> str:
     per_mode = "".join(f" --per-mode {m}={w}x{d}" for m, w, d in spec.overrides)
     per_mode += " --karatsuba" if spec.karatsuba else ""
+    per_mode += f" --gfdouble {spec.gfdouble}" if spec.gfdouble else ""
+    per_mode += " --allow-table-lookups" if spec.table_lookups else ""
     return (f"aesgen generate {','.join(spec.modes)} --isa {spec.isa} --width {spec.width} "
             f"--depth {spec.depth}{per_mode} --backend {spec.backend} --prefix {spec.prefix} -o {output}")
 
@@ -99,7 +106,7 @@ def _constants(functions: list[Function]) -> dict[str, Const]:
     def scan(items: list) -> None:
         for it in items:
             if isinstance(it, GroupBlock):
-                for s in it.streams + it.finals:
+                for s in it.streams + it.finals + [it.riders]:
                     scan(s)
             elif isinstance(it, Insn):
                 for o in it.srcs:
@@ -261,7 +268,9 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
                     "comment": next((v for k, v in CONST_COMMENTS.items() if n.startswith(k)), n)}
                    for n, c in consts.items()]
     modes = ", ".join(MODE_TITLES[m] for m in spec.modes)
-    title = f"AES-128/192/256 {modes} for x86-64 ({spec.backend}, {spec.isa}, {spec.width}-bit, depth {spec.depth})"
+    doubling = f", doubling: {spec.gfdouble}" if spec.gfdouble else ""
+    title = (f"AES-128/192/256 {modes} for x86-64 ({spec.backend}, {spec.isa}, {spec.width}-bit, "
+             f"depth {spec.depth}{doubling})")
     spec_json = spec.to_json()
     context = {
         "title": title, "version": __version__, "command": command_line(spec, output_name), "spec": spec,

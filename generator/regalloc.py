@@ -17,7 +17,8 @@ from .ir import ALWAYS_TIED, Branch, Insn, KeyRef, Label, Mem, VReg, commutative
 
 # Ops whose legacy SSE form overwrites the first source.
 TIED_LEGACY = {"vxor", "paddd", "pshufb", "aesenc", "aesenclast", "aesdec", "aesdeclast",
-               "pslldq", "punpcklqdq", "palignr", "clmul", "psllq", "psrlq", "psrad", "pand"}
+               "pslldq", "punpcklqdq", "palignr", "clmul", "psllq", "psrlq", "psrad", "pand",
+               "paddq", "psrldq"}
 
 
 class RegisterPressure(BuildError):

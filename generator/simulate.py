@@ -262,6 +262,10 @@ LANE_OPS = {
     "psrad": lambda a, imm: _from_dwords([(d >> min(imm, 31)) | (-(d >> 31) << (32 - min(imm, 31)) if d >> 31
                                            else d >> min(imm, 31)) for d in _dwords(a)]),
     "pand": lambda a, b, _i: a & b,
+    "paddq": lambda a, b, _i: _qwords_zip(a, b, lambda x, y: (x + y) & M64),
+    "psrldq": lambda a, imm: a >> (8 * imm) if imm < 16 else 0,
+    "psllvq": lambda a, n, _i: _qwords_zip(a, n, lambda x, c: (x << c) & M64 if c < 64 else 0),
+    "psrlvq": lambda a, n, _i: _qwords_zip(a, n, lambda x, c: x >> c if c < 64 else 0),
     "ternlog": lambda a, b, c, imm: _ternlog(a, b, c, imm),
 }
 
@@ -280,6 +284,15 @@ def _ternlog(a: int, b: int, c: int, imm: int) -> int:
 
 def _qwords_map(a: int, f) -> int:
     return f(a & M64) | (f(a >> 64) << 64)
+
+
+def _qwords_zip(a: int, b: int, f) -> int:
+    return f(a & M64, b & M64) | (f(a >> 64, b >> 64) << 64)
+
+
+def _movmskpd(it: "Interpreter", i: Insn) -> None:
+    v = it.value(i.srcs[0], 1)[0]
+    it.m.put(i.dst, ((v >> 63) & 1) | ((v >> 127) << 1))
 
 
 def _alu(it: Interpreter, i: Insn, fn, bits: int = 64, write: bool = True) -> None:
@@ -368,8 +381,10 @@ SCALAR = {
     "shl": lambda it, i: it.m.put(i.dst, (it.m.get(i.dst) << i.imm) & M64),
     "shr": lambda it, i: it.m.put(i.dst, it.m.get(i.dst) >> i.imm),
     "bswap32": lambda it, i: it.m.put(i.dst, int.from_bytes(it.m.get(i.dst).to_bytes(4, "little"), "big")),
-    "lea": lambda it, i: it.m.put(i.dst, it.m.addr(i.srcs[0])),
+    "lea": lambda it, i: it.m.put(i.dst, it.m.const_addr(i.srcs[0]) if isinstance(i.srcs[0], Const)
+                                  else it.m.addr(i.srcs[0])),
     "bzhi": _bzhi,
+    "movmskpd": _movmskpd,
     "kmovq": lambda it, i: it.m.kreg.__setitem__(i.dst, it.m.get(i.srcs[0])),
     "cpuid": _cpuid,
     "xgetbv": lambda it, i: (it.m.put("eax", 0xE7), it.m.put("edx", 0)),

@@ -12,9 +12,11 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .doubling import DOUBLING_MODES, default_method, needs_clmul
+
 SPEC_MARKER = "# aesgen-spec: "
 
-MODES = ("ecb", "ctr32", "cbc", "ghash", "polyval", "gcm", "gcm-siv")
+MODES = ("ecb", "ctr32", "cbc", "ghash", "polyval", "gcm", "gcm-siv", "xts", "gfdouble")
 # The block-cipher modes (the ones `make demo`, tune and bench cover today).
 CIPHER_MODES = ("ecb", "ctr32", "cbc")
 # C functions each mode contributes (besides the always-present key setup).
@@ -27,6 +29,9 @@ MODE_FUNCTIONS = {
     "gcm": ("gcm_set_key", "ghash", "gcm_encrypt", "gcm_decrypt", "gcm_start", "gcm_aad",
             "gcm_encrypt_update", "gcm_decrypt_update", "gcm_finish"),
     "gcm-siv": ("gcmsiv_set_key", "gcmsiv_encrypt", "gcmsiv_decrypt", "polyval"),
+    "xts": ("xts_set_key", "xts_encrypt", "xts_decrypt"),
+    # the tweak sequences of the doubling method alone (explore gfdouble measures them)
+    "gfdouble": ("gfdouble_le", "gfdouble_be"),
 }
 # Modes that multiply by powers of the GHASH key stored after the AES schedule.
 GHASH_TABLE_MODES = ("ghash", "gcm")
@@ -48,7 +53,7 @@ FEATURES_BY_ISA = {
 
 def mode_of(function: str) -> str | None:
     """The mode whose width/depth a C function runs at (None: the file's default)."""
-    if function in ("gcm_set_key", "gcmsiv_set_key"):  # key setup: the file's width
+    if function in ("gcm_set_key", "gcmsiv_set_key", "xts_set_key"):  # key setup: the file's width
         return None
     return next((m for m, fs in MODE_FUNCTIONS.items() if function in fs), None)
 
@@ -56,10 +61,12 @@ def mode_of(function: str) -> str | None:
 CLMUL_MODES = ("ghash", "polyval", "gcm", "gcm-siv")
 
 
-def required_features(isa: str, width: int, modes: tuple[str, ...]) -> tuple[str, ...]:
-    """/proc/cpuinfo flags a file needs: the ISA's, plus carry-less multiply when hashing."""
+def required_features(isa: str, width: int, modes: tuple[str, ...], gfdouble: str = "") -> tuple[str, ...]:
+    """/proc/cpuinfo flags a file needs: the ISA's, plus carry-less multiply when hashing
+    (or doubling with it)."""
     feats = list(FEATURES_BY_ISA[isa])
-    if any(m in CLMUL_MODES for m in modes):
+    doubling_clmul = any(m in DOUBLING_MODES for m in modes) and needs_clmul(gfdouble, width)
+    if any(m in CLMUL_MODES for m in modes) or doubling_clmul:
         feats.append("pclmulqdq")
         if isa in ("avx2", "avx512"):  # ymm/zmm hashing; the xmm tails use it too on these files
             feats.append("vpclmulqdq")
@@ -84,15 +91,22 @@ class KernelSpec:
     overrides: tuple[tuple[str, int, int], ...] = field(default=())
     # GHASH/POLYVAL products: Karatsuba (3 carry-less multiplies) instead of schoolbook (4).
     karatsuba: bool = False
+    # XTS tweaks / doubling: the method (generator/doubling.py); "" = the ISA's default.
+    gfdouble: str = ""
+    # Allow methods that load from data-dependent addresses (not constant-time).
+    table_lookups: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "modes", tuple(self.modes))
+        if not self.gfdouble and any(m in DOUBLING_MODES for m in self.modes):
+            object.__setattr__(self, "gfdouble", default_method(self.isa, self.width))
         if not self.prefix:
             object.__setattr__(
                 self, "prefix", f"aesgen_{self.backend}_{self.isa}_{self.width}x{self.depth}"
             )
         if not self.features:
-            object.__setattr__(self, "features", required_features(self.isa, self.width, self.modes))
+            object.__setattr__(self, "features",
+                               required_features(self.isa, self.width, self.modes, self.gfdouble))
         object.__setattr__(self, "features", tuple(self.features))
         object.__setattr__(self, "overrides", tuple(tuple(o) for o in self.overrides))
 
@@ -166,6 +180,11 @@ class KernelSpec:
         """The GCM-SIV key: the key-generating key's AES schedule, laid out like set_encrypt_key's."""
         return self.key_bytes
 
+    @property
+    def xts_key_bytes(self) -> int:
+        """The XTS key: the data key's schedule (encrypt or decrypt), then the tweak key's."""
+        return 2 * self.key_bytes
+
     def symbol(self, function: str) -> str:
         return f"{self.prefix}_{function}"
 
@@ -174,6 +193,9 @@ class KernelSpec:
         d["modes"] = list(self.modes)
         d["features"] = list(self.features)
         d["overrides"] = [list(o) for o in self.overrides]
+        for name in ("gfdouble", "table_lookups"):  # only where they apply: older files stay as they were
+            if not d[name]:
+                del d[name]
         return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
     @classmethod

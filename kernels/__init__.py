@@ -12,6 +12,7 @@ from .gcm_stream import gcm_aad_function, gcm_finish_function, gcm_start_functio
 from .gcmsiv import gcmsiv_function, gcmsiv_set_key_function
 from .ghash import gcm_set_key_function, ghash_function, polyval_function
 from .modes import cbc_decrypt_function, cbc_encrypt_function, ctr32_function, ecb_function
+from .xts import gfdouble_function, xts_function, xts_set_key_function
 
 GCM_ARGS = ("key", "iv", "ivlen", "aad", "aadlen", "in", "out", "len", "tag", "taglen")
 GCMSIV_ARGS = ("key", "nonce", "aad", "aadlen", "in", "out", "len", "tag")
@@ -52,6 +53,16 @@ FUNCTIONS = {
                        "AES-GCM-SIV (RFC 8452) encryption and tag"),
     "gcmsiv_decrypt": (GCMSIV_ARGS, lambda b: gcmsiv_function(b, True),
                        "AES-GCM-SIV decryption; -1 and out zeroed on a wrong tag"),
+    "xts_set_key": (("key1", "key2", "bits", "xkey", "enc"), xts_set_key_function,
+                    "XTS key: key1's schedule (encrypt, or decrypt if enc == 0), then key2's"),
+    "xts_encrypt": (("xkey", "in", "out", "len", "tweak"), lambda b: xts_function(b, False),
+                    "XTS-AES (IEEE 1619) encryption with ciphertext stealing"),
+    "xts_decrypt": (("xkey", "in", "out", "len", "tweak"), lambda b: xts_function(b, True),
+                    "XTS-AES (IEEE 1619) decryption with ciphertext stealing"),
+    "gfdouble_le": (("tweak", "out", "nblocks"), lambda b: gfdouble_function(b, False),
+                    "out[i] = tweak * x^i in GF(2^128), little-endian blocks (XTS)"),
+    "gfdouble_be": (("tweak", "out", "nblocks"), lambda b: gfdouble_function(b, True),
+                    "out[i] = tweak * x^i in GF(2^128), big-endian blocks (OCB, OTR)"),
 }
 
 

@@ -167,13 +167,14 @@ EXPANDERS = {128: expand_128, 192: expand_192, 256: expand_256}
 
 def key_size_paths(b: FunctionBuilder, decrypt: bool = False,
                    then: Callable[[int], None] | None = None,
-                   sizes: tuple[int, ...] = tuple(EXPANDERS)) -> None:
+                   sizes: tuple[int, ...] = tuple(EXPANDERS),
+                   expand: Callable[[int, int], None] | None = None) -> None:
     """Dispatch on `bits` (one of `sizes`, else return -1); per size expand the encryption
-    schedule into `key`, store the round count, then `then(nr)` (default: return 0)."""
-    user, bits, out = b.reg["user_key"], b.reg["bits"], b.reg["key"]
+    schedule into `key` and store the round count (or `expand(bits, nr)` instead), then
+    `then(nr)` (default: return 0)."""
     labels = {kb: b.label_name(f"bits{kb}_") for kb in sizes}
     for kb, lab in labels.items():
-        b.s("cmp32", _r32(bits), imm=kb)
+        b.s("cmp32", _r32(b.reg["bits"]), imm=kb)
         b.branch("e", lab)
     b.s("mov32i", "eax", imm=-1, comment="unsupported key size")
     b.s("ret")
@@ -181,8 +182,10 @@ def key_size_paths(b: FunctionBuilder, decrypt: bool = False,
         nr = ROUNDS_BY_BITS[kb]
 
         def body(kb: int = kb, nr: int = nr) -> None:
-            EXPANDERS[kb](b, user, ScheduleWriter(b, out, nr, decrypt))
-            b.s("store32i", Mem(out, b.spec.rounds_offset, bits=32), imm=nr, comment="round count")
+            if expand is not None:
+                expand(kb, nr)
+            else:
+                expand_schedule(b, kb, b.reg["user_key"], b.reg["key"], decrypt)
             if then is not None:
                 then(nr)
             else:
@@ -190,6 +193,14 @@ def key_size_paths(b: FunctionBuilder, decrypt: bool = False,
                 finish(b)
 
         b.single_path(nr, body, lab)
+
+
+def expand_schedule(b: FunctionBuilder, bits: int, user: str, out: str, decrypt: bool) -> None:
+    """The schedule of the key at `user` into the one at `out` (encrypt or decrypt layout),
+    with its round count."""
+    nr = ROUNDS_BY_BITS[bits]
+    EXPANDERS[bits](b, user, ScheduleWriter(b, out, nr, decrypt))
+    b.s("store32i", Mem(out, b.spec.rounds_offset, bits=32), imm=nr, comment="round count")
 
 
 def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:

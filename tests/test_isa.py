@@ -43,6 +43,8 @@ MNEMONICS = {
     "psllq": ("PSLLQ", "VPSLLQ", "VPSLLQ"), "psrlq": ("PSRLQ", "VPSRLQ", "VPSRLQ"),
     "psrad": ("PSRAD", "VPSRAD", "VPSRAD"), "pand": ("PAND", "VPAND", "VPANDD"),
     "ternlog": (None, None, "VPTERNLOGD"),
+    "paddq": ("PADDQ", "VPADDQ", "VPADDQ"), "psrldq": ("PSRLDQ", "VPSRLDQ", "VPSRLDQ"),
+    "psllvq": (None, "VPSLLVQ", "VPSLLVQ"), "psrlvq": (None, "VPSRLVQ", "VPSRLVQ"),
 }
 # Widths each op is used at (lowering: broadcasts, lane extracts/inserts and lane shuffles only above 128).
 ABOVE_128 = {"vload_bcast", "vextract128", "vinserti128", "vshufi32x4", "vperm2i128"}

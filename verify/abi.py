@@ -166,7 +166,7 @@ def check_function(kernel: Kernel, fn: str, probe: Probe, *, n: int, trials: int
     sig = signatures.lookup(fn)
     if sig is None:
         return CheckResult(name, "fail", f"{fn}: no signature registered, cannot be called")
-    if sig.family in signatures.AEAD_FAMILIES:
+    if sig.family in signatures.SCENE_FAMILIES:
         from aesgen.verify import aead
         return aead.abi_check(kernel, fn, probe, n=n, trials=trials, seed=seed)
     rng = random.Random(f"{seed}:{name}")

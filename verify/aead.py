@@ -34,6 +34,7 @@ through the trampoline.
 from __future__ import annotations
 
 import ctypes
+import importlib
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -1087,22 +1088,41 @@ def scene_gcmsiv(sc: Scene, fn: str, size: int, aux: int) -> tuple:
     return inv.ret, _maybe(inv, "out")
 
 
-SCENES: dict[str, Callable[[Scene, str, int, int], tuple]] = {
+SceneFn = Callable[[Scene, str, int, int], tuple]
+SCENES: dict[str, SceneFn] = {
     "gcm_encrypt": scene_gcm_oneshot, "gcm_decrypt": scene_gcm_oneshot,
     **{f: scene_gcm_stream for f in STREAM_FUNCTIONS},
     "ghash": scene_hash, "polyval": scene_hash,
     "gcmsiv_encrypt": scene_gcmsiv, "gcmsiv_decrypt": scene_gcmsiv,
 }
+# Modules with a SCENES table of their own (they import this one, so they are looked up late).
+SCENE_MODULES = ("aesgen.verify.xts",)
+
+
+def scene_for(fn: str) -> SceneFn | None:
+    if fn in SCENES:
+        return SCENES[fn]
+    for name in SCENE_MODULES:
+        table = importlib.import_module(name).SCENES
+        if fn in table:
+            return table[fn]
+    return None
 
 
 def _sizes(fn: str, n: int) -> range:
     """The length dimension guard/abi sweep: nblocks for hashes, IV bytes-1 for gcm_start,
     else text (or AAD) bytes."""
-    if signatures.family(fn) == signatures.HASH:
+    if signatures.family(fn) in signatures.BLOCK_COUNTED:
         return range(n + 1)
+    if not _has_length(fn):
+        return range(3)  # key setup: one call per key size
     if fn == "gcm_start":
         return range(16 * n + 15)
     return range(16 * n + 16)
+
+
+def _has_length(fn: str) -> bool:
+    return any(signatures.SIGNATURES[fn].has(p) for p in ("len", "aadlen", "ivlen", "nblocks"))
 
 
 def _has_io(fn: str) -> bool:
@@ -1114,13 +1134,13 @@ def abi_check(kernel: Kernel, fn: str, probe: Probe, *, n: int, trials: int, see
     """The call under test through the trampoline and directly, from the same random state:
     no ABI violation, identical results."""
     name = f"abi {fn}"
-    scene = SCENES.get(fn)
+    scene = scene_for(fn)
     if scene is None:
         return CheckResult(name, "fail", f"no call scenario for {fn} in verify/aead.py")
     rng = random.Random(f"{seed}:{name}")
     top = _sizes(fn, n)[-1]
     group = kernel.spec.max_group_blocks
-    one_group = group if signatures.family(fn) == signatures.HASH else 16 * group + 7
+    one_group = group if signatures.family(fn) in signatures.BLOCK_COUNTED else 16 * group + 7
     problems: list[str] = []
     for trial in range(trials):
         size = (top, 1, min(top, one_group))[trial % 3]
@@ -1158,9 +1178,9 @@ def guard_placement(kernel: Kernel, fn: str, where: str, probe: Probe, *, n: int
         return
     rng = random.Random(f"{seed}:{name}")
     mem = GuardMem(where, probe)
-    scene = SCENES[fn]
+    scene = scene_for(fn)
     calls = 0
-    unit = "nblocks" if signatures.family(fn) == signatures.HASH else (
+    unit = "nblocks" if signatures.family(fn) in signatures.BLOCK_COUNTED else (
         "ivlen-1" if fn == "gcm_start" else "aadlen" if fn == "gcm_aad" else "len")
     for size in _sizes(fn, n):
         for in_place in ((False, True) if _has_io(fn) else (False,)):
@@ -1188,7 +1208,7 @@ def guard_len0(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> Iterator[
     rng = random.Random(f"{seed}:{name}")
     sig = signatures.SIGNATURES[fn]
     mem = GuardMem("after", probe)
-    scene = SCENES[fn]
+    scene = scene_for(fn)
     if sig.len0_touches_nothing:
         cases = [({p.name for p in sig.pointers}, 0, None)]
     elif fn == "gcm_start":
@@ -1220,13 +1240,13 @@ def guard_len0(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> Iterator[
 
 def guard_units(kernel: Kernel, fn: str, *, n: int, quick: bool, seed: int) -> list[tuple[str, Unit]]:
     out: list[tuple[str, Unit]] = []
-    if fn not in SCENES:
+    if scene_for(fn) is None:
         return [(f"guard {fn}", lambda p: iter([CheckResult(f"guard {fn}", "fail",
                                                             f"no call scenario for {fn} in verify/aead.py")]))]
     for where in ("after", "before"):
         out.append((f"guard {fn} {where}",
                     lambda p, w=where: guard_placement(kernel, fn, w, p, n=n, seed=seed)))
-    if fn != "gcm_finish":
+    if fn != "gcm_finish" and _has_length(fn):
         out.append((f"guard {fn} len0", lambda p: guard_len0(kernel, fn, p, seed=seed)))
     return out
 

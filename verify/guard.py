@@ -150,7 +150,7 @@ def units(kernel: Kernel, *, n: int, quick: bool, seed: int) -> list[tuple[str, 
         if fn not in kernel.fn:
             continue
         fam = signatures.family(fn)
-        if fam in signatures.AEAD_FAMILIES:
+        if fam in signatures.SCENE_FAMILIES:
             from aesgen.verify import aead
             out.extend(aead.guard_units(kernel, fn, n=n, quick=quick, seed=seed))
         elif fam == signatures.KEYSETUP:

@@ -19,8 +19,8 @@ from aesgen.verify.results import CheckResult
 P, SZ, U, I = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int
 
 # Families: which group of checks a function gets.
-CPU, KEYSETUP, BLOCK, GCM, GCM_STREAM, HASH, GCMSIV = (
-    "cpu", "keysetup", "block", "gcm", "gcm-stream", "hash", "gcm-siv")
+CPU, KEYSETUP, BLOCK, GCM, GCM_STREAM, HASH, GCMSIV, XTS, GFDOUBLE = (
+    "cpu", "keysetup", "block", "gcm", "gcm-stream", "hash", "gcm-siv", "xts", "gfdouble")
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,7 @@ _KEY = Param("key", P, "spec:key_bytes", "r", aligned=True)
 _GKEY = Param("gkey", P, "spec:gcm_key_bytes", "r", aligned=True)
 _SKEY = Param("skey", P, "spec:gcmsiv_key_bytes", "r", aligned=True)
 _CTX = Param("ctx", P, "spec:gcm_ctx_bytes", "rw", aligned=True)
+_XKEY = Param("xkey", P, "spec:xts_key_bytes", "r", aligned=True)
 
 
 def _block(name: str, count: str, chain: str | None, setup: str) -> Signature:
@@ -150,6 +151,17 @@ def _gcmsiv(name: str, decrypt: bool) -> Signature:
                 key_setup="gcmsiv_set_key", zero_on_fail=decrypt)
 
 
+def _xts(name: str) -> Signature:
+    return _sig(name, XTS, None, _XKEY, Param("in", P, "len", "r"), Param("out", P, "len", "w"),
+                Param("len", SZ), Param("tweak", P, 16, "r"), key_setup="xts_set_key",
+                len0_touches_nothing=True)
+
+
+def _gfdouble(name: str) -> Signature:
+    return _sig(name, GFDOUBLE, None, Param("tweak", P, 16, "r"), Param("out", P, "16*nblocks", "w"),
+                Param("nblocks", SZ), len0_touches_nothing=True)
+
+
 SIGNATURES: dict[str, Signature] = {s.name: s for s in (
     _sig("cpu_supported", CPU, I),
     _setup("set_encrypt_key", _KEY, (128, 192, 256)),
@@ -180,9 +192,22 @@ SIGNATURES: dict[str, Signature] = {s.name: s for s in (
     _gcmsiv("gcmsiv_decrypt", decrypt=True),
     _sig("polyval", HASH, None, Param("h", P, 16, "r"), Param("acc", P, 16, "rw"),
          Param("data", P, "16*nblocks", "r"), Param("nblocks", SZ), len0_touches_nothing=True),
+    # XTS (IEEE 1619) and the doubling sequences
+    _sig("xts_set_key", XTS, I, Param("key1", P, "bits/8", "r"), Param("key2", P, "bits/8", "r"),
+         Param("bits", U), Param("xkey", P, "spec:xts_key_bytes", "w", aligned=True), Param("enc", I),
+         key_bits=(128, 192, 256), schedule_attr="xts_key_bytes"),
+    _xts("xts_encrypt"),
+    _xts("xts_decrypt"),
+    _gfdouble("gfdouble_le"),
+    _gfdouble("gfdouble_be"),
 )}
 
 AEAD_FAMILIES = (GCM, GCM_STREAM, HASH, GCMSIV)
+# Families whose calls are driven by scenes (a prepared key or context): verify/aead.py's
+# and verify/tweakable.py's.
+SCENE_FAMILIES = AEAD_FAMILIES + (XTS, GFDOUBLE)
+# Families whose length is counted in blocks.
+BLOCK_COUNTED = (HASH, GFDOUBLE)
 
 
 def lookup(name: str) -> Signature | None:
@@ -278,6 +303,11 @@ def check_groups(fn: str) -> list[str]:
         groups = [f"kat {fn}", f"diff {fn}", f"simulate {fn}", f"abi {fn}",
                   f"guard {fn} after", f"guard {fn} before", f"guard {fn} len0"]
         return groups + ([f"mct {fn}"] if fn.startswith("cbc") else [])
+    if fam in (XTS, GFDOUBLE):
+        groups = [f"abi {fn}", f"guard {fn} after", f"guard {fn} before"]
+        if fn == "xts_set_key":
+            return [f"badargs {fn}"] + groups
+        return [f"diff {fn}", f"guard {fn} len0"] + groups + ([f"kat {fn}"] if fam == XTS else [])
     if fam in AEAD_FAMILIES:
         groups = [f"kat {fn}", f"abi {fn}", f"guard {fn} after", f"guard {fn} before", f"guard {fn} len0"]
         if fam != GCM_STREAM:

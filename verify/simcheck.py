@@ -66,7 +66,7 @@ def check(kernel: Kernel, probe: Probe, *, seed: int) -> list[CheckResult]:
                     problems.append(f"AES-{bits} {n} bytes: kernel and simulation differ")
         results.append(CheckResult(f"simulate {fn}", "fail" if problems else "pass", "; ".join(problems[:3])))
     for fn in kernel.fn:
-        if signatures.family(fn) in signatures.AEAD_FAMILIES:
+        if signatures.family(fn) in signatures.SCENE_FAMILIES:
             probe.note(f"simulate {fn}", "")
             results.append(check_aead(kernel, fn, probe, seed=seed))
     return results
@@ -102,7 +102,7 @@ def check_aead(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResu
 
     name = f"simulate {fn}"
     spec = kernel.spec
-    scene = aead.SCENES.get(fn)
+    scene = aead.scene_for(fn)
     if scene is None:
         return CheckResult(name, "fail", f"no call scenario for {fn} in verify/aead.py")
     built: dict[str, object] = {}
@@ -120,7 +120,7 @@ def check_aead(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResu
 
     rng = random.Random(f"{seed}:{name}")
     group = spec.max_group_blocks
-    hashing = signatures.family(fn) == signatures.HASH
+    hashing = signatures.family(fn) in signatures.BLOCK_COUNTED
     sizes = [0, 1, group + 1] if hashing else [0, 5, 16 * (group + 1) + 7]
     problems: list[str] = []
     for size in sizes:

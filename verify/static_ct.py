@@ -273,8 +273,11 @@ def _detail(violations: list[Violation]) -> str:
     return "\n".join(lines)
 
 
-def check(spec, asm_path: Path | str, *, allow_table_lookups: bool = False) -> list[CheckResult]:
-    """One `ct <function>` result per exported function (plus any other code found)."""
+def check(spec, asm_path: Path | str, *, allow_table_lookups: bool | None = None) -> list[CheckResult]:
+    """One `ct <function>` result per exported function (plus any other code found).
+    Table lookups are warnings only in files generated with --allow-table-lookups."""
+    if allow_table_lookups is None:
+        allow_table_lookups = bool(getattr(spec, "table_lookups", False))
     try:
         functions = load(asm_path).functions
     except (AssembleError, ElfError, OSError) as e:

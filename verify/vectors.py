@@ -316,7 +316,8 @@ def _cryptopp_value(text: str) -> bytes:
 def parse_cryptopp(path: Path, name: str = "AES/GCM") -> tuple[AeadVector, ...]:
     """crypto++ TestVectors format (its Readme.txt): blank-line sections of `Field: value`
     lines, `\\` continuations, `#` comments; each `Test:` uses the latest value of every field
-    seen so far in its section.  Only `Test: Encrypt` and `Test: NotVerify` are used."""
+    seen so far in its section (the algorithm's name: in the file).  Only `Test: Encrypt` and
+    `Test: NotVerify` are used."""
     out: list[AeadVector] = []
     section, count = 0, 0
     fields: dict[str, str] = {}
@@ -334,7 +335,8 @@ def parse_cryptopp(path: Path, name: str = "AES/GCM") -> tuple[AeadVector, ...]:
         if not line.strip():
             if fields:
                 section += 1
-            fields = {}
+            # the algorithm's name holds until a section names another (xts.txt names it once)
+            fields = {k: v for k, v in fields.items() if k in ("AlgorithmType", "Name")}
             continue
         key, sep, value = line.partition(":")
         if not sep:
@@ -351,7 +353,7 @@ def parse_cryptopp(path: Path, name: str = "AES/GCM") -> tuple[AeadVector, ...]:
             count=count, key=_cryptopp_value(fields["Key"]), iv=_cryptopp_value(fields["IV"]),
             aad=_cryptopp_value(fields.get("Header", "")),
             plaintext=pt if value == "Encrypt" else None,
-            ciphertext=ct, tag=_cryptopp_value(fields["MAC"]), group=section))
+            ciphertext=ct, tag=_cryptopp_value(fields.get("MAC", "")), group=section))
         count += 1
     return tuple(out)
 

@@ -1,0 +1,236 @@
+"""XTS-AES (IEEE 1619) with ciphertext stealing, and the bare tweak sequences (gfdouble).
+
+Block i of a data unit is C_i = E_K1(P_i ^ T_i) ^ T_i with T_i = E_K2(tweak) * x^i
+(little-endian convention). The tweaks advance by the spec's doubling method
+(kernels/gfdouble.py) one vector of L blocks at a time. Each block's tweak is folded
+into round key 0 on the way in and into the last round key on the way out, so the AES
+chain itself carries no extra XOR.
+
+When len is not a multiple of 16 (r = len mod 16 bytes in a last partial block), the
+last whole block and the partial one are handled by ciphertext stealing: encrypting,
+CC = E(P_{m-1}) under T_{m-1}; the partial ciphertext block is CC's first r bytes and
+C_{m-1} = E(P_m || CC[r:]) under T_m. Decrypting swaps the two tweaks. The byte swap
+is two byte shuffles and a mask, chosen by the public r (see Xts.steal).
+"""
+from __future__ import annotations
+
+from aesgen.consts import bswap_mask
+from aesgen.dsl import FunctionBuilder, key
+from aesgen.ir import XOR3, Const, Mem, VReg
+
+from .aes import _r32, encrypt_rounds, expand_schedule, finish, key_size_paths
+from .gfdouble import CLMUL_METHODS, TweakStream, double
+from .modes import vector_loops
+
+
+
+def xts_set_key_function(b: FunctionBuilder) -> None:
+    """P_xts_set_key(key1, key2, bits, xkey, enc): key1's schedule (encrypt, or decrypt when
+    enc == 0) then key2's encryption schedule; 0, or -1 when bits is not 128/192/256."""
+    key1, key2, out, enc = (b.reg[a] for a in ("key1", "key2", "xkey", "enc"))
+
+    def expand(bits: int, nr: int) -> None:
+        b.s("lea", "r10", Mem(out, b.spec.key_bytes), comment="the tweak key's schedule")
+        expand_schedule(b, bits, key2, "r10", decrypt=False)
+        dec, stored = b.label_name("decrypt_key"), b.label_name("stored")
+        b.s("cmp32", _r32(enc), imm=0)
+        b.branch("e", dec)
+        expand_schedule(b, bits, key1, out, decrypt=False)
+        b.branch("jmp", stored)
+        b.label(dec)
+        expand_schedule(b, bits, key1, out, decrypt=True)
+        b.label(stored)
+
+    key_size_paths(b, expand=expand)
+
+
+def xmm_method(b: FunctionBuilder) -> str:
+    """The one-block doubling for tails: the spec's method, or its serial stand-in."""
+    method = b.spec.gfdouble
+    if method in CLMUL_METHODS:
+        return "ternlog" if b.spec.isa == "avx512" else "krovetz"
+    return method
+
+
+class Xts:
+    def __init__(self, b: FunctionBuilder, decrypt: bool) -> None:
+        self.b, self.decrypt = b, decrypt
+        self.inp, self.outp, self.n, self.tweak = (b.reg[a] for a in ("in", "out", "len", "tweak"))
+
+    def cipher(self, x: VReg, t: VReg, nr: int, width: int | None = None) -> VReg:
+        """One (vector of) block(s) under its tweak(s): whole, for tails."""
+        b = self.b
+        y = _rounds_after_whitening(b, self.whiten(x, t, width), nr, width, self.decrypt)
+        return self.last_round(y, t, nr, width)
+
+    def last_round(self, x: VReg, t: VReg, nr: int, width: int | None = None) -> VReg:
+        b = self.b
+        k = b.v("vxor", t, key(nr), width=width, comment="tweak folded into the last round key")
+        return b.v("aesdeclast" if self.decrypt else "aesenclast", x, k, width=width,
+                   comment=f"round {nr} (last)")
+
+    def whiten(self, x: VReg, t: VReg, width: int | None) -> VReg:
+        """x ^ tweak ^ round key 0 (one vpternlogd on AVX-512)."""
+        b = self.b
+        if b.spec.isa == "avx512":
+            return b.v("ternlog", x, t, key(0), imm=XOR3, width=width, comment="block ^ tweak ^ round key 0")
+        x = b.v("vxor", x, t, width=width, comment="block ^ tweak")
+        return b.v("vxor", x, key(0), width=width, comment="round 0: whiten")
+
+    # -- the function -----------------------------------------------------------
+    def function(self) -> None:
+        b = self.b
+        go = b.label_name("go")
+        b.s("cmp", self.n, imm=16)
+        b.branch("ae", go)
+        b.s("ret", comment="less than one block: nothing to do")
+        b.label(go)
+        b.key_paths("xkey", self.path)
+
+    def path(self, nr: int) -> None:
+        b, L = self.b, self.b.lanes
+        inp, outp, n = self.inp, self.outp, self.n
+        spec = b.spec
+        with b.at_width(128):
+            t = b.v("vload", Mem(self.tweak, 0), role="tweak")
+            # T_0 = E_K2(tweak): the tweak key's schedule follows the data key's
+            t = encrypt_rounds(b, t, nr, key_at=lambda i: Mem(b.fn.key_base, spec.key_bytes + i * spec.key_stride))
+        stream = TweakStream(b, spec.gfdouble)
+        stream.start(t)
+        # r9 = len mod 16; the bulk leaves the last whole block to stealing when r9 != 0.
+        b.s("mov", "r9", n)
+        b.s("and", "r9", imm=15, comment="bytes in a last partial block (public)")
+        b.s("and", n, imm=-16)
+        whole = b.label_name("no_stealing")
+        b.s("test", "r9", "r9")
+        b.branch("e", whole)
+        b.s("sub", n, imm=16, comment="the last whole block goes with the partial one")
+        b.label(whole)
+
+        def body(g: int) -> None:
+            tweaks = stream.vectors(g)
+
+            def block(j: int) -> None:
+                off = 16 * L * j
+                x = b.v("vload", Mem(inp, off), role="blk")
+                x = _rounds_after_whitening(b, self.whiten(x, tweaks[j], None), nr, None, self.decrypt)
+                b.final()
+                b.store(Mem(outp, off), self.last_round(x, tweaks[j], nr))
+            b.groups(g, block, comment=f"{g} group(s) of {L} block(s)")
+
+        vector_loops(b, n, 16 * L, (inp, outp), body)
+        single = stream.current  # from here on only its first lane: the next block's tweak
+        method = xmm_method(b)
+        with b.at_width(128):
+            if L > 1:  # whole blocks left over from the vector loops, one at a time
+                top, out = b.label_name("block"), b.label_name("blocks_done")
+                b.label(top)
+                b.s("cmp", n, imm=16)
+                b.branch("b", out)
+                x = b.v("vload", Mem(inp, 0))
+                b.store(Mem(outp, 0), self.cipher(x, single, nr))
+                b.assign(single, double(b, single, method), comment="next block's tweak")
+                b.s("add", inp, imm=16)
+                b.s("add", outp, imm=16)
+                b.s("sub", n, imm=16)
+                b.branch("jmp", top)
+                b.label(out)
+            done = b.label_name("done")
+            b.s("test", "r9", "r9")
+            b.branch("e", done)
+            self.steal(nr, single, double(b, single, method))
+            b.label(done)
+        finish(b)
+
+    def steal(self, nr: int, t_prev: VReg, t_last: VReg) -> None:
+        """The last whole block (tweak t_prev) and the r-byte partial one (t_last; r in r9).
+
+        No byte loop: the 16 bytes that end the input hold the partial block in their top r
+        bytes; byte shuffles picked by r (public) move it down, and move the first r bytes of
+        the stolen block up to be stored as the 16 bytes that end the output (their low
+        16 - r bytes land in the last whole block's slot, rewritten right after)."""
+        b = self.b
+        inp, outp = self.inp, self.outp
+        first, second = (t_last, t_prev) if self.decrypt else (t_prev, t_last)
+        b.s("lea", "r10", steal_table(), comment="shuffles and masks, picked by r (public)")
+        b.s("mov", "r11", "r9")
+        b.s("neg", "r11")
+        x = b.v("vload", Mem(inp, 0), comment="the last whole block")
+        tail = b.v("vload", Mem(inp, 0, index="r9"), comment="the 16 bytes that end the input")
+        whole = self.cipher(x, first, nr)  # CC encrypting, PP decrypting
+        down = b.v("pshufb", tail, Mem("r10", 32, index="r11"), comment="the partial block, bytes 0..r-1")
+        up = b.v("pshufb", whole, Mem("r10", 0, index="r9"), comment="its first r bytes, to the top")
+        b.store(Mem(outp, 0, index="r9"), up, comment="the partial output block (and 16 - r bytes rewritten below)")
+        keep = b.v("pand", whole, Mem("r10", 64, index="r11"), comment="bytes r..15 of the stolen block")
+        y = b.v("vxor", down, keep, comment="partial block || the stolen bytes")
+        b.store(Mem(outp, 0), self.cipher(y, second, nr))
+
+
+def steal_table() -> Const:
+    """48 bytes [0x80 x16, 0..15, 0x80 x16] then 32 bytes [0 x16, 0xff x16]. At r: 16 bytes from
+    offset r shift a block up by 16 - r bytes (pshufb), from 32 - r shift it down by 16 - r,
+    and 16 bytes from 64 - r keep bytes r..15."""
+    zero = bytes([0x80] * 16)
+    return Const("xts_steal", zero + bytes(range(16)) + zero + bytes(16) + b"\xff" * 16)
+
+
+def _rounds_after_whitening(b: FunctionBuilder, x: VReg, nr: int, width: int | None, decrypt: bool) -> VReg:
+    """Rounds 1..nr-1 (round 0 was folded with the tweak)."""
+    op = "aesdec" if decrypt else "aesenc"
+    for r in range(1, nr):
+        x = b.v(op, x, key(r), width=width, comment=f"round {r}")
+    return x
+
+
+def xts_function(b: FunctionBuilder, decrypt: bool) -> None:
+    Xts(b, decrypt).function()
+
+
+# ----------------------------------------------------------------------------- gfdouble
+def gfdouble_function(b: FunctionBuilder, big_endian: bool) -> None:
+    """P_gfdouble_{le,be}(tweak, out, nblocks): out[i] = tweak * x^i, the spec's method
+    (what XTS's tweaks cost, alone: `aesgen explore gfdouble` times it)."""
+    tw, outp, n = (b.reg[a] for a in ("tweak", "out", "nblocks"))
+    L = b.lanes
+    go = b.label_name("go")
+    b.s("test", n, n)
+    b.branch("ne", go)
+    b.s("ret")
+    b.label(go)
+
+    def path() -> None:
+        stream = TweakStream(b, b.spec.gfdouble)
+        with b.at_width(128):
+            t = b.v("vload", Mem(tw, 0), role="tweak")
+            if big_endian:
+                t = b.v("pshufb", t, bswap_mask(1), comment="big-endian -> little-endian")
+        stream.start(t)
+
+        def put(v: VReg, off: int, width: int | None = None) -> None:
+            if big_endian:
+                v = b.v("pshufb", v, bswap_mask((width or b.width) // 128), width=width,
+                        comment="back to big-endian")
+            b.store(Mem(outp, off), v, width=width)
+
+        def body(g: int) -> None:
+            for j, v in enumerate(stream.vectors(g)):
+                put(v, 16 * L * j)
+
+        vector_loops(b, n, L, (outp,), body)
+        single = stream.current  # its first lane: the next block's tweak
+        if L > 1:
+            method = xmm_method(b)
+            with b.at_width(128):
+                top, done = b.label_name("block"), b.label_name("done")
+                b.label(top)
+                b.s("test", n, n)
+                b.branch("e", done)
+                put(single, 0, 128)
+                b.assign(single, double(b, single, method))
+                b.s("add", outp, imm=16)
+                b.s("sub", n, imm=1)
+                b.branch("jmp", top)
+                b.label(done)
+        finish(b)
+
+    b.single_path(None, path)
