@@ -563,6 +563,8 @@ def explore_doubling(widths: list[int], depths: list[int], methods: tuple[str, .
 
     if blocks < 1:
         raise UsageFailure("--blocks must be positive")
+    if not ex.configs(widths, methods):
+        raise UsageFailure(f"--widths: explore gfdouble runs at {', '.join(map(str, sorted({w for _, w in ex.ISA_WIDTHS})))}")
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("explore gfdouble", total=None)
         result = ex.explore_doubling(widths, depths, methods=methods, blocks=blocks,

@@ -91,6 +91,8 @@ def test_explore_gfdouble_refuses_a_model_target_and_unknown_methods():
     assert r.exit_code == 2 and "measures this CPU" in r.output
     r = run("explore", "gfdouble", "--methods", "krovetz,fast")
     assert r.exit_code == 2 and "choose from krovetz" in r.output
+    r = run("explore", "gfdouble", "--widths", "384")
+    assert r.exit_code == 2 and "runs at 128, 256, 512" in r.output
     r = run("explore", "ctr32", "--blocks", "8")
     assert r.exit_code == 2 and "--blocks" in r.output
 
