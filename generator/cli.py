@@ -386,15 +386,42 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
 
 
 def print_bench(spec: KernelSpec, result) -> None:
+    from .verify.bench import DOUBLING_OPS, ceiling_line
+
     for peer, info in result.peers.items():
         console.print(f"{peer}: {info}")
+    ciphers = [m for m in result.measurements if m.impl == "aesgen" and m.op not in DOUBLING_OPS]
+    if ciphers:
+        print_cipher_bench(spec, result, ciphers)
+    doublings = [m for m in result.measurements if m.impl == "aesgen" and m.op in DOUBLING_OPS]
+    if doublings:
+        print_doubling_bench(spec, result, doublings)
+    for op in dict.fromkeys(m.op for m in result.measurements):
+        line = ceiling_line(spec, result, op)
+        if line:
+            console.print(line, soft_wrap=True)
+
+
+def print_doubling_bench(spec: KernelSpec, result, measurements) -> None:
+    """gfdouble: one doubling per 16-byte block, so the figure is cycles per block."""
+    table = Table(title=f"{spec.prefix}: {spec.gfdouble} doubling, median TSC ticks, core cycles from "
+                        "the ceiling's add chain, one call per sequence")
+    for col in ("op", "blocks", "ticks/block", "cycles/block"):
+        table.add_column(col, justify="right")
+    for m in measurements:
+        cycles = result.cycles_per_block(m.op, m.size)
+        table.add_row(m.op, str(m.size // 16), f"{m.ticks_per_byte * 16:.3f}", f"{cycles:.3f}" if cycles else "")
+    console.print(table)
+
+
+def print_cipher_bench(spec: KernelSpec, result, measurements) -> None:
     peers = [p for p in result.peers if not result.peers[p].startswith("n/a")]
     table = Table(title=f"{spec.prefix}: AES-{result.key_bits}, GB/s from median TSC ticks "
                         f"(TSC {result.tsc_hz / 1e9:.2f} GHz), one call per message")
     for col in ("op", "bytes", "aesgen GB/s", "ticks/B", "B/cycle", *[f"{p} GB/s" for p in peers],
                 *[f"x {p}" for p in peers], "of ceiling"):
         table.add_column(col, justify="right")
-    for m in [m for m in result.measurements if m.impl == "aesgen"]:
+    for m in measurements:
         others = [result.get(m.op, m.size, p) for p in peers]
         ratios = [result.ratio(m.op, m.size, p) for p in peers]
         frac = result.ceiling_fraction(m.op, m.size)
@@ -404,12 +431,6 @@ def print_bench(spec: KernelSpec, result) -> None:
                       *[f"{o.gbps:.2f}" if o else "n/a" for o in others],
                       *[f"{r:.2f}" if r else "n/a" for r in ratios], f"{frac:.0%}" if frac else "")
     console.print(table)
-    from .verify.bench import ceiling_line
-
-    for op in dict.fromkeys(m.op for m in result.measurements):
-        line = ceiling_line(spec, result, op)
-        if line:
-            console.print(line, soft_wrap=True)
 
 
 def parse_range(text: str) -> list[int]:
@@ -426,7 +447,7 @@ def parse_range(text: str) -> list[int]:
 @main.command()
 @click.argument("mode")
 @click.option("--widths", default="128,256,512", show_default=True, help="Widths to explore (comma list).")
-@click.option("--depths", default="1-16", show_default=True, help="Depths to explore (ranges allowed).")
+@click.option("--depths", default=None, help="Depths to explore (ranges allowed) [default: 1-16; gfdouble: 1,2,4,8].")
 @click.option("--target", "-t", default="native", show_default=True,
               help="native measures on this CPU; another target is predicted with llvm-mca (a model).")
 @click.option("--sizes", default=None,
@@ -434,12 +455,18 @@ def parse_range(text: str) -> list[int]:
                    "[default: 256,16384; gcm: 256,1024,16384].")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None)
-def explore(mode: str, widths: str, depths: str, target: str, sizes: str | None, json_path: Path | None,
-            plot_path: Path | None) -> None:
+@click.option("--methods", default=",".join(DOUBLING_METHODS), show_default=True,
+              help="xts and gfdouble: the doubling methods to explore (comma list).")
+@click.option("--blocks", type=int, default=None,
+              help="gfdouble: doublings (16-byte blocks) per timed call [default: 4096].")
+def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str | None, json_path: Path | None,
+            plot_path: Path | None, methods: str, blocks: int | None) -> None:
     """Interleave depth vs throughput and latency, per width, for MODE.
 
     MODE is ecb, ctr32, cbc, or ghash/polyval/gcm (both product variants; aggregation
-    k = lanes x depth). gcm times gcm_encrypt: AES-128, 12-byte IV, no AAD.
+    k = lanes x depth), or xts (xts_encrypt, one variant per doubling method). gcm times
+    gcm_encrypt: AES-128, 12-byte IV, no AAD. gfdouble measures cycles per GF(2^128)
+    doubling for every method x ISA width x depth this CPU runs (measured only).
 
     Example: aesgen explore ctr32 --widths 128,256,512 --depths 1-16 --plot out/ctr.png --json out/ctr.json
     """
@@ -453,25 +480,43 @@ def explore(mode: str, widths: str, depths: str, target: str, sizes: str | None,
         t = load(target)
     except (ConfigError, TargetError) as e:
         raise UsageFailure(str(e)) from None
-    if mode not in ex.OP_FOR_MODE:
-        raise UsageFailure(f"explore takes one mode: {', '.join(ex.OP_FOR_MODE)}")
-    size_list = sorted(set(parse_sizes(sizes) if sizes else ex.DEFAULT_SIZES.get(mode, ex.FALLBACK_SIZES)))
-    shorts, bulk = tuple(size_list[:-1] or size_list), size_list[-1]
-    width_list, depth_list = parse_range(widths), parse_range(depths)
+    method_list = tuple(m for m in methods.split(",") if m)
+    unknown = [m for m in method_list if m not in DOUBLING_METHODS]
+    if unknown or not method_list:
+        raise UsageFailure(f"--methods '{methods}': choose from {', '.join(DOUBLING_METHODS)}")
     for path in (json_path, plot_path):
         if path is not None and not path.parent.is_dir():
             raise UsageFailure(f"output folder '{path.parent}' does not exist")
+    if mode == "gfdouble":
+        if target != "native" or sizes is not None:
+            raise UsageFailure("explore gfdouble measures this CPU: no --target other than native, "
+                               "no --sizes (use --blocks)")
+        explore_doubling(parse_range(widths), parse_range(depths or "1,2,4,8"), method_list, blocks or 4096,
+                         json_path, plot_path)
+        return
+    if blocks is not None:
+        raise UsageFailure("--blocks applies to explore gfdouble only")
+    if mode not in ex.OP_FOR_MODE:
+        raise UsageFailure(f"explore takes one mode: {', '.join([*ex.OP_FOR_MODE, 'gfdouble'])}")
+    size_list = sorted(set(parse_sizes(sizes) if sizes else ex.DEFAULT_SIZES.get(mode, ex.FALLBACK_SIZES)))
+    shorts, bulk = tuple(size_list[:-1] or size_list), size_list[-1]
+    width_list, depth_list = parse_range(widths), parse_range(depths or "1-16")
     measure = target == "native"
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"explore {mode} on {t.name}", total=None)
         result = ex.explore(mode, t, width_list, depth_list, bulk=bulk, short=shorts, measure=measure,
-                            progress=lambda s: progress.update(task, description=s))
+                            progress=lambda s: progress.update(task, description=s), methods=method_list)
     print_exploration(result)
+    write_exploration(ex, result, json_path, plot_path)
+
+
+def write_exploration(module, result, json_path: Path | None, plot_path: Path | None) -> None:
+    """The JSON and the plot, each by the exploring module's own writer."""
     if json_path:
-        ex.write_json(result, json_path)
+        module.write_json(result, json_path)
         console.print(f"wrote {json_path}")
     if plot_path:
-        ex.plot(result, plot_path)
+        module.plot(result, plot_path)
         console.print(f"wrote {plot_path}")
 
 
@@ -479,14 +524,15 @@ def print_exploration(result) -> None:
     kind = "measured on this CPU" if result.measured else f"MODEL: llvm-mca -mcpu for {result.target}, not measured"
     table = Table(title=f"explore {result.mode} ({kind})")
     shorts = result.short_sizes or [result.short_size]
-    products = any(p.variant for p in result.points)  # GHASH/POLYVAL/GCM: k and the product variant
+    products = any(p.k for p in result.points)  # GHASH/POLYVAL/GCM: k and the product variant
+    variants = any(p.variant for p in result.points)  # those, or XTS's doubling method
     cols = ["width", "depth", *(["k"] if products else []), "status"]
-    cols += ["bulk GB/s", *[f"cycles per {s} B" for s in shorts]] if result.measured \
-        else ["model cycles/iteration", "model bytes/cycle", "model cycles, 1 iteration alone"]
+    cols += ["bulk GB/s", *[f"GB/s at {s} B" for s in shorts], *[f"cycles per {s} B" for s in shorts]] \
+        if result.measured else ["model cycles/iteration", "model bytes/cycle", "model cycles, 1 iteration alone"]
     for c in cols:
         table.add_column(c, justify="right")
-    if products:
-        table.add_column("products")
+    if variants:
+        table.add_column("products" if products else "doubling")
     best = result.best()
     for p in result.points:
         mark = " *" if best is p else ""
@@ -494,18 +540,80 @@ def print_exploration(result) -> None:
             row = [f"[yellow]{p.status}[/]", p.reason] + [""] * (len(cols) - (5 if products else 4))
         elif result.measured:
             row = [p.status + mark, f"{p.bulk_gbps:.2f}",
+                   *[f"{p.gbps_by_size[str(s)]:.2f}" if str(s) in p.gbps_by_size else "" for s in shorts],
                    *[f"{p.cycles_by_size.get(str(s), p.short_cycles):.0f}" for s in shorts]]
         else:
             row = [p.status + mark, f"{p.model_cycles_per_iteration:.1f}", f"{p.model_bytes_per_cycle:.2f}",
                    f"{p.model_single_iteration_cycles:.0f}"]
         table.add_row(str(p.width), str(p.depth), *([str(p.k)] if products else []), *row,
-                      *([p.variant] if products else []))
+                      *([p.variant] if variants else []))
     console.print(table)
     knees = ", ".join(f"{w}-bit: depth {d}" for w, d in result.predicted_knee.items())
     if knees:
         console.print(f"model's predicted knee (ceil(latency / throughput)): {knees}")
     if best:
         console.print(best_line(result, best))
+
+
+def explore_doubling(widths: list[int], depths: list[int], methods: tuple[str, ...], blocks: int,
+                     json_path: Path | None, plot_path: Path | None) -> None:
+    from rich.progress import Progress
+
+    from . import explore_gfdouble as ex
+
+    if blocks < 1:
+        raise UsageFailure("--blocks must be positive")
+    if not ex.configs(widths, methods):
+        raise UsageFailure(f"--widths: explore gfdouble runs at {', '.join(map(str, sorted({w for _, w in ex.ISA_WIDTHS})))}")
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("explore gfdouble", total=None)
+        result = ex.explore_doubling(widths, depths, methods=methods, blocks=blocks,
+                                     progress=lambda s: progress.update(task, description=s))
+    print_doubling_exploration(result)
+    write_exploration(ex, result, json_path, plot_path)
+
+
+def print_doubling_exploration(result) -> None:
+    """Every point, then one cell per method and ISA/width: the method's best depth."""
+    from .explore_gfdouble import OP, SEED_NOTE
+
+    console.print(f"explore gfdouble: {OP}, {result.blocks} doublings per call, median of 3 passes; "
+                  f"core ~{result.core_hz / 1e9:.2f} GHz, TSC {result.tsc_hz / 1e9:.2f} GHz (measured on this CPU)")
+    console.print(SEED_NOTE, soft_wrap=True)
+    best = {id(b) for w in result.widths() if (b := result.best(w))}
+    table = Table(title="every config (* best per width among constant-time methods)")
+    for c in ("method", "isa", "width", "depth", "status", "cycles/doubling", "ticks/block"):
+        table.add_column(c, justify="right")
+    table.add_column("note")
+    for p in result.points:
+        mark = " *" if id(p) in best else ""
+        if p.cycles_per_doubling is None:
+            table.add_row(p.method, p.isa, str(p.width), str(p.depth), f"[yellow]{p.status}[/]", "", "", p.reason)
+        else:
+            table.add_row(p.method, p.isa, str(p.width), str(p.depth), p.status + mark,
+                          f"{p.cycles_per_doubling:.2f}", f"{p.ticks_per_block:.2f}",
+                          "" if p.constant_time else "not constant-time")
+    console.print(table)
+    labels = list(dict.fromkeys((p.isa, p.width) for p in result.points))
+    methods = list(dict.fromkeys(p.method for p in result.points))
+    summary = Table(title="cycles per doubling, each method at its best depth (* best per width)")
+    summary.add_column("method")
+    for isa, width in labels:
+        summary.add_column(f"{isa}/{width}", justify="right")
+    for method in methods:
+        cells = []
+        for isa, width in labels:
+            b = result.best_depth(method, isa, width)
+            refused = next((p for p in result.points if (p.method, p.isa, p.width) == (method, isa, width)), None)
+            cells.append(f"{b.cycles_per_doubling:.2f} (d{b.depth}){' *' if result.best(width) is b else ''}"
+                         if b else (refused.status if refused else ""))
+        summary.add_row(method + ("" if method != "table" else " (not CT)"), *cells)
+    console.print(summary)
+    for w in result.widths():
+        b = result.best(w)
+        if b:
+            console.print(f"best at {w} bits: {b.method} on {b.isa}, depth {b.depth}: "
+                          f"{b.cycles_per_doubling:.2f} cycles per doubling ({b.ticks_per_block:.2f} ticks/block)")
 
 
 def best_line(result, best) -> str:

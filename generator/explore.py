@@ -1,7 +1,9 @@
 """`aesgen explore`: throughput and latency over interleave depth and width.
 
 On this CPU every feasible config is generated, quick-verified and measured
-(bulk throughput, and the cycles one short message takes). For another
+(bulk throughput, and the cycles and GB/s of short messages). GHASH, POLYVAL
+and GCM are explored with both product variants, XTS with every doubling
+method (the variant names them). For another
 target nothing can run, so the main loop of each config goes through
 llvm-mca with the target's -mcpu and the result is labelled a model.
 """
@@ -16,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .doubling import METHODS as DOUBLING_METHODS, TABLE_METHODS, refusal
 from .dsl import BuildError
 from .mainloop import main_loop
 from .model import pipe_depth
@@ -24,10 +27,12 @@ from .spec import WIDTHS_BY_ISA, KernelSpec
 from .target import Target
 
 OP_FOR_MODE = {"ecb": "ecb_encrypt", "ctr32": "ctr32_encrypt", "cbc": "cbc_decrypt", "ghash": "ghash",
-               "polyval": "polyval", "gcm": "gcm_encrypt"}
+               "polyval": "polyval", "gcm": "gcm_encrypt", "xts": "xts_encrypt"}
 HASH_MODES = ("ghash", "polyval")
 # Modes with carry-less products: explored in both product variants; aggregation k = lanes x depth.
 PRODUCT_MODES = (*HASH_MODES, "gcm")
+# Modes explored once per GF(2^128) doubling method (the tweaks' --gfdouble).
+DOUBLING_EXPLORED = ("xts",)
 # Message sizes (SHORT..., BULK) when --sizes is not given: GCM's short messages are timed at 1 KiB too.
 DEFAULT_SIZES = {"gcm": (256, 1024, 16384)}
 FALLBACK_SIZES = (256, 16384)
@@ -46,9 +51,10 @@ class Point:
     model_cycles_per_iteration: float | None = None  # llvm-mca
     model_bytes_per_cycle: float | None = None
     model_single_iteration_cycles: float | None = None  # llvm-mca, one iteration alone: latency
-    variant: str = ""  # GHASH/POLYVAL/GCM: "schoolbook" or "karatsuba"
+    variant: str = ""  # GHASH/POLYVAL/GCM: "schoolbook" or "karatsuba"; XTS: the doubling method
     k: int | None = None  # GHASH/POLYVAL/GCM: blocks per reduction, lanes x depth
     cycles_by_size: dict[str, float] = field(default_factory=dict)  # short size (str) -> core cycles (median)
+    gbps_by_size: dict[str, float] = field(default_factory=dict)  # short size (str) -> GB/s (median)
 
 
 @dataclass
@@ -96,9 +102,19 @@ def llvm_mca(text: str, mcpu: str, iterations: int = 200) -> float:
     return int(m.group(1)) / iterations
 
 
+def variants(mode: str, methods: tuple[str, ...] = DOUBLING_METHODS) -> list[tuple[str, dict]]:
+    """(variant name, KernelSpec options) each config of `mode` is built with."""
+    if mode in PRODUCT_MODES:
+        return [("schoolbook", {}), ("karatsuba", {"karatsuba": True})]
+    if mode in DOUBLING_EXPLORED:
+        return [(m, {"gfdouble": m, "table_lookups": m in TABLE_METHODS}) for m in methods]
+    return [("", {})]
+
+
 def explore(mode: str, target: Target, widths: list[int], depths: list[int], *, bulk: int = 16384,
             short: int | tuple[int, ...] = 256, measure: bool = True, trials: int = 7, rounds: int = 3,
-            progress: Callable[[str], None] | None = None) -> Exploration:
+            progress: Callable[[str], None] | None = None,
+            methods: tuple[str, ...] = DOUBLING_METHODS) -> Exploration:
     """Every config is built and verified first, then timed in `rounds` passes over all of
     them: a burst of noise on the shared machine then spoils one pass, not one config.
     `short` is one short-message size or several; the smallest is the `short_cycles` one."""
@@ -110,15 +126,14 @@ def explore(mode: str, target: Target, widths: list[int], depths: list[int], *, 
             result.predicted_knee[w] = pipe_depth(target, w)
     with tempfile.TemporaryDirectory(prefix="aesgen-explore-") as tmp:
         runnable: list[tuple[Point, KernelSpec, Path]] = []
-        variants = (False, True) if mode in PRODUCT_MODES else (False,)
-        for karatsuba in variants:
+        for variant, options in variants(mode, methods):
             for w in widths:
                 for d in depths:
                     if progress:
-                        progress(f"build {w}-bit depth {d}")
-                    point, spec, path = _prepare(mode, target, isa, w, d, measure, Path(tmp), karatsuba)
+                        progress(f"build {w}-bit depth {d} {variant}".rstrip())
+                    point, spec, path = _prepare(mode, target, isa, w, d, measure, Path(tmp), variant, options)
+                    point.variant = variant
                     if mode in PRODUCT_MODES:
-                        point.variant = "karatsuba" if karatsuba else "schoolbook"
                         point.k = w // 128 * d
                     result.points.append(point)
                     if path is not None:
@@ -129,10 +144,15 @@ def explore(mode: str, target: Target, widths: list[int], depths: list[int], *, 
 
 
 def _prepare(mode: str, target: Target, isa: str, width: int, depth: int, measure: bool,
-             tmp: Path, karatsuba: bool = False) -> tuple[Point, KernelSpec | None, Path | None]:
+             tmp: Path, variant: str = "", options: dict | None = None) -> tuple[Point, KernelSpec | None, Path | None]:
+    options = options or {}
     if width not in WIDTHS_BY_ISA[isa]:
         return Point(width, depth, "infeasible", f"{isa} has no {width}-bit registers"), None, None
-    spec = KernelSpec((mode,), isa, width, depth, karatsuba=karatsuba)
+    if "gfdouble" in options:
+        why = refusal(options["gfdouble"], isa, width, options["table_lookups"])
+        if why:
+            return Point(width, depth, "infeasible", why), None, None
+    spec = KernelSpec((mode,), isa, width, depth, **options)
     try:
         kernel = generate(spec)
     except BuildError as e:
@@ -153,7 +173,7 @@ def _prepare(mode: str, target: Target, isa: str, width: int, depth: int, measur
                      model_single_iteration_cycles=single), None, None
     from .verify import verify_kernel
 
-    path = tmp / f"{spec.prefix}{'_k' if karatsuba else ''}.S"
+    path = tmp / f"{spec.prefix}_{variant or 'only'}.S"
     path.write_text(kernel.asm)
     failed = [r for r in verify_kernel(path, spec, quick=True) if r.status == "fail"]
     if failed:
@@ -171,18 +191,20 @@ def _measure(mode: str, runnable: list, bulk: int, shorts: list[int], trials: in
     ceiling = measure_ceiling()
     cycles_per_tick = ceiling.core_hz / ceiling.tsc_hz
     op = OP_FOR_MODE[mode]
-    samples: dict[int, list[tuple[float, list[float]]]] = {id(p): [] for p, _, _ in runnable}
+    samples: dict[int, list[tuple[float, list[float], list[float]]]] = {id(p): [] for p, _, _ in runnable}
     for r in range(rounds):
         for point, spec, path in runnable:
             if progress:
                 progress(f"time {point.width}-bit depth {point.depth} {point.variant} (pass {r + 1}/{rounds})")
             res = bench(spec, path, ops=[op], sizes=[*shorts, bulk], trials=trials)
             cycles = [res.get(op, s, "aesgen").median_ticks * cycles_per_tick for s in shorts]
-            samples[id(point)].append((res.get(op, bulk, "aesgen").gbps, cycles))
+            gbps = [res.get(op, s, "aesgen").gbps for s in shorts]
+            samples[id(point)].append((res.get(op, bulk, "aesgen").gbps, cycles, gbps))
     for point, _, _ in runnable:
         got = samples[id(point)]
-        point.bulk_gbps = median(g for g, _ in got)
-        point.cycles_by_size = {str(s): median(c[i] for _, c in got) for i, s in enumerate(shorts)}
+        point.bulk_gbps = median(g for g, _, _ in got)
+        point.cycles_by_size = {str(s): median(c[i] for _, c, _ in got) for i, s in enumerate(shorts)}
+        point.gbps_by_size = {str(s): median(g[i] for _, _, g in got) for i, s in enumerate(shorts)}
         point.short_cycles = point.cycles_by_size[str(shorts[0])]
 
 

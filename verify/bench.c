@@ -3,7 +3,8 @@
  *
  *   bench KERNEL.so PREFIX OP KEYBITS SIZES TRIALS PEERS [CPU]
  *
- * OP: ecb_encrypt ecb_decrypt ctr32_encrypt cbc_encrypt cbc_decrypt
+ * OP: ecb_encrypt ecb_decrypt ctr32_encrypt cbc_encrypt cbc_decrypt ghash polyval gcm_encrypt
+ *     xts_encrypt xts_decrypt (two keys of KEYBITS each) gfdouble_le gfdouble_be (SIZE / 16 doublings)
  * SIZES: comma list of message sizes in bytes; PEERS: comma list of openssl, ipsec-mb (or "-").
  * Prints one JSON object per line: a "meta" line, then one line per (size, implementation).
  * A peer that cannot run prints {"impl": ..., "na": "why"} once.
@@ -37,9 +38,12 @@ struct impl {
 
 static const char *op;
 static unsigned keybits;
-static uint8_t user_key[32];
+static uint8_t user_key[64]; /* XTS: the data key, then the tweak key */
 
 static int is_block_op(void) { return strcmp(op, "ctr32_encrypt") != 0; }
+static int is_xts_op(void) { return strncmp(op, "xts_", 4) == 0; }
+static int is_doubling_op(void) { return strncmp(op, "gfdouble_", 9) == 0; }
+static const uint8_t xts_tweak[16] = {0x5a, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xa5};
 static int is_hash_op(void) { return strcmp(op, "ghash") == 0 || strcmp(op, "polyval") == 0; }
 static int is_gcm_op(void) { return strcmp(op, "gcm_encrypt") == 0; }
 static const uint8_t gcm_iv[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
@@ -56,6 +60,8 @@ struct ours {
                size_t, uint8_t *, size_t);
     void (*blocks)(const void *, const uint8_t *, uint8_t *, size_t);
     void (*chained)(const void *, const uint8_t *, uint8_t *, size_t, uint8_t *);
+    void (*xts)(const void *, const uint8_t *, uint8_t *, size_t, const uint8_t *);
+    void (*gfdouble)(const uint8_t *, uint8_t *, size_t);
 };
 
 static void ours_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
@@ -64,6 +70,8 @@ static void ours_run(void *self, const uint8_t *in, uint8_t *out, size_t len, ui
     if (o->ghash) { o->ghash(o->key, o->acc, in, len / 16); return; }
     if (o->polyval) { o->polyval(o->h, o->acc, in, len / 16); return; }
     if (o->gcm) { o->gcm(o->key, gcm_iv, 12, NULL, 0, in, out, len, gcm_tag, 16); return; }
+    if (o->xts) { o->xts(o->key, in, out, len, xts_tweak); return; }
+    if (o->gfdouble) { o->gfdouble(xts_tweak, out, len / 16); return; }
     if (o->blocks)
         o->blocks(o->key, in, out, n);
     else
@@ -81,15 +89,24 @@ static void setup_ours(struct impl *im, const char *so, const char *prefix) {
     if (!supported || !supported()) { im->na = "CPU lacks the kernel's features"; return; }
     snprintf(name, sizeof name, "%s_%s", prefix,
              strcmp(op, "ghash") == 0 || is_gcm_op() ? "gcm_set_key"
-             : is_decrypt() ? "set_decrypt_key" : "set_encrypt_key");
-    int (*set_key)(const uint8_t *, unsigned, void *) = (int (*)(const uint8_t *, unsigned, void *))dlsym(h, name);
+             : is_xts_op() ? "xts_set_key" : is_decrypt() ? "set_decrypt_key" : "set_encrypt_key");
+    void *setter = dlsym(h, name);
+    int (*set_key)(const uint8_t *, unsigned, void *) = is_xts_op() ? NULL : (int (*)(const uint8_t *, unsigned, void *))setter;
     snprintf(name, sizeof name, "%s_%s", prefix, op);
     void *fn = dlsym(h, name);
-    if (!fn || (!set_key && strcmp(op, "polyval") != 0)) { im->na = "kernel lacks this function"; return; }
+    int keyless = strcmp(op, "polyval") == 0 || is_doubling_op();
+    if (!fn || (!setter && !keyless)) { im->na = "kernel lacks this function"; return; }
     if (posix_memalign(&o.key, 64, 65536)) abort();
     if (set_key) set_key(user_key, keybits, o.key);
     memcpy(o.h, user_key, 16);
-    if (strcmp(op, "ghash") == 0)
+    if (is_xts_op()) {
+        int (*xts_set_key)(const uint8_t *, const uint8_t *, unsigned, void *, int) =
+            (int (*)(const uint8_t *, const uint8_t *, unsigned, void *, int))setter;
+        xts_set_key(user_key, user_key + keybits / 8, keybits, o.key, !is_decrypt());
+        o.xts = (void (*)(const void *, const uint8_t *, uint8_t *, size_t, const uint8_t *))fn;
+    } else if (is_doubling_op())
+        o.gfdouble = (void (*)(const uint8_t *, uint8_t *, size_t))fn;
+    else if (strcmp(op, "ghash") == 0)
         o.ghash = (void (*)(const void *, uint8_t *, const uint8_t *, size_t))fn;
     else if (is_gcm_op())
         o.gcm = (int (*)(const void *, const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *,
@@ -118,6 +135,7 @@ struct ossl {
 static void ossl_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
     struct ossl *s = self;
     int outl;
+    if (is_xts_op()) iv = (uint8_t *)xts_tweak; /* one data unit per message, the same tweak as ours */
     if (s->gcm) { /* one message: IV, text, tag */
         s->init(s->ctx, NULL, NULL, NULL, gcm_iv);
         s->update(s->ctx, out, &outl, in, (int)len);
@@ -133,6 +151,8 @@ static void setup_openssl(struct impl *im) {
     static struct ossl s;
     im->name = "openssl";
     if (is_hash_op()) { im->na = "no standalone GHASH/POLYVAL in EVP"; return; }
+    if (is_doubling_op()) { im->na = "no GF(2^128) doubling in EVP"; return; }
+    if (is_xts_op() && keybits == 192) { im->na = "OpenSSL has no AES-192-XTS"; return; }
     void *h = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
     if (!h) { im->na = "libcrypto.so.3 not found (apt install libssl-dev)"; return; }
     void *(*ctx_new)(void) = (void *(*)(void))dlsym(h, "EVP_CIPHER_CTX_new");
@@ -140,7 +160,7 @@ static void setup_openssl(struct impl *im) {
     const char *(*version)(int) = (const char *(*)(int))dlsym(h, "OpenSSL_version");
     char cname[32];
     const char *m = strncmp(op, "ecb", 3) == 0 ? "ecb" : strncmp(op, "cbc", 3) == 0 ? "cbc"
-                  : is_gcm_op() ? "gcm" : "ctr";
+                  : is_gcm_op() ? "gcm" : is_xts_op() ? "xts" : "ctr";
     s.gcm = is_gcm_op();
     s.final = (int (*)(void *, uint8_t *, int *))dlsym(h, "EVP_EncryptFinal_ex");
     s.ctrl = (int (*)(void *, int, int, void *))dlsym(h, "EVP_CIPHER_CTX_ctrl");
@@ -225,6 +245,9 @@ static void setup_ipsec(struct impl *im) {
     else if (keybits == 192) IMB_AES_KEYEXP_192(s.mgr, user_key, s.enc, s.dec);
     else IMB_AES_KEYEXP_256(s.mgr, user_key, s.enc, s.dec);
     if (strcmp(op, "polyval") == 0) { im->na = "no POLYVAL"; return; }
+    /* intel-ipsec-mb 1.3's IMB_CIPHER_MODE has no XTS; a later header with IMB_CIPHER_XTS would need a job here */
+    if (is_xts_op()) { im->na = "no XTS in intel-ipsec-mb " IMB_VERSION_STR; return; }
+    if (is_doubling_op()) { im->na = "no GF(2^128) doubling API"; return; }
     if (is_gcm_op()) {
         if (keybits == 128) IMB_AES128_GCM_PRE(s.mgr, user_key, &imb_gkey);
         else if (keybits == 192) IMB_AES192_GCM_PRE(s.mgr, user_key, &imb_gkey);

@@ -24,7 +24,10 @@ from .ceiling import Ceiling
 SCHEMA = "aesgen-bench/1"
 OPS_BY_MODE = {"ecb": ("ecb_encrypt", "ecb_decrypt"), "ctr32": ("ctr32_encrypt",),
                "cbc": ("cbc_encrypt", "cbc_decrypt"), "ghash": ("ghash",), "polyval": ("polyval",),
-               "gcm": ("gcm_encrypt",)}
+               "gcm": ("gcm_encrypt",), "xts": ("xts_encrypt", "xts_decrypt"),
+               "gfdouble": ("gfdouble_le", "gfdouble_be")}
+# Tweak sequences alone: SIZE bytes = SIZE / 16 doublings, reported per block; no peer has them.
+DOUBLING_OPS = ("gfdouble_le", "gfdouble_be")
 PEERS = ("openssl", "ipsec-mb")
 ROUNDS = {128: 10, 192: 12, 256: 14}
 
@@ -97,6 +100,11 @@ class BenchResult:
         m = self.get(op, size, impl)
         return m.size / (m.median_ticks * self.core_hz / self.tsc_hz) if m and self.core_hz else None
 
+    def cycles_per_block(self, op: str, size: int) -> float | None:
+        """Core cycles per 16-byte block (for gfdouble: per doubling), from the median ticks."""
+        per_cycle = self.bytes_per_cycle(op, size)
+        return 16 / per_cycle if per_cycle else None
+
 
 def machine_info() -> dict:
     model = ""
@@ -148,7 +156,7 @@ def bench(spec: KernelSpec, asm_path: Path, *, ops: list[str], sizes: list[int],
     result = BenchResult(spec=json.loads(spec.to_json()), key_bits=key_bits, tsc_hz=0.0, machine=machine_info())
     cpu = pin_cpu() if cpu is None else cpu
     for op in ops:
-        tsc, info, ms = run_op(spec, so, op, sizes, peers, key_bits, trials, cpu)
+        tsc, info, ms = run_op(spec, so, op, sizes, () if op in DOUBLING_OPS else peers, key_bits, trials, cpu)
         result.tsc_hz = result.tsc_hz or tsc  # one TSC rate for the whole result
         for peer, detail in info.items():  # a peer that runs some op keeps its description
             if peer not in result.peers or result.peers[peer].startswith("n/a"):
@@ -180,11 +188,13 @@ def clmul_ceiling_cycles(counts: dict[tuple[str, int], int], ceiling: Ceiling) -
 
 
 def op_ceiling(ceiling: Ceiling, spec: KernelSpec, op: str, key_bits: int, asm: str | None = None) -> OpCeiling | None:
-    """What the hardware allows `op`. Ciphers: vaesenc throughput at the mode's width, or for the
-    serial CBC encryption the latency bound. GHASH/POLYVAL: the carry-less multiplies of the
+    """What the hardware allows `op`. Ciphers (XTS too: its tweaks ride beside the AES rounds):
+    vaesenc throughput at the mode's width, or for the serial CBC encryption the latency bound. GHASH/POLYVAL: the carry-less multiplies of the
     generated main loop (products and reductions, counted) at vpclmulqdq's throughput. GCM: a
     loop holding the main loop's vaesenc and vpclmulqdq, measured (they may share pipes).
     None when the CPU cannot run the loops that measure it."""
+    if op in DOUBLING_OPS:  # no AES: cycles per doubling are the figure, not a fraction of a bound
+        return None
     mode = mode_of(op) or spec.modes[0]
     width, depth = spec.width_for(mode), spec.depth_for(mode)
     core = ceiling.core_hz
@@ -236,7 +246,8 @@ def ceiling_line(spec: KernelSpec, result: BenchResult, op: str) -> str | None:
     size = max(sizes)
     got = result.bytes_per_cycle(op, size)
     mode = mode_of(op) or spec.modes[0]
-    products = (" karatsuba" if spec.karatsuba else " schoolbook") if mode in ("ghash", "polyval", "gcm") else ""
+    products = (" karatsuba" if spec.karatsuba else " schoolbook") if mode in ("ghash", "polyval", "gcm") \
+        else f" {spec.gfdouble} doubling" if mode == "xts" else ""
     kind = "measured " if c.measured_together else ""
     return (f"{op} {spec.width_for(mode)}x{spec.depth_for(mode)}{products}, {size} B: {got:.2f} B/cycle = "
             f"{got / c.bytes_per_cycle:.0%} of the {kind}{c.name} ceiling {c.bytes_per_cycle:.2f} B/cycle ({c.basis})")
