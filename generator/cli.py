@@ -35,7 +35,8 @@ class UsageFailure(click.ClickException):
 def config_options(f):
     f = click.option("--prefix", default=None, help="Symbol prefix (a C identifier). "
                      "Default: aesgen_<backend>_<isa>_<width>x<depth>, or aesgen_<target>.")(f)
-    f = click.option("--backend", default="aesni", show_default=True, help="Kernel family: aesni.")(f)
+    f = click.option("--backend", default="aesni", show_default=True,
+                     help="Kernel family: aesni (AES-NI/VAES) or gfni (AES from GF2P8AFFINEINVQB, no AES-NI).")(f)
     f = click.option("--depth", "-d", type=int, default=None,
                      help=f"Independent block groups interleaved (1..{MAX_DEPTH}; default 8, "
                           "or the target model's choice).")(f)

@@ -159,7 +159,7 @@ VECTOR_OPS = {
     "aesimc", "aeskeygenassist", "pshufd", "pslldq", "punpcklqdq", "palignr",
     "prev_lanes", "top_lane", "widen", "vzero",
     "clmul", "psllq", "psrlq", "psrad", "pand", "upper_half", "ternlog",
-    "paddq", "psrldq", "psllvq", "psrlvq",
+    "paddq", "psrldq", "psllvq", "psrlvq", "gf2p8affineqb", "gf2p8affineinvqb", "prord",
 }
 COMMUTATIVE = {"vxor", "paddd", "paddq", "pand"}
 # Ops whose destination is also their first input in every encoding (vpternlogd).

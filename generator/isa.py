@@ -63,6 +63,12 @@ VECTOR_FORMS: dict[str, tuple[str | None, str | None, str | None]] = {
     "paddq": ("PADDQ_XMM_XMMM128", "VEX_VPADDQ_{R}_{R}_{R}M{W}", "EVEX_VPADDQ_{R}_K1Z_{R}_{R}M{W}B64"),
     "psrldq": ("PSRLDQ_XMM_IMM8", "VEX_VPSRLDQ_{R}_{R}_IMM8", "EVEX_VPSRLDQ_{R}_{R}M{W}_IMM8"),
     # per-qword shifts by per-qword counts (AVX2): counts >= 64 give 0
+    # GF(2^8) affine maps per byte (GFNI): dst = A * x (+ imm), or A * x^-1 (+ imm)
+    "gf2p8affineqb": ("GF2P8AFFINEQB_XMM_XMMM128_IMM8", "VEX_VGF2P8AFFINEQB_{R}_{R}_{R}M{W}_IMM8",
+                      "EVEX_VGF2P8AFFINEQB_{R}_K1Z_{R}_{R}M{W}B64_IMM8"),
+    "gf2p8affineinvqb": ("GF2P8AFFINEINVQB_XMM_XMMM128_IMM8", "VEX_VGF2P8AFFINEINVQB_{R}_{R}_{R}M{W}_IMM8",
+                         "EVEX_VGF2P8AFFINEINVQB_{R}_K1Z_{R}_{R}M{W}B64_IMM8"),
+    "prord": (None, None, "EVEX_VPRORD_{R}_K1Z_{R}M{W}B32_IMM8"),
     "psllvq": (None, "VEX_VPSLLVQ_{R}_{R}_{R}M{W}", "EVEX_VPSLLVQ_{R}_K1Z_{R}_{R}M{W}B64"),
     "psrlvq": (None, "VEX_VPSRLVQ_{R}_{R}_{R}M{W}", "EVEX_VPSRLVQ_{R}_K1Z_{R}_{R}M{W}B64"),
     # dst = f(dst, b, c) bit by bit, f the 8-bit truth table in imm (dst is also the first input)
@@ -107,9 +113,11 @@ def gpr(name: str) -> int:
 class Assembler:
     """Turns allocated instructions into iced instructions and GAS text."""
 
-    def __init__(self, isa: str, const_labels: dict[str, str]) -> None:
+    def __init__(self, isa: str, const_labels: dict[str, str], label_prefix: str = ".L") -> None:
         self.isa = isa
         self.const_labels = const_labels  # Const name -> .L label
+        self.label_prefix = label_prefix
+        self.late_consts: dict[str, Const] = {}  # constants first met here (lowering's)
         self.encoder = Encoder(64)
         self.fmt = Formatter(FormatterSyntax.GAS)
         self.fmt.uppercase_hex = False
@@ -119,6 +127,9 @@ class Assembler:
     # -- operands -------------------------------------------------------------
     def mem(self, m: Mem | Const) -> MemoryOperand:
         if isinstance(m, Const):
+            if m.name not in self.const_labels:
+                self.const_labels[m.name] = f"{self.label_prefix}{m.name}"
+                self.late_consts[m.name] = m
             # One placeholder address per constant, replaced by its label in the text.
             label = self.const_labels[m.name]
             addr = self._rip_addr.setdefault(label, RIP_SENTINEL + 0x1000 * (len(self._rip_addr) + 1))

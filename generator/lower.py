@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .ir import VECTOR_OPS, GroupBlock, Insn, Mem, Path, VReg
+from .lower_gfni import LOWERED as GFNI_LOWERED, GfniLowering
 from .spec import KernelSpec
 
 
@@ -18,6 +19,7 @@ class Lowerer:
         self.spec = spec
         self.fn_width = width  # the function's main width (top_lane reads a register of it)
         self._ids = 1_000_000  # fresh temps, disjoint from the builder's
+        self.gfni = GfniLowering(spec.isa, self._temp) if spec.backend == "gfni" else None
 
     def _temp(self) -> VReg:
         self._ids += 1
@@ -26,6 +28,8 @@ class Lowerer:
     def insn(self, i: Insn) -> list[Insn]:
         spec = self.spec
         lanes = i.width // 128
+        if self.gfni and i.op in GFNI_LOWERED:
+            return [x for low in self.gfni(i) for x in self.insn(low)]
         if i.op == "vload_bcast" and i.width == 128:
             return [replace(i, op="vload")]
         if i.op == "prev_lanes":

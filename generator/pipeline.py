@@ -255,7 +255,7 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
     functions = build_functions(spec)
     consts = _constants(functions)
     const_labels = {name: f".L{spec.prefix}_{name}" for name in consts}
-    asm = Assembler(spec.isa, const_labels)
+    asm = Assembler(spec.isa, const_labels, f".L{spec.prefix}_")
     emitter = FunctionEmitter(spec, asm)
     fn_views, emitted_all = [], []
     for fn in functions:
@@ -264,6 +264,7 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
         fn_views.append({"symbol": spec.symbol(fn.name), "args": fn.args, "summary": FUNCTIONS[fn.name][2],
                          "lines": lines, "prototype": prototype(spec, fn)})
     instructions = _resolve_branches(emitted_all)
+    consts = dict(sorted({**consts, **asm.late_consts}.items()))
     const_views = [{"label": const_labels[n], "rows": _const_rows(c.data),
                     "comment": next((v for k, v in CONST_COMMENTS.items() if n.startswith(k)), n)}
                    for n, c in consts.items()]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import aesref, gf128
+from . import aesref, gf128, gfni
 from .ir import Branch, Const, Function, Insn, KeyRef, Label, Mem, VReg
 from .schedule import flatten
 from .spec import KernelSpec
@@ -262,6 +262,9 @@ LANE_OPS = {
     "psrad": lambda a, imm: _from_dwords([(d >> min(imm, 31)) | (-(d >> 31) << (32 - min(imm, 31)) if d >> 31
                                            else d >> min(imm, 31)) for d in _dwords(a)]),
     "pand": lambda a, b, _i: a & b,
+    "gf2p8affineqb": lambda a, m, imm: _affine_bytes(a, m, imm, invert=False),
+    "gf2p8affineinvqb": lambda a, m, imm: _affine_bytes(a, m, imm, invert=True),
+    "prord": lambda a, imm: _from_dwords([((d >> imm) | (d << (32 - imm))) & M32 for d in _dwords(a)]),
     "paddq": lambda a, b, _i: _qwords_zip(a, b, lambda x, y: (x + y) & M64),
     "psrldq": lambda a, imm: a >> (8 * imm) if imm < 16 else 0,
     "psllvq": lambda a, n, _i: _qwords_zip(a, n, lambda x, c: (x << c) & M64 if c < 64 else 0),
@@ -284,6 +287,17 @@ def _ternlog(a: int, b: int, c: int, imm: int) -> int:
 
 def _qwords_map(a: int, f) -> int:
     return f(a & M64) | (f(a >> 64) << 64)
+
+
+def _affine_bytes(a: int, m: int, imm: int, invert: bool) -> int:
+    """vgf2p8affine(inv)qb on one 128-bit lane: byte b uses the matrix in qword b // 8."""
+    out = 0
+    for b in range(16):
+        x = (a >> (8 * b)) & 0xFF
+        if invert:
+            x = aesref.gf256_inv(x)
+        out |= gfni.affine_byte((m >> (64 * (b // 8))) & M64, x, imm) << (8 * b)
+    return out
 
 
 def _qwords_zip(a: int, b: int, f) -> int:

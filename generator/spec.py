@@ -40,7 +40,7 @@ COMMON_FUNCTIONS = ("cpu_supported", "set_encrypt_key", "set_decrypt_key")
 
 ISAS = ("sse", "avx", "avx2", "avx512")
 WIDTHS_BY_ISA = {"sse": (128,), "avx": (128,), "avx2": (256,), "avx512": (128, 256, 512)}
-BACKENDS = ("aesni",)
+BACKENDS = ("aesni", "gfni")
 MAX_DEPTH = 16
 
 # /proc/cpuinfo flag names each ISA family needs.
@@ -61,10 +61,13 @@ def mode_of(function: str) -> str | None:
 CLMUL_MODES = ("ghash", "polyval", "gcm", "gcm-siv")
 
 
-def required_features(isa: str, width: int, modes: tuple[str, ...], gfdouble: str = "") -> tuple[str, ...]:
+def required_features(isa: str, width: int, modes: tuple[str, ...], gfdouble: str = "",
+                      backend: str = "aesni") -> tuple[str, ...]:
     """/proc/cpuinfo flags a file needs: the ISA's, plus carry-less multiply when hashing
-    (or doubling with it)."""
+    (or doubling with it); the GFNI backend swaps AES-NI/VAES for GFNI."""
     feats = list(FEATURES_BY_ISA[isa])
+    if backend == "gfni":
+        feats = [f for f in feats if f not in ("aes", "vaes")] + ["gfni"]
     doubling_clmul = any(m in DOUBLING_MODES for m in modes) and needs_clmul(gfdouble, width)
     if any(m in CLMUL_MODES for m in modes) or doubling_clmul:
         feats.append("pclmulqdq")
@@ -106,7 +109,7 @@ class KernelSpec:
             )
         if not self.features:
             object.__setattr__(self, "features",
-                               required_features(self.isa, self.width, self.modes, self.gfdouble))
+                               required_features(self.isa, self.width, self.modes, self.gfdouble, self.backend))
         object.__setattr__(self, "features", tuple(self.features))
         object.__setattr__(self, "overrides", tuple(tuple(o) for o in self.overrides))
 

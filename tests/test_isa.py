@@ -45,6 +45,9 @@ MNEMONICS = {
     "ternlog": (None, None, "VPTERNLOGD"),
     "paddq": ("PADDQ", "VPADDQ", "VPADDQ"), "psrldq": ("PSRLDQ", "VPSRLDQ", "VPSRLDQ"),
     "psllvq": (None, "VPSLLVQ", "VPSLLVQ"), "psrlvq": (None, "VPSRLVQ", "VPSRLVQ"),
+    "gf2p8affineqb": ("GF2P8AFFINEQB", "VGF2P8AFFINEQB", "VGF2P8AFFINEQB"),
+    "gf2p8affineinvqb": ("GF2P8AFFINEINVQB", "VGF2P8AFFINEINVQB", "VGF2P8AFFINEINVQB"),
+    "prord": (None, None, "VPRORD"),
 }
 # Widths each op is used at (lowering: broadcasts, lane extracts/inserts and lane shuffles only above 128).
 ABOVE_128 = {"vload_bcast", "vextract128", "vinserti128", "vshufi32x4", "vperm2i128"}
