@@ -278,6 +278,8 @@ class OffsetPass:
         b, nr = self.b, self.nr
         decrypt = self.kind == "decrypt"
         x = b.v("vload", at, width=width, mask=mask, role="blk")
+        if self.kind == "encrypt":  # the plaintext into the checksum while it is in a register
+            b.v("vxor", self.acc, x, dst=self.acc)
         if b.spec.isa == "avx512":
             y = b.v("ternlog", x, self.whiten, delta, imm=XOR3, width=width, comment="block ^ offset ^ round key 0")
         else:
@@ -293,12 +295,12 @@ class OffsetPass:
         else:
             k = b.v("vxor", self.last, delta, width=width, comment="offset folded into the last round key")
             y = b.v("aesdeclast" if decrypt else "aesenclast", y, k, width=width, comment=f"round {nr} (last)")
-            # plaintext into the checksum: the input (re-read: in == out is stored after) or the output
-            part = y if decrypt else (x if (mask or width) else at)
-        if mask and part is y:
-            part = b.v("vmov", y, mask=mask, comment="only the blocks that exist")
-        # an xmm block's upper lanes are zero (VEX/EVEX writes): it can join a wide accumulator
-        b.v("vxor", self.acc, part, dst=self.acc)
+            part = y if decrypt else None  # decrypting, the plaintext is the output
+        if part is not None:
+            if mask:
+                part = b.v("vmov", y, mask=mask, comment="only the blocks that exist")
+            # an xmm block's upper lanes are zero (VEX/EVEX writes): it can join a wide accumulator
+            b.v("vxor", self.acc, part, dst=self.acc)
         if to is not None:
             b.store(to, y, width=width, mask=mask)
 
