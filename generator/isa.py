@@ -271,6 +271,14 @@ class Assembler:
             return Instruction.create_reg_reg(C("OR_RM8_R8"), gpr(d), gpr(s[0]))
         if op == "or_r":
             return Instruction.create_reg_reg(C("OR_RM64_R64"), gpr(d), gpr(s[0]))
+        if op == "xor_r":
+            return Instruction.create_reg_reg(C("XOR_RM64_R64"), gpr(d), gpr(s[0]))
+        if op == "shld":  # d = d << imm | s >> (64 - imm)
+            return Instruction.create_reg_reg_u32(C("SHLD_RM64_R64_IMM8"), gpr(d), gpr(s[0]), imm)
+        if op == "shld_cl":  # the same by cl (mod 64): a variable shift, constant time
+            return Instruction.create_reg_reg_reg(C("SHLD_RM64_R64_CL"), gpr(d), gpr(s[0]), Register.CL)
+        if op == "bsf":  # index of the lowest set bit (the source is never 0 here)
+            return Instruction.create_reg_reg(C("BSF_R64_RM64"), gpr(d), gpr(s[0]))
         if op in ("add_r", "sub_r"):
             return Instruction.create_reg_reg(C(f"{op[:3].upper()}_RM64_R64"), gpr(d), gpr(s[0]))
         if op == "and":

@@ -225,6 +225,11 @@ class Interpreter:
             srcs = [self.value(s, lanes) for s in i.srcs]
             fn = LANE_OPS[op]
             out = tuple(fn(*(s[k] for s in srcs), i.imm) for k in range(lanes))
+            if i.mask:  # EVEX zeroing-masking: elements whose mask bit is clear become 0
+                raw = b"".join(x.to_bytes(16, "little") for x in out)
+                keep = self.mask_bytes(i, len(raw))
+                raw = bytes(byte if keep[n] else 0 for n, byte in enumerate(raw))
+                out = tuple(int.from_bytes(raw[16 * k:16 * k + 16], "little") for k in range(lanes))
         self.m.vec[i.dst.id] = tuple(x & M128 for x in out)
 
 
@@ -340,6 +345,19 @@ def _bzhi(it: Interpreter, i: Insn) -> None:
     it.m.put(i.dst, src if n >= 64 else src & ((1 << n) - 1))
 
 
+def _shld(it: Interpreter, i: Insn, count: int) -> None:
+    c = count & 63
+    d = it.m.get(i.dst)
+    if c:
+        d = ((d << c) | (it.m.get(i.srcs[0]) >> (64 - c))) & M64
+    it.m.put(i.dst, d)
+
+
+def _bsf(it: Interpreter, i: Insn) -> None:
+    v = it.m.get(i.srcs[0])
+    it.m.put(i.dst, (v & -v).bit_length() - 1 if v else it.m.get(i.dst))
+
+
 def _cpuid(it: Interpreter, i: Insn) -> None:
     # A model CPU that has every feature the kernels know about.
     leaf = it.m.get("eax")
@@ -382,6 +400,10 @@ SCALAR = {
     "sbb_r": lambda it, i: it.m.put(i.dst, (-1 if it.m.flags[0] else 0) & M64),  # sbb r, r: -CF
     "or8r": lambda it, i: it.m.put(i.dst, it.m.get(i.dst) | it.m.get(i.srcs[0])),
     "or_r": lambda it, i: _alu(it, i, lambda a, b: a | b),
+    "xor_r": lambda it, i: _alu(it, i, lambda a, b: a ^ b),
+    "shld": lambda it, i: _shld(it, i, i.imm),
+    "shld_cl": lambda it, i: _shld(it, i, it.m.get("rcx")),
+    "bsf": _bsf,
     "add_r": lambda it, i: _alu(it, i, lambda a, b: a + b),
     "sub_r": lambda it, i: _alu(it, i, lambda a, b: a - b),
     "and": lambda it, i: _alu(it, i, lambda a, b: a & b),

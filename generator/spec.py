@@ -16,7 +16,7 @@ from .doubling import DOUBLING_MODES, default_method, needs_clmul
 
 SPEC_MARKER = "# aesgen-spec: "
 
-MODES = ("ecb", "ctr32", "cbc", "ghash", "polyval", "gcm", "gcm-siv", "xts", "gfdouble")
+MODES = ("ecb", "ctr32", "cbc", "ghash", "polyval", "gcm", "gcm-siv", "xts", "gfdouble", "ocb")
 # The block-cipher modes (the ones `make demo`, tune and bench cover today).
 CIPHER_MODES = ("ecb", "ctr32", "cbc")
 # C functions each mode contributes (besides the always-present key setup).
@@ -32,10 +32,12 @@ MODE_FUNCTIONS = {
     "xts": ("xts_set_key", "xts_encrypt", "xts_decrypt"),
     # the tweak sequences of the doubling method alone (explore gfdouble measures them)
     "gfdouble": ("gfdouble_le", "gfdouble_be"),
+    "ocb": ("ocb_set_key", "ocb_encrypt", "ocb_decrypt"),
 }
 # Modes that multiply by powers of the GHASH key stored after the AES schedule.
 GHASH_TABLE_MODES = ("ghash", "gcm")
 GCM_CTX_BYTES = 128  # P_GCM_CTX_BYTES: the streaming state, whatever the file's width
+OCB_L_COUNT = 64  # L_0..L_63: enough for any block index below 2^64
 COMMON_FUNCTIONS = ("cpu_supported", "set_encrypt_key", "set_decrypt_key")
 
 ISAS = ("sse", "avx", "avx2", "avx512")
@@ -53,7 +55,7 @@ FEATURES_BY_ISA = {
 
 def mode_of(function: str) -> str | None:
     """The mode whose width/depth a C function runs at (None: the file's default)."""
-    if function in ("gcm_set_key", "gcmsiv_set_key", "xts_set_key"):  # key setup: the file's width
+    if function in ("gcm_set_key", "gcmsiv_set_key", "xts_set_key", "ocb_set_key"):  # key setup: the file's width
         return None
     return next((m for m, fs in MODE_FUNCTIONS.items() if function in fs), None)
 
@@ -187,6 +189,33 @@ class KernelSpec:
     def xts_key_bytes(self) -> int:
         """The XTS key: the data key's schedule (encrypt or decrypt), then the tweak key's."""
         return 2 * self.key_bytes
+
+    # -- OCB (layout in kernels/ocb.py) ---------------------------------------
+    @property
+    def ocb_batch_blocks(self) -> int:
+        """B: blocks per OCB main-loop batch (depth x lanes), the length of its offset table."""
+        return self.depth_for("ocb") * self.width_for("ocb") // 128
+
+    @property
+    def ocb_l_offset(self) -> int:
+        """L_*, L_$, L_0..L_63 after the encryption and decryption schedules."""
+        return 2 * self.key_bytes
+
+    @property
+    def ocb_table_offset(self) -> int:
+        """T_0..T_{B+lanes-2}: T_j = L_ntz(1) ^ ... ^ L_ntz(j), the offsets within a batch."""
+        return self.ocb_l_offset + 16 * (2 + OCB_L_COUNT)
+
+    @property
+    def ocb_step_offset(self) -> int:
+        """Q_0..Q_63: Q_k = T_{B-1} ^ L_k, one batch's offset step when the next starts at a
+        block index with k trailing zeros."""
+        lanes = self.width_for("ocb") // 128
+        return self.ocb_table_offset + 16 * (self.ocb_batch_blocks + lanes - 1)
+
+    @property
+    def ocb_key_bytes(self) -> int:
+        return (self.ocb_step_offset + 16 * OCB_L_COUNT + 63) // 64 * 64
 
     def symbol(self, function: str) -> str:
         return f"{self.prefix}_{function}"

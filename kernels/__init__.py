@@ -12,9 +12,11 @@ from .gcm_stream import gcm_aad_function, gcm_finish_function, gcm_start_functio
 from .gcmsiv import gcmsiv_function, gcmsiv_set_key_function
 from .ghash import gcm_set_key_function, ghash_function, polyval_function
 from .modes import cbc_decrypt_function, cbc_encrypt_function, ctr32_function, ecb_function
+from .ocb import ocb_function, ocb_set_key_function
 from .xts import gfdouble_function, xts_function, xts_set_key_function
 
 GCM_ARGS = ("key", "iv", "ivlen", "aad", "aadlen", "in", "out", "len", "tag", "taglen")
+OCB_ARGS = ("okey", "nonce", "noncelen", "aad", "aadlen", "in", "out", "len", "tag", "taglen")
 GCMSIV_ARGS = ("key", "nonce", "aad", "aadlen", "in", "out", "len", "tag")
 # name -> (C argument names, describe(builder), one-line summary)
 FUNCTIONS = {
@@ -59,6 +61,11 @@ FUNCTIONS = {
                     "XTS-AES (IEEE 1619) encryption with ciphertext stealing"),
     "xts_decrypt": (("xkey", "in", "out", "len", "tweak"), lambda b: xts_function(b, True),
                     "XTS-AES (IEEE 1619) decryption with ciphertext stealing"),
+    "ocb_set_key": (("user_key", "bits", "okey"), ocb_set_key_function,
+                    "OCB key: both AES schedules, L_*, L_$, L_0..L_63 and the batch offset tables"),
+    "ocb_encrypt": (OCB_ARGS, lambda b: ocb_function(b, False), "AES-OCB3 (RFC 7253) encryption and tag"),
+    "ocb_decrypt": (OCB_ARGS, lambda b: ocb_function(b, True),
+                    "AES-OCB3 decryption; -1 and out zeroed on a wrong tag"),
     "gfdouble_le": (("tweak", "out", "nblocks"), lambda b: gfdouble_function(b, False),
                     "out[i] = tweak * x^i in GF(2^128), little-endian blocks (XTS)"),
     "gfdouble_be": (("tweak", "out", "nblocks"), lambda b: gfdouble_function(b, True),

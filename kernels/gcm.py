@@ -49,48 +49,55 @@ def _arg(name: str) -> Mem:
     return SAVED_ARGS[name]
 
 
+def gather_partial(b: FunctionBuilder, src: str, count: str, dst: Mem) -> None:
+    """dst = the count (1..15) bytes at src, zero-padded to 16. Gathered into two GPRs
+    from the last byte down (constant shifts), then stored whole: no byte is read past
+    src + count, and no stack store has a variable address. Clobbers count, rbp, r11, rax."""
+    top, high, done = b.label_name("gather"), b.label_name("gather_hi"), b.label_name("gathered")
+    b.s("xor32", "ebp", "ebp", comment="bytes 0..7")
+    b.s("xor32", "r11d", "r11d", comment="bytes 8..15")
+    b.label(top)
+    b.s("test", count, count)
+    b.branch("e", done)
+    b.s("sub", count, imm=1)
+    b.s("movzb", "eax", Mem(src, 0, index=count, bits=8))
+    b.s("cmp", count, imm=8)
+    b.branch("ae", high)
+    b.s("shl", "rbp", imm=8)
+    b.s("or_r", "rbp", "rax")
+    b.branch("jmp", top)
+    b.label(high)
+    b.s("shl", "r11", imm=8)
+    b.s("or_r", "r11", "rax")
+    b.branch("jmp", top)
+    b.label(done)
+    b.s("store64", Mem(dst.base, dst.disp, bits=64), "rbp")
+    b.s("store64", Mem(dst.base, dst.disp + 8, bits=64), "r11")
+
+
+def load_qwords(b: FunctionBuilder, mem: Mem) -> VReg:
+    """A 16-byte block the scalar code just wrote as two 8-byte stores, read back as two
+    8-byte loads: a 16-byte load could not be forwarded from them and would wait for
+    the stores to retire."""
+    with b.at_width(128):
+        lo = b.v("vload64", Mem(mem.base, mem.disp, bits=64))
+        hi = b.v("vload64", Mem(mem.base, mem.disp + 8, bits=64))
+        return b.v("punpcklqdq", lo, hi)
+
+
 class Gcm:
     def __init__(self, b: FunctionBuilder, decrypt: bool) -> None:
         self.b, self.decrypt, self.spec = b, decrypt, b.spec
         self.K = b.spec.ghash_blocks
         self.table = Mem("rdi", b.spec.gcm_table_offset)
+        self.frame = FRAME  # subclasses with a larger frame set their own
 
     # -- small pieces ---------------------------------------------------------
     def load_partial(self, src: str, count: str, dst: Mem) -> None:
-        """dst = the count (1..15) bytes at src, zero-padded to 16. Gathered into two GPRs
-        from the last byte down (constant shifts), then stored whole: no byte is read past
-        src + count, and no stack store has a variable address. Clobbers count."""
-        b = self.b
-        top, high, done = b.label_name("gather"), b.label_name("gather_hi"), b.label_name("gathered")
-        b.s("xor32", "ebp", "ebp", comment="bytes 0..7")
-        b.s("xor32", "r11d", "r11d", comment="bytes 8..15")
-        b.label(top)
-        b.s("test", count, count)
-        b.branch("e", done)
-        b.s("sub", count, imm=1)
-        b.s("movzb", "eax", Mem(src, 0, index=count, bits=8))
-        b.s("cmp", count, imm=8)
-        b.branch("ae", high)
-        b.s("shl", "rbp", imm=8)
-        b.s("or_r", "rbp", "rax")
-        b.branch("jmp", top)
-        b.label(high)
-        b.s("shl", "r11", imm=8)
-        b.s("or_r", "r11", "rax")
-        b.branch("jmp", top)
-        b.label(done)
-        b.s("store64", Mem(dst.base, dst.disp, bits=64), "rbp")
-        b.s("store64", Mem(dst.base, dst.disp + 8, bits=64), "r11")
+        gather_partial(self.b, src, count, dst)
 
     def load_qwords(self, mem: Mem) -> VReg:
-        """A 16-byte block the scalar code just wrote as two 8-byte stores, read back as two
-        8-byte loads: a 16-byte load could not be forwarded from them and would wait for
-        the stores to retire."""
-        b = self.b
-        with b.at_width(128):
-            lo = b.v("vload64", Mem(mem.base, mem.disp, bits=64))
-            hi = b.v("vload64", Mem(mem.base, mem.disp + 8, bits=64))
-            return b.v("punpcklqdq", lo, hi)
+        return load_qwords(self.b, mem)
 
     def hash_block(self, acc: VReg, mem: Mem) -> None:
         b = self.b
@@ -354,7 +361,7 @@ class Gcm:
         b = self.b
         if label:
             b.label(self.exit)
-        b.s("add", "rsp", imm=FRAME)
+        b.s("add", "rsp", imm=self.frame)
         for r in reversed(SAVED):
             b.s("pop", r)
         if b.width > 128:

@@ -19,8 +19,8 @@ from aesgen.verify.results import CheckResult
 P, SZ, U, I = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int
 
 # Families: which group of checks a function gets.
-CPU, KEYSETUP, BLOCK, GCM, GCM_STREAM, HASH, GCMSIV, XTS, GFDOUBLE = (
-    "cpu", "keysetup", "block", "gcm", "gcm-stream", "hash", "gcm-siv", "xts", "gfdouble")
+CPU, KEYSETUP, BLOCK, GCM, GCM_STREAM, HASH, GCMSIV, XTS, GFDOUBLE, OCB = (
+    "cpu", "keysetup", "block", "gcm", "gcm-stream", "hash", "gcm-siv", "xts", "gfdouble", "ocb")
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,7 @@ _GKEY = Param("gkey", P, "spec:gcm_key_bytes", "r", aligned=True)
 _SKEY = Param("skey", P, "spec:gcmsiv_key_bytes", "r", aligned=True)
 _CTX = Param("ctx", P, "spec:gcm_ctx_bytes", "rw", aligned=True)
 _XKEY = Param("xkey", P, "spec:xts_key_bytes", "r", aligned=True)
+_OKEY = Param("okey", P, "spec:ocb_key_bytes", "r", aligned=True)
 
 
 def _block(name: str, count: str, chain: str | None, setup: str) -> Signature:
@@ -135,12 +136,13 @@ def _setup(name: str, out: Param, bits: tuple[int, ...]) -> Signature:
                 key_bits=bits, schedule_attr=str(out.size)[5:])
 
 
-def _gcm_oneshot(name: str, decrypt: bool) -> Signature:
-    return _sig(name, GCM, I, _GKEY, Param("iv", P, "ivlen", "r"), Param("ivlen", SZ),
+def _oneshot(name: str, family: str, key: Param, nonce: str, setup: str, decrypt: bool) -> Signature:
+    """An AEAD one-shot: (key, nonce, noncelen, aad, aadlen, in, out, len, tag, taglen) -> int."""
+    return _sig(name, family, I, key, Param(nonce, P, f"{nonce}len", "r"), Param(f"{nonce}len", SZ),
                 Param("aad", P, "aadlen", "r"), Param("aadlen", SZ),
                 Param("in", P, "len", "r"), Param("out", P, "len", "w"), Param("len", SZ),
                 Param("tag", P, "taglen", "r" if decrypt else "w"), Param("taglen", SZ),
-                key_setup="gcm_set_key", zero_on_fail=decrypt)
+                key_setup=setup, zero_on_fail=decrypt)
 
 
 def _gcmsiv(name: str, decrypt: bool) -> Signature:
@@ -173,8 +175,8 @@ SIGNATURES: dict[str, Signature] = {s.name: s for s in (
     _block("cbc_decrypt", "nblocks", "iv", "set_decrypt_key"),
     # GCM (SP 800-38D)
     _setup("gcm_set_key", _GKEY, (128, 192, 256)),
-    _gcm_oneshot("gcm_encrypt", decrypt=False),
-    _gcm_oneshot("gcm_decrypt", decrypt=True),
+    _oneshot("gcm_encrypt", GCM, _GKEY, "iv", "gcm_set_key", decrypt=False),
+    _oneshot("gcm_decrypt", GCM, _GKEY, "iv", "gcm_set_key", decrypt=True),
     _sig("gcm_start", GCM_STREAM, I, Param("ctx", P, "spec:gcm_ctx_bytes", "w", aligned=True), _GKEY,
          Param("iv", P, "ivlen", "r"), Param("ivlen", SZ), key_setup="gcm_set_key"),
     _sig("gcm_aad", GCM_STREAM, None, _CTX, Param("aad", P, "len", "r"), Param("len", SZ),
@@ -200,12 +202,16 @@ SIGNATURES: dict[str, Signature] = {s.name: s for s in (
     _xts("xts_decrypt"),
     _gfdouble("gfdouble_le"),
     _gfdouble("gfdouble_be"),
+    # OCB3 (RFC 7253)
+    _setup("ocb_set_key", _OKEY, (128, 192, 256)),
+    _oneshot("ocb_encrypt", OCB, _OKEY, "nonce", "ocb_set_key", decrypt=False),
+    _oneshot("ocb_decrypt", OCB, _OKEY, "nonce", "ocb_set_key", decrypt=True),
 )}
 
 AEAD_FAMILIES = (GCM, GCM_STREAM, HASH, GCMSIV)
 # Families whose calls are driven by scenes (a prepared key or context): verify/aead.py's
 # and verify/tweakable.py's.
-SCENE_FAMILIES = AEAD_FAMILIES + (XTS, GFDOUBLE)
+SCENE_FAMILIES = AEAD_FAMILIES + (XTS, GFDOUBLE, OCB)
 # Families whose length is counted in blocks.
 BLOCK_COUNTED = (HASH, GFDOUBLE)
 
@@ -308,6 +314,10 @@ def check_groups(fn: str) -> list[str]:
         if fn == "xts_set_key":
             return [f"badargs {fn}"] + groups
         return [f"diff {fn}", f"guard {fn} len0"] + groups + ([f"kat {fn}"] if fam == XTS else [])
+    if fam == OCB:
+        groups = [f"kat {fn}", f"diff {fn}", f"badargs {fn}", f"abi {fn}", f"guard {fn} after",
+                  f"guard {fn} before", f"guard {fn} len0", f"simulate {fn}"]
+        return groups + ([f"tamper {fn}"] if fn == "ocb_decrypt" else [])
     if fam in AEAD_FAMILIES:
         groups = [f"kat {fn}", f"abi {fn}", f"guard {fn} after", f"guard {fn} before", f"guard {fn} len0"]
         if fam != GCM_STREAM:

@@ -1,0 +1,512 @@
+"""OCB3 (RFC 7253) authenticated encryption in the DSL.
+
+    Offset_i = Offset_{i-1} ^ L_ntz(i),  C_i = Offset_i ^ E(P_i ^ Offset_i),  Checksum = XOR of P_i
+    partial P_*: Pad = E(Offset_m ^ L_*), C_* = P_* ^ Pad, Checksum ^= P_* || 1 || 0...
+    Tag = E(Checksum ^ Offset ^ L_$) ^ HASH(A),  HASH: the same offsets from 0, summing E(A_i ^ Offset_i)
+
+The key (P_OCB_KEY_BYTES, spec.ocb_* offsets): the encryption schedule, the decryption schedule,
+L_*, L_$, L_0..L_63, then two tables for batches of B = depth x lanes blocks (B a power of two):
+  T_j = L_ntz(1) ^ ... ^ L_ntz(j) (T_0 = 0; lanes - 1 zero entries after T_{B-1} for unaligned loads)
+  Q_k = T_{B-1} ^ L_k.
+A batch covers blocks s .. s+B-1 with s a multiple of B: ntz(s + j) = ntz(j) for 0 < j < B, so
+Offset_{s+j} = Offset_s ^ T_j, and only the step to the next batch depends on the (public) block
+index: Offset_{s+B} = Offset_s ^ Q_ntz(s+B). BASE holds Offset_s in every lane, so each vector's
+offsets are BASE ^ (T loaded at its position), folded into round key 0 and the last round key.
+Blocks 1..B-1 (positions 1.. of the batch at s = 0) and the blocks after the last whole batch
+go one vector at a time with T loaded at their position, the last few through an AVX-512 mask
+or, on AVX2, one xmm block.
+
+The nonce block (RFC 7253 4.2) is built in GPRs: the noncelen bytes shifted in one at a time
+behind a 1 bit, the tag length in the top 7 bits; Stretch and its shift by `bottom` use shld by
+cl: no branch or address depends on the nonce.
+
+Code: a path per round count for the nonce and HASH (encryption schedule), one for the text
+(the decryption schedule when decrypting), one for the partial block and the tag; values cross
+paths through the frame. Secret-carrying GPRs are rax, rbp and r11; rcx holds `bottom`, the
+nonce's last 6 bits (declassified: the nonce is public); the others hold public pointers,
+lengths and block counts.
+"""
+from __future__ import annotations
+
+from aesgen.dsl import BuildError, FunctionBuilder, key
+from aesgen.ir import XOR3, Const, Mem, Schedule, VReg
+
+from .aes import encrypt_rounds, expand_schedule, finish, key_size_paths
+from . import gcm
+from .gcm import AAD_LEN, BLOCK, SAVED, TAG, Gcm, gather_partial, load_qwords
+from .gfdouble import double_be
+from .modes import qword_mask_for_blocks
+
+def _q(m: Mem, disp: int = 0) -> Mem:
+    return Mem(m.base, m.disp + disp, bits=64)
+
+
+# Frame: GCM's (kernels/gcm.py: its partial-block and tag slots, the saved out, len and AAD
+# length, so its tag check, byte copies and argument errors serve here too), then an OCB area of
+# secrets. Everything secret is wiped on return; the saved arguments are public (reloaded
+# rsp-relative, the static check sees they are clean).
+AREA = (gcm.FRAME + 63) // 64 * 64
+OFFSET, SUM, CHECKSUM, PAD = (Mem("rsp", AREA + 16 * k) for k in range(4))
+FRAME = AREA + 64 + 8  # 6 pushes leave rsp 8 mod 16: this realigns it
+OUT_SAVE, LEN_SAVE, AADLEN_SAVE = gcm.SAVED_ARGS["out"], gcm.SAVED_ARGS["len"], _q(AAD_LEN)
+# Registers of a pass over whole blocks: blocks left, index of the current batch's first block,
+# 16 x the next block's position in its batch, scratch for the batch step's table index.
+LEFT, BATCH_START, POS, STEP = "rsi", "rdx", "r8", "r10"
+
+
+def ntz(j: int) -> int:
+    return (j & -j).bit_length() - 1
+
+
+def keep_table() -> Const:
+    """16 bytes from 16 - r: r bytes 0xff, then zeros (the first r bytes of a block)."""
+    return Const("ocb_keep", b"\xff" * 16 + bytes(16))
+
+
+def pad_table() -> Const:
+    """16 bytes from 16 - r: 0x80 at byte r (the 1 bit that pads a partial block)."""
+    return Const("ocb_pad", bytes(16) + b"\x80" + bytes(15))
+
+
+def fold_lanes(b: FunctionBuilder, v: VReg, width: int) -> VReg:
+    """The XOR of a vector's lanes, as an xmm value."""
+    lanes = width // 128
+    while lanes > 1:
+        lanes //= 2
+        half = b.v("upper_half", v, width=128 * lanes, comment="fold the lanes")
+        v = b.v("vxor", v, half, width=128 * lanes)
+    return v
+
+
+# ----------------------------------------------------------------------------- key setup
+def ocb_set_key_function(b: FunctionBuilder) -> None:
+    """P_ocb_set_key(user_key, bits, okey): both schedules, L_* = E(0), the doublings and tables."""
+    spec = b.spec
+    user, out = b.reg["user_key"], b.reg["okey"]
+    tables = b.label_name("tables")
+
+    def expand(bits: int, nr: int) -> None:
+        expand_schedule(b, bits, user, out, decrypt=False)
+        b.s("lea", "r10", Mem(out, spec.key_bytes), comment="the decryption schedule")
+        expand_schedule(b, bits, user, "r10", decrypt=True)
+        with b.at_width(128):
+            z = b.v("vzero")
+            star = encrypt_rounds(b, z, nr, key_at=lambda i: Mem(out, i * spec.key_stride))
+            b.store(Mem(out, spec.ocb_l_offset), star, comment="L_* = E(0^128)")
+        b.branch("jmp", tables)
+
+    key_size_paths(b, expand=expand, then=lambda nr: None)
+    b.single_path(None, lambda: _tables(b, out), tables)
+
+
+def _tables(b: FunctionBuilder, out: str) -> None:
+    spec = b.spec
+    method = "ternlog" if spec.isa == "avx512" else "krovetz"
+    lo, B = spec.ocb_l_offset, spec.ocb_batch_blocks
+    lanes = spec.width_for("ocb") // 128
+
+    def l_at(k: int) -> Mem:
+        return Mem(out, lo + 32 + 16 * k)
+
+    def loop(body, count: int, stem: str) -> None:
+        top = b.label_name(stem)
+        b.s("movi", "r11", imm=count)
+        b.label(top)
+        body()
+        b.s("sub", "r11", imm=1)
+        b.branch("ne", top)
+
+    with b.at_width(128):
+        cur = b.pinned("L")
+        b.v("vload", Mem(out, lo), dst=cur)
+        b.assign(cur, double_be(b, cur, method, 128))
+        b.store(Mem(out, lo + 16), cur, comment="L_$ = double(L_*)")
+        b.s("lea", "r10", l_at(0))
+
+        def next_l() -> None:
+            b.assign(cur, double_be(b, cur, method, 128))
+            b.store(Mem("r10", 0), cur, comment="L_i = double(L_{i-1})")
+            b.s("add", "r10", imm=16)
+
+        loop(next_l, 64, "l_")
+        t = b.v("vzero")
+        b.store(Mem(out, spec.ocb_table_offset), t, comment="T_0 = 0")
+        for j in range(1, B):
+            t = b.v("vxor", t, l_at(ntz(j)), comment=f"T_{j} = T_{j - 1} ^ L_{ntz(j)}")
+            b.store(Mem(out, spec.ocb_table_offset + 16 * j), t)
+        last = b.pinned("T_LAST")
+        b.assign(last, t)
+        zero = b.v("vzero")
+        for j in range(B, B + lanes - 1):
+            b.store(Mem(out, spec.ocb_table_offset + 16 * j), zero, comment="padding for unaligned loads")
+        b.s("lea", "r10", l_at(0))
+        b.s("lea", "r9", Mem(out, spec.ocb_step_offset))
+
+        def next_q() -> None:
+            b.store(Mem("r9", 0), b.v("vxor", last, Mem("r10", 0)), comment="Q_k = T_{B-1} ^ L_k")
+            b.s("add", "r10", imm=16)
+            b.s("add", "r9", imm=16)
+
+        loop(next_q, 64, "q_")
+    b.s("xor32", "eax", "eax")
+    finish(b)
+
+
+# ----------------------------------------------------------------------------- passes over whole blocks
+class OffsetPass:
+    """HASH (kind "hash": the sum of enciphered blocks) or the text ("encrypt"/"decrypt": out
+    and the checksum) over LEFT whole blocks at src, with OCB offsets from `start` (a frame slot;
+    None: zero). Leaves src/dst past the blocks, the last block's offset in OFFSET-like `offset_to`
+    and the folded sum/checksum in `acc_to`."""
+
+    def __init__(self, b: FunctionBuilder, nr: int, kind: str, src: str, dst: str | None) -> None:
+        self.b, self.nr, self.kind, self.src, self.dst = b, nr, kind, src, dst
+        self.okey = b.fn.key_base or "rdi"
+        self.L, self.B = b.lanes, b.spec.ocb_batch_blocks
+        self.table = b.spec.ocb_table_offset
+
+    def run(self, start: Mem | None, offset_to: Mem, acc_to: Mem) -> None:
+        b, L, B = self.b, self.L, self.B
+        self.base = b.pinned("OFFSET_BASE")
+        self.whiten = b.pinned("OFFSET_K0")
+        self.last = b.pinned("OFFSET_KN") if self.kind != "hash" else None
+        self.acc = b.pinned("SUM" if self.kind == "hash" else "CHECKSUM")
+        if start is None:
+            b.v("vzero", dst=self.base)
+        else:
+            b.v("vload_bcast", start, dst=self.base, comment="Offset_0 in every lane")
+        b.v("vzero", dst=self.acc)
+        self.rekey()
+        b.s("movi", POS, imm=16, comment="block 1 is at position 1 of the batch at 0")
+        b.s("xor32", "edx", "edx", comment="BATCH_START: the batch at block 0")
+        if B > 1:  # blocks 1..B-1
+            short = b.label_name("head_short")
+            b.s("mov", "r10", LEFT)
+            b.s("cmp", "r10", imm=B - 1)
+            b.branch("be", short)
+            b.s("movi", "r10", imm=B - 1)
+            b.label(short)
+            b.s("sub_r", LEFT, "r10")
+            self.some_blocks("r10")
+        top, end, done = b.label_name(f"batch{B}_"), b.label_name("batches_done"), b.label_name("pass_done")
+        b.label(top)
+        b.s("cmp", LEFT, imm=B)
+        b.branch("b", end)
+        self.step()
+        b.groups(b.depth, lambda j: self.vector(Mem(self.src, 16 * L * j), Mem(self.okey, self.table + 16 * L * j),
+                                                Mem(self.dst, 16 * L * j) if self.dst else None),
+                 comment=f"{b.depth} vector(s) of {L} block(s)")
+        self.advance(16 * B)
+        b.s("sub", LEFT, imm=B)
+        b.branch("jmp", top)
+        b.label(end)
+        b.s("test", LEFT, LEFT)
+        b.branch("e", done)
+        self.step()
+        b.s("xor32", POS + "d", POS + "d", comment="from position 0 of the new batch")
+        self.some_blocks(LEFT)
+        b.label(done)
+        width = b.width
+        with b.at_width(128):
+            off = b.v("vxor", self.base, Mem(self.okey, self.table - 16, index=POS),
+                      comment="the last block's offset")
+            b.store(offset_to, off)
+            b.store(acc_to, fold_lanes(b, self.acc, width))
+
+    def rekey(self) -> None:
+        """Round key 0 and the last round key with the batch's base offset folded in."""
+        b = self.b
+        b.v("vxor", self.base, key(0), dst=self.whiten, comment="Offset_s ^ round key 0")
+        if self.last is not None:
+            b.v("vxor", self.base, key(self.nr), dst=self.last, comment="Offset_s ^ last round key")
+
+    def step(self) -> None:
+        """To the next batch: Offset_{s+B} = Offset_s ^ Q_ntz(s+B) (the block index is public)."""
+        b = self.b
+        b.s("add", BATCH_START, imm=self.B)
+        b.s("bsf", STEP, BATCH_START, comment="ntz of the batch's first block index")
+        b.s("shl", STEP, imm=4)
+        q = b.v("vload_bcast", Mem(self.okey, b.spec.ocb_step_offset, index=STEP), comment="Q_ntz")
+        b.v("vxor", self.base, q, dst=self.base, comment="Offset of the batch's first block")
+        self.rekey()
+
+    def advance(self, nbytes: int | str) -> None:
+        b = self.b
+        op = "add" if isinstance(nbytes, int) else "add_r"
+        for p in (self.src, self.dst):
+            if p:
+                if op == "add":
+                    b.s("add", p, imm=nbytes)
+                else:
+                    b.s("add_r", p, nbytes)
+
+    def some_blocks(self, count: str) -> None:
+        """count (< B) blocks from position POS/16: whole vectors, then the rest."""
+        b, L = self.b, self.L
+        top, rest, out = b.label_name("vector"), b.label_name("rest"), b.label_name("some_done")
+
+        def one(width: int | None = None, mask: str | None = None) -> None:
+            delta = Mem(self.okey, self.table, index=POS)
+            b.groups(1, lambda j: self.vector(Mem(self.src, 0), delta, Mem(self.dst, 0) if self.dst else None,
+                                              width=width, mask=mask),
+                     comment="one vector at its batch position")
+
+        b.label(top)
+        b.s("cmp", count, imm=L)
+        b.branch("b", rest)
+        one()
+        self.advance(16 * L)
+        b.s("add", POS, imm=16 * L)
+        b.s("sub", count, imm=L)
+        b.branch("jmp", top)
+        b.label(rest)
+        if L > 1:
+            b.s("test", count, count)
+            b.branch("e", out)
+            if b.spec.isa == "avx512":
+                one(mask=qword_mask_for_blocks(b, count, scratch="r11"))
+            else:  # VAES ymm without AVX-512: one block is left
+                one(width=128)
+            b.s("shl", count, imm=4)
+            self.advance(count)
+            b.s("add_r", POS, count)
+        b.label(out)
+
+    def vector(self, at: Mem, delta: Mem, to: Mem | None, width: int | None = None,
+               mask: str | None = None) -> None:
+        """One vector of blocks: offsets BASE ^ delta; rounds; store or sum; into the accumulator."""
+        b, nr = self.b, self.nr
+        decrypt = self.kind == "decrypt"
+        x = b.v("vload", at, width=width, mask=mask, role="blk")
+        if self.kind == "encrypt":  # the plaintext into the checksum while it is in a register
+            b.v("vxor", self.acc, x, dst=self.acc)
+        if b.spec.isa == "avx512":
+            y = b.v("ternlog", x, self.whiten, delta, imm=XOR3, width=width, comment="block ^ offset ^ round key 0")
+        else:
+            y = b.v("vxor", b.v("vxor", x, self.whiten, width=width), delta, width=width,
+                    comment="block ^ offset ^ round key 0")
+        op = "aesdec" if decrypt else "aesenc"
+        for r in range(1, nr):
+            y = b.v(op, y, key(r), width=width, comment=f"round {r}")
+        b.final()
+        if self.kind == "hash":
+            y = b.v("aesenclast", y, key(nr), width=width, comment=f"round {nr} (last)")
+            part = y
+        else:
+            k = b.v("vxor", self.last, delta, width=width, comment="offset folded into the last round key")
+            y = b.v("aesdeclast" if decrypt else "aesenclast", y, k, width=width, comment=f"round {nr} (last)")
+            part = y if decrypt else None  # decrypting, the plaintext is the output
+        if part is not None:
+            if mask:
+                part = b.v("vmov", y, mask=mask, comment="only the blocks that exist")
+            # an xmm block's upper lanes are zero (VEX/EVEX writes): it can join a wide accumulator
+            b.v("vxor", self.acc, part, dst=self.acc)
+        if to is not None:
+            b.store(to, y, width=width, mask=mask)
+
+
+# ----------------------------------------------------------------------------- encrypt / decrypt
+class Ocb(Gcm):
+    def __init__(self, b: FunctionBuilder, decrypt: bool) -> None:
+        super().__init__(b, decrypt)
+        self.frame = FRAME
+        B = b.spec.ocb_batch_blocks
+        if B & (B - 1):
+            raise BuildError(f"OCB needs a power-of-two batch (depth x lanes = {B}): its batches "
+                             "align with the offsets' ntz pattern; use depth 1, 2, 4, 8 or 16")
+        self.text_label = {nr: b.label_name(f"text{nr * 32 - 192}_") for nr in (10, 12, 14)}
+        self.tag_label = {nr: b.label_name(f"tag{nr * 32 - 192}_") for nr in (10, 12, 14)}
+        self.bad, self.exit = b.label_name("bad_args"), b.label_name("exit")
+
+    def function(self) -> None:
+        b, spec = self.b, self.spec
+        self.entry()
+        b.key_paths("okey", self.prelude, scratch="r10d")  # rax carries data bytes
+        text_keys = Schedule("rdi", spec.key_bytes, spec.key_stride, aligned=True) if self.decrypt else None
+        for nr in (10, 12, 14):
+            b.single_path(nr, lambda nr=nr: self.text(nr), self.text_label[nr], text_keys)
+        for nr in (10, 12, 14):
+            b.single_path(nr, lambda nr=nr: self.tag(nr), self.tag_label[nr])
+        b.single_path(None, self.epilogue)
+
+    def entry(self) -> None:
+        b = self.b
+        for r in SAVED:
+            b.s("push", r)
+        for reg, arg in (("r12", "out"), ("r13", "len"), ("r14", "tag"), ("r15", "taglen")):
+            b.s("load64", reg, b.stack_arg(arg, pushed=len(SAVED)))
+        b.s("sub", "rsp", imm=FRAME)
+        b.s("mov", "rbx", "rcx", comment="aad (rcx becomes the Stretch shift count)")
+        for slot, reg in ((OUT_SAVE, "r12"), (LEN_SAVE, "r13"), (AADLEN_SAVE, "r8")):
+            b.s("store64", slot, reg)
+        b.s("cmp", "rdx", imm=1, comment="nonce length 1..15")
+        b.branch("b", self.bad)
+        b.s("cmp", "rdx", imm=15)
+        b.branch("a", self.bad)
+        b.s("cmp", "r15", imm=1, comment="tag length 1..16")
+        b.branch("b", self.bad)
+        b.s("cmp", "r15", imm=16)
+        b.branch("a", self.bad)
+
+    # -- path 1: the nonce and HASH(A) ------------------------------------------
+    def prelude(self, nr: int) -> None:
+        b = self.b
+        self.offset_zero(nr)
+        b.s("load64", LEFT, AADLEN_SAVE)
+        b.s("shr", LEFT, imm=4, comment="whole AAD blocks")
+        OffsetPass(b, nr, "hash", "rbx", None).run(None, PAD, SUM)
+        skip = b.label_name("aad_whole")
+        b.s("load64", "r8", AADLEN_SAVE)
+        b.s("and", "r8", imm=15, comment="bytes of a partial AAD block")
+        b.branch("e", skip)
+        with b.at_width(128):
+            a = self.padded(self.load_partial("rbx", "r8"), "r8")  # first: no value may live across its gather loop
+            off = b.v("vxor", b.v("vload", PAD), self.l_star(), comment="Offset_* = Offset_m ^ L_*")
+            s = encrypt_rounds(b, b.v("vxor", a, off), nr)
+            b.store(SUM, b.v("vxor", s, b.v("vload", SUM)), comment="Sum ^= E(A_* || 1 0.. ^ Offset_*)")
+        b.label(skip)
+        b.branch("jmp", self.text_label[nr])
+
+    def offset_zero(self, nr: int) -> None:
+        """OFFSET = Offset_0 from the nonce (rsi, rdx bytes) and the tag length (r15)."""
+        b = self.b
+        top = b.label_name("nonce_byte")
+        b.s("xor32", "ebp", "ebp", comment="Nonce bits 127..64 (big-endian)")
+        b.s("mov32i", "r11d", imm=1, comment="bits 63..0: the 1 bit before N")
+        b.s("xor32", "r10d", "r10d")
+        b.label(top)
+        b.s("shld", "rbp", "r11", imm=8, comment="Nonce <<= 8 (128 bits)")
+        b.s("shl", "r11", imm=8)
+        b.s("movzb", "eax", Mem("rsi", 0, index="r10", bits=8))
+        b.s("or_r", "r11", "rax", comment="next nonce byte")
+        b.s("add", "r10", imm=1)
+        b.s("cmpr", "r10", "rdx")
+        b.branch("b", top)
+        b.s("mov", "rax", "r15")
+        b.s("and", "rax", imm=15)
+        b.s("shl", "rax", imm=60, comment="TAGLEN mod 128 (bits) in the top 7 bits")
+        b.s("or_r", "rbp", "rax")
+        # bottom comes from the nonce alone (public): declassified, it is a clean shift count
+        b.label(b.label_name("ct_declassify").lstrip("."))
+        b.s("mov", "rcx", "r11")
+        b.s("and", "rcx", imm=63, comment="bottom: the last 6 bits")
+        b.s("and", "r11", imm=-64, comment="Top: the rest")
+        self.store_be(BLOCK, "rbp", "r11")
+        with b.at_width(128):
+            b.store(BLOCK, encrypt_rounds(b, load_qwords(b, BLOCK), nr), comment="Ktop = E(Top)")
+        b.s("load64", "rbp", _q(BLOCK))
+        b.s("load64", "r11", _q(BLOCK, 8))
+        b.s("bswap64", "rbp")
+        b.s("bswap64", "r11")
+        b.s("mov", "rax", "rbp")
+        b.s("shld", "rax", "r11", imm=8, comment="Ktop bits 8..71")
+        b.s("xor_r", "rax", "rbp", comment="Stretch bits 128..191 = Ktop[0..63] ^ Ktop[8..71]")
+        b.s("shld_cl", "rbp", "r11", comment="Offset_0 = Stretch bits bottom..bottom+127")
+        b.s("shld_cl", "r11", "rax")
+        self.store_be(OFFSET, "rbp", "r11")
+
+    def store_be(self, slot: Mem, hi: str, lo: str) -> None:
+        """A 128-bit big-endian value held as two GPR halves, to a frame slot."""
+        b = self.b
+        for reg, off in ((hi, 0), (lo, 8)):
+            b.s("bswap64", reg)
+            b.s("store64", _q(slot, off), reg)
+
+    def l_star(self) -> Mem:
+        return Mem("rdi", self.spec.ocb_l_offset)
+
+    # -- partial blocks ---------------------------------------------------------
+    def load_partial(self, src: str, count: str) -> VReg:
+        """The count (1..15) bytes at src, zero-padded (xmm); no byte past them is read."""
+        b = self.b
+        if self.spec.isa == "avx512":
+            return b.v("vload", Mem(src, 0), width=128, mask=self.byte_mask(count), mask_elem="b")
+        b.s("mov", "r10", count)
+        gather_partial(b, src, "r10", BLOCK)
+        return load_qwords(b, BLOCK)
+
+    def store_partial(self, dst: str, count: str, v: VReg) -> None:
+        """The first count bytes of v to dst (the TAG slot is free until the tag)."""
+        b = self.b
+        if self.spec.isa == "avx512":
+            b.store(Mem(dst, 0), v, width=128, mask=self.byte_mask(count), mask_elem="b")
+            return
+        b.store(TAG, v, width=128)
+        self.copy_bytes_out(dst, count)
+
+    def byte_mask(self, count: str) -> str:
+        b = self.b
+        b.s("movi", "rax", imm=-1)
+        b.s("bzhi", "rax", "rax", count, comment="one bit per byte to touch")
+        b.s("kmovq", "k1", "rax")
+        return "k1"
+
+    def table_at(self, table: Const, count: str) -> Mem:
+        """16 bytes of a 32-byte table from 16 - count."""
+        b = self.b
+        b.s("lea", "r10", table)
+        b.s("sub_r", "r10", count)
+        return Mem("r10", 16)
+
+    def padded(self, v: VReg, count: str) -> VReg:
+        """v (zero past count bytes) || 1 0..: the 0x80 byte at count."""
+        return self.b.v("vxor", v, self.table_at(pad_table(), count), width=128, comment="|| 1 0..")
+
+    # -- path 2: the text ---------------------------------------------------------
+    def text(self, nr: int) -> None:
+        b = self.b
+        b.s("mov", LEFT, "r13")
+        b.s("shr", LEFT, imm=4, comment="whole blocks")
+        OffsetPass(b, nr, "decrypt" if self.decrypt else "encrypt", "r9", "r12").run(OFFSET, OFFSET, CHECKSUM)
+        b.branch("jmp", self.tag_label[nr])
+
+    # -- path 3: the partial block, the tag -----------------------------------------
+    def tag(self, nr: int) -> None:
+        b = self.b
+        whole = b.label_name("text_whole")
+        b.s("and", "r13", imm=15, comment="bytes of a partial block (public)")
+        b.branch("e", whole)
+        with b.at_width(128):
+            x = self.load_partial("r9", "r13")  # first: no value may live across its gather loop
+            off = b.v("vxor", b.v("vload", OFFSET), self.l_star(), comment="Offset_* = Offset_m ^ L_*")
+            b.store(OFFSET, off)
+            pad = encrypt_rounds(b, off, nr)
+            y = b.v("vxor", x, pad, comment="text ^ Pad")
+            if self.decrypt:
+                y = b.v("pand", y, self.table_at(keep_table(), "r13"), comment="the plaintext's bytes only")
+            p = self.padded(y if self.decrypt else x, "r13")
+            b.store(CHECKSUM, b.v("vxor", p, b.v("vload", CHECKSUM)), comment="Checksum ^= P_* || 1 0..")
+            self.store_partial("r12", "r13", y)
+        b.label(whole)
+        with b.at_width(128):
+            t = b.v("vxor", b.v("vload", CHECKSUM), b.v("vload", OFFSET))
+            t = b.v("vxor", t, Mem("rdi", self.spec.ocb_l_offset + 16), comment="^ L_$")
+            t = encrypt_rounds(b, t, nr)
+            tag = b.v("vxor", t, b.v("vload", SUM), comment="Tag = E(Checksum ^ Offset ^ L_$) ^ HASH(A)")
+            if self.decrypt or self.spec.isa != "avx512":
+                b.store(TAG, tag)
+            else:
+                b.store(Mem("r14", 0), tag, mask=self.byte_mask("r15"), mask_elem="b", comment="taglen bytes")
+        if self.decrypt:
+            self._check_tag()
+        else:
+            if self.spec.isa != "avx512":
+                self.copy_bytes_out("r14", "r15")
+            b.s("xor32", "eax", "eax")
+        self._wipe()
+        b.branch("jmp", self.exit)
+
+    def _wipe(self) -> None:
+        b = self.b
+        with b.at_width(128):
+            z = b.v("vzero")
+            for slot in (BLOCK, TAG, OFFSET, SUM, CHECKSUM, PAD):
+                b.store(slot, z)
+
+    def epilogue(self, label: bool = True) -> None:
+        self.bad_args()
+        super().epilogue(label)
+
+
+def ocb_function(b: FunctionBuilder, decrypt: bool) -> None:
+    Ocb(b, decrypt).function()
