@@ -160,6 +160,7 @@ VECTOR_OPS = {
     "prev_lanes", "top_lane", "widen", "vzero",
     "clmul", "psllq", "psrlq", "psrad", "pand", "upper_half", "ternlog",
     "paddq", "psrldq", "psllvq", "psrlvq",
+    "next_lanes", "deal_lanes", "zip_lanes",
 }
 COMMUTATIVE = {"vxor", "paddd", "paddq", "pand"}
 # Ops whose destination is also their first input in every encoding (vpternlogd).

@@ -13,6 +13,15 @@ from .ir import VECTOR_OPS, GroupBlock, Insn, Mem, Path, VReg
 from .spec import KernelSpec
 
 
+# DSL lane shuffles of two vectors (semantics in simulate.py).
+LANE_SHUFFLES = ("next_lanes", "deal_lanes", "zip_lanes")
+
+
+def _lane_select(*lanes: int) -> int:
+    """vshufi32x4's immediate: destination lane k takes source lane lanes[k]."""
+    return sum(lane << (2 * k) for k, lane in enumerate(lanes))
+
+
 class Lowerer:
     def __init__(self, spec: KernelSpec, width: int) -> None:
         self.spec = spec
@@ -35,6 +44,8 @@ class Lowerer:
             if lanes == 2:
                 return [replace(i, op="vperm2i128", srcs=(carried, cur), imm=0x21)]
             raise ValueError(f"prev_lanes at width {i.width} on {spec.isa}")
+        if i.op in LANE_SHUFFLES:
+            return self.lane_shuffle(i, lanes)
         if i.op == "top_lane":
             return [replace(i, op="vextract128", imm=self.fn_width // 128 - 1, width=self.fn_width)]
         if i.op == "upper_half":  # the upper half of a width-W register, as a W/2 value
@@ -56,6 +67,28 @@ class Lowerer:
                 srcs.append(s)
             return out + [replace(i, srcs=tuple(srcs))]
         return [i]
+
+    def lane_shuffle(self, i: Insn, lanes: int) -> list[Insn]:
+        """Whole 128-bit lanes moved between two vectors (OTR pairs blocks into chunks):
+        `vperm2i128` on AVX2, `vshufi32x4`/`valignq` on AVX-512."""
+        a, b = i.srcs
+        avx512 = self.spec.isa == "avx512"
+        if lanes not in (2, 4) or (lanes == 4 and not avx512):
+            raise ValueError(f"{i.op} at width {i.width} on {self.spec.isa}")
+        if i.op == "next_lanes":  # [a lanes 1.., b lane 0]
+            if avx512:
+                return [replace(i, op="valignq", srcs=(b, a), imm=2)]
+            return [replace(i, op="vperm2i128", imm=0x21)]
+        if lanes == 2:  # deal and zip coincide: [a[p], b[p]]
+            if avx512:
+                return [replace(i, op="vshufi32x4", imm=3 * i.imm)]
+            return [replace(i, op="vperm2i128", imm=0x31 if i.imm else 0x20)]
+        if i.op == "deal_lanes":  # [a[p], a[p+2], b[p], b[p+2]]
+            return [replace(i, op="vshufi32x4", imm=_lane_select(i.imm, i.imm + 2, i.imm, i.imm + 2))]
+        h = 2 * i.imm  # zip: [a[h], a[h+1], b[h], b[h+1]], then lanes 0, 2, 1, 3 of that
+        t = self._temp()
+        return [Insn("vshufi32x4", t, (a, b), imm=_lane_select(h, h + 1, h, h + 1), width=i.width),
+                replace(i, op="vshufi32x4", srcs=(t, t), imm=_lane_select(0, 2, 1, 3))]
 
     def items(self, items: list) -> list:
         out: list = []
