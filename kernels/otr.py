@@ -267,23 +267,28 @@ class Otr:
         return out
 
     # -- whole chunks -------------------------------------------------------------
-    def feistel(self, nr: int, first: VReg, second: VReg, ofs: tuple[VReg, VReg], total: VReg,
-                reload_first, width: int | None = None) -> tuple[VReg, VReg]:
+    def feistel(self, nr: int, block, ofs: tuple[VReg, VReg], total: VReg,
+                width: int | None = None) -> tuple[VReg, VReg]:
         """One vector of chunks through both rounds; returns the two output block vectors.
-        (reload_first(): the first input blocks again, read late so they need no register.)"""
+        block(p) reads the chunks' first (p = 0) or second (1) blocks; with few registers
+        (xmm, where that costs only a load, or the compact variant) each is read again right
+        where it is used, so a group keeps only its AES state and its second offset live."""
         b = self.b
+        late = b.compact or (width or b.width) == 128
         o1, o2 = (ofs[1], ofs[0]) if self.decrypt else ofs
-        x = self.xor3(first, o1, key(0), width, "round 1: block ^ offset ^ round key 0")
-        k = b.v("vxor", second, key(nr), width=width, comment="second block folded into the last round key")
+        x = self.xor3(block(0), o1, key(0), width, "round 1: block ^ offset ^ round key 0")
         if not self.decrypt:
-            b.v("vxor", total, second, dst=total, width=width, comment="checksum of even plaintext blocks")
+            b.v("vxor", total, block(1), dst=total, width=width, comment="checksum of even plaintext blocks")
+        k = None if late else b.v("vxor", block(1), key(nr), width=width, comment="folded into the last round key")
         for r in range(1, nr):
             x = b.v("aesenc", x, key(r), width=width, comment=f"round {r}")
+        if late:
+            k = b.v("vxor", block(1), key(nr), width=width, comment="second block folded into the last round key")
         y1 = b.v("aesenclast", x, k, width=width, comment=f"round {nr}: first output block")
         x = self.xor3(y1, o2, key(0), width, "round 2: block ^ offset ^ round key 0")
         for r in range(1, nr):
             x = b.v("aesenc", x, key(r), width=width, comment=f"round {r}")
-        k = b.v("vxor", reload_first(), key(nr), width=width, comment="first block folded into the last round key")
+        k = b.v("vxor", block(0), key(nr), width=width, comment="first block folded into the last round key")
         y2 = b.v("aesenclast", x, k, width=width, comment=f"round {nr}: second output block")
         if self.decrypt:
             b.v("vxor", total, y2, dst=total, width=width, comment="checksum of even plaintext blocks")
@@ -315,7 +320,7 @@ class Otr:
                     v0 = b.v("vload", Mem(inp, off), role="blk")
                     return b.v("deal_lanes", v0, Mem(inp, off + 16 * L), imm=p, role="blk",
                                comment="first blocks of the chunks" if p == 0 else "second blocks")
-                y1, y2 = self.feistel(nr, pair(0), pair(1), ofs[j], total, lambda: pair(0))
+                y1, y2 = self.feistel(nr, pair, ofs[j], total)
                 b.final()
                 for p in (0, 1):
                     v = (y1, y2)[p] if L == 1 else b.v("zip_lanes", y1, y2, imm=p, comment="chunks back in order")
@@ -333,8 +338,7 @@ class Otr:
             with b.at_width(128):
                 nxt = double(b, cur, self.method)
                 ofs = self.chunk_offsets([cur], nxt)[0]
-                y1, y2 = self.feistel(nr, b.v("vload", Mem(inp, 0)), b.v("vload", Mem(inp, 16)), ofs, total,
-                                      lambda: b.v("vload", Mem(inp, 0)))
+                y1, y2 = self.feistel(nr, lambda p: b.v("vload", Mem(inp, 16 * p)), ofs, total)
                 b.store(Mem(outp, 0), y1)
                 b.store(Mem(outp, 16), y2)
                 b.assign(cur, nxt, comment="the next chunk's offset")

@@ -19,8 +19,8 @@ from aesgen.verify.results import CheckResult
 P, SZ, U, I = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int
 
 # Families: which group of checks a function gets.
-CPU, KEYSETUP, BLOCK, GCM, GCM_STREAM, HASH, GCMSIV, XTS, GFDOUBLE = (
-    "cpu", "keysetup", "block", "gcm", "gcm-stream", "hash", "gcm-siv", "xts", "gfdouble")
+CPU, KEYSETUP, BLOCK, GCM, GCM_STREAM, HASH, GCMSIV, XTS, GFDOUBLE, OTR = (
+    "cpu", "keysetup", "block", "gcm", "gcm-stream", "hash", "gcm-siv", "xts", "gfdouble", "otr")
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,7 @@ _GKEY = Param("gkey", P, "spec:gcm_key_bytes", "r", aligned=True)
 _SKEY = Param("skey", P, "spec:gcmsiv_key_bytes", "r", aligned=True)
 _CTX = Param("ctx", P, "spec:gcm_ctx_bytes", "rw", aligned=True)
 _XKEY = Param("xkey", P, "spec:xts_key_bytes", "r", aligned=True)
+_TKEY = Param("tkey", P, "spec:otr_key_bytes", "r", aligned=True)
 
 
 def _block(name: str, count: str, chain: str | None, setup: str) -> Signature:
@@ -155,6 +156,13 @@ def _xts(name: str) -> Signature:
     return _sig(name, XTS, None, _XKEY, Param("in", P, "len", "r"), Param("out", P, "len", "w"),
                 Param("len", SZ), Param("tweak", P, 16, "r"), key_setup="xts_set_key",
                 len0_touches_nothing=True)
+
+
+def _otr(name: str, decrypt: bool) -> Signature:
+    return _sig(name, OTR, I, _TKEY, Param("nonce", P, "noncelen", "r"), Param("noncelen", SZ),
+                Param("aad", P, "aadlen", "r"), Param("aadlen", SZ),
+                Param("in", P, "len", "r"), Param("out", P, "len", "w"), Param("len", SZ),
+                Param("tag", P, 16, "r" if decrypt else "w"), key_setup="otr_set_key", zero_on_fail=decrypt)
 
 
 def _gfdouble(name: str) -> Signature:
@@ -200,12 +208,16 @@ SIGNATURES: dict[str, Signature] = {s.name: s for s in (
     _xts("xts_decrypt"),
     _gfdouble("gfdouble_le"),
     _gfdouble("gfdouble_be"),
+    # AES-OTR v3.1, parallel AD
+    _setup("otr_set_key", _TKEY, (128, 192, 256)),
+    _otr("otr_encrypt", decrypt=False),
+    _otr("otr_decrypt", decrypt=True),
 )}
 
 AEAD_FAMILIES = (GCM, GCM_STREAM, HASH, GCMSIV)
 # Families whose calls are driven by scenes (a prepared key or context): verify/aead.py's
 # and verify/tweakable.py's.
-SCENE_FAMILIES = AEAD_FAMILIES + (XTS, GFDOUBLE)
+SCENE_FAMILIES = AEAD_FAMILIES + (XTS, GFDOUBLE, OTR)
 # Families whose length is counted in blocks.
 BLOCK_COUNTED = (HASH, GFDOUBLE)
 
@@ -308,6 +320,12 @@ def check_groups(fn: str) -> list[str]:
         if fn == "xts_set_key":
             return [f"badargs {fn}"] + groups
         return [f"diff {fn}", f"guard {fn} len0"] + groups + ([f"kat {fn}"] if fam == XTS else [])
+    if fam == OTR:
+        guards = [f"abi {fn}", f"guard {fn} after", f"guard {fn} before"]
+        if fn == "otr_set_key":
+            return [f"badargs {fn}"] + guards
+        return [f"kat {fn}", f"diff {fn}", f"badargs {fn}", f"guard {fn} len0"] + guards + \
+            ([f"tamper {fn}"] if fn == "otr_decrypt" else [])
     if fam in AEAD_FAMILIES:
         groups = [f"kat {fn}", f"abi {fn}", f"guard {fn} after", f"guard {fn} before", f"guard {fn} len0"]
         if fam != GCM_STREAM:
