@@ -270,26 +270,34 @@ class Otr:
     def feistel(self, nr: int, block, ofs: tuple[VReg, VReg], total: VReg,
                 width: int | None = None) -> tuple[VReg, VReg]:
         """One vector of chunks through both rounds; returns the two output block vectors.
-        block(p) reads the chunks' first (p = 0) or second (1) blocks; with few registers
-        (xmm, where that costs only a load, or the compact variant) each is read again right
-        where it is used, so a group keeps only its AES state and its second offset live."""
+        block(p) reads the chunks' first (p = 0) or second (1) blocks: once, both folded into
+        the last round keys at the start; or, with few registers (xmm, where that costs only a
+        load, or the compact variant), again right where each is used, so a group keeps only
+        its AES state and its second offset live."""
         b = self.b
         late = b.compact or (width or b.width) == 128
         o1, o2 = (ofs[1], ofs[0]) if self.decrypt else ofs
-        x = self.xor3(block(0), o1, key(0), width, "round 1: block ^ offset ^ round key 0")
+        first = block(0)
+        x = self.xor3(first, o1, key(0), width, "round 1: block ^ offset ^ round key 0")
+        k1 = k2 = None
+        if not late:  # both last round keys now: the blocks are read once
+            k2 = b.v("vxor", first, key(nr), width=width, comment="first block folded into the last round key")
+            second = block(1)
+            k1 = b.v("vxor", second, key(nr), width=width, comment="second block folded into the last round key")
         if not self.decrypt:
-            b.v("vxor", total, block(1), dst=total, width=width, comment="checksum of even plaintext blocks")
-        k = None if late else b.v("vxor", block(1), key(nr), width=width, comment="folded into the last round key")
+            b.v("vxor", total, block(1) if late else second, dst=total, width=width,
+                comment="checksum of even plaintext blocks")
         for r in range(1, nr):
             x = b.v("aesenc", x, key(r), width=width, comment=f"round {r}")
         if late:
-            k = b.v("vxor", block(1), key(nr), width=width, comment="second block folded into the last round key")
-        y1 = b.v("aesenclast", x, k, width=width, comment=f"round {nr}: first output block")
+            k1 = b.v("vxor", block(1), key(nr), width=width, comment="second block folded into the last round key")
+        y1 = b.v("aesenclast", x, k1, width=width, comment=f"round {nr}: first output block")
         x = self.xor3(y1, o2, key(0), width, "round 2: block ^ offset ^ round key 0")
         for r in range(1, nr):
             x = b.v("aesenc", x, key(r), width=width, comment=f"round {r}")
-        k = b.v("vxor", block(0), key(nr), width=width, comment="first block folded into the last round key")
-        y2 = b.v("aesenclast", x, k, width=width, comment=f"round {nr}: second output block")
+        if late:
+            k2 = b.v("vxor", block(0), key(nr), width=width, comment="first block folded into the last round key")
+        y2 = b.v("aesenclast", x, k2, width=width, comment=f"round {nr}: second output block")
         if self.decrypt:
             b.v("vxor", total, y2, dst=total, width=width, comment="checksum of even plaintext blocks")
         return y1, y2
