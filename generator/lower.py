@@ -71,7 +71,7 @@ class Lowerer:
     def lane_shuffle(self, i: Insn, lanes: int) -> list[Insn]:
         """Whole 128-bit lanes moved between two vectors (OTR pairs blocks into chunks):
         `vperm2i128` on AVX2, `vshufi32x4`/`valignq` on AVX-512."""
-        a, b = i.srcs
+        a, b = i.srcs[:2]
         avx512 = self.spec.isa == "avx512"
         if lanes not in (2, 4) or (lanes == 4 and not avx512):
             raise ValueError(f"{i.op} at width {i.width} on {self.spec.isa}")
@@ -85,10 +85,11 @@ class Lowerer:
             return [replace(i, op="vperm2i128", imm=0x31 if i.imm else 0x20)]
         if i.op == "deal_lanes":  # [a[p], a[p+2], b[p], b[p+2]]
             return [replace(i, op="vshufi32x4", imm=_lane_select(i.imm, i.imm + 2, i.imm, i.imm + 2))]
-        h = 2 * i.imm  # zip: [a[h], a[h+1], b[h], b[h+1]], then lanes 0, 2, 1, 3 of that
-        t = self._temp()
-        return [Insn("vshufi32x4", t, (a, b), imm=_lane_select(h, h + 1, h, h + 1), width=i.width),
-                replace(i, op="vshufi32x4", srcs=(t, t), imm=_lane_select(0, 2, 1, 3))]
+        if len(i.srcs) < 3:
+            raise ValueError("zip_lanes of 4 lanes takes its vpermi2q indices (consts.zip_index)")
+        index = self._temp()  # one two-table permute by the qword indices the DSL supplied
+        return [Insn("vload", index, (i.srcs[2],), width=i.width),
+                replace(i, op="vpermi2q", srcs=(index, a, b), imm=None)]
 
     def items(self, items: list) -> list:
         out: list = []

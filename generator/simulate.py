@@ -222,8 +222,8 @@ class Interpreter:
         elif op == "deal_lanes":  # lanes imm, imm + 2, ... of a then b
             a, c = (self.value(s, lanes) for s in i.srcs)
             out = (a + c)[i.imm::2]
-        elif op == "zip_lanes":  # half imm of a and of b, interleaved lane by lane
-            a, c = (self.value(s, lanes) for s in i.srcs)
+        elif op == "zip_lanes":  # half imm of a and of b, interleaved lane by lane (srcs[2]: zmm's indices)
+            a, c = (self.value(s, lanes) for s in i.srcs[:2])
             half = lanes // 2
             out = tuple(x for k in range(half * i.imm, half * i.imm + half) for x in (a[k], c[k]))
         elif op == "upper_half":  # i.width is the result's width

@@ -24,7 +24,7 @@ its way out, [32] the tag difference, [48] TA; all wiped before returning.
 """
 from __future__ import annotations
 
-from aesgen.consts import bswap_mask
+from aesgen.consts import bswap_mask, zip_index
 from aesgen.dsl import FunctionBuilder, key
 from aesgen.gf128 import clmul
 from aesgen.ir import XOR3, Const, Mem, VReg
@@ -331,7 +331,9 @@ class Otr:
                 y1, y2 = self.feistel(nr, pair, ofs[j], total)
                 b.final()
                 for p in (0, 1):
-                    v = (y1, y2)[p] if L == 1 else b.v("zip_lanes", y1, y2, imm=p, comment="chunks back in order")
+                    index = (zip_index(p, L),) if L == 4 else ()
+                    v = (y1, y2)[p] if L == 1 else b.v("zip_lanes", y1, y2, *index, imm=p,
+                                                       comment="chunks back in order")
                     b.store(Mem(outp, off + 16 * L * p), v)
             b.groups(g, block, comment=f"{g} group(s) of {L} chunk(s)")
 

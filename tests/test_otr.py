@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from aesgen.consts import zip_index
 from aesgen.ir import Insn, VReg
 from aesgen.lower import Lowerer
 from aesgen.pipeline import generate
@@ -33,7 +34,17 @@ def valignq(src1: tuple, src2: tuple, imm: int) -> tuple:
     return (src2 + src1)[imm // 2: imm // 2 + len(src1)]
 
 
-MACHINE = {"vshufi32x4": vshufi32x4, "vperm2i128": vperm2i128, "valignq": valignq}
+def vpermi2q(index: tuple, table1: tuple, table2: tuple, _imm) -> tuple:
+    """Qword k of the result: qword index[k] mod 16 of table1's then table2's qwords."""
+    qwords = [(lane, q) for lane in table1 + table2 for q in (0, 1)]
+    picked = [qwords[i % 16] for i in index]
+    assert all(picked[2 * k][1] == 0 and picked[2 * k + 1] == (picked[2 * k][0], 1) for k in range(len(picked) // 2))
+    return tuple(picked[2 * k][0] for k in range(len(picked) // 2))
+
+
+MACHINE = {"vshufi32x4": vshufi32x4, "vperm2i128": vperm2i128, "valignq": valignq, "vpermi2q": vpermi2q,
+           "vload": lambda c, _imm: tuple(int.from_bytes(c.data[8 * k:8 * k + 8], "little")
+                                          for k in range(len(c.data) // 8))}
 
 
 def expected(op: str, a: tuple, b: tuple, imm: int) -> tuple:
@@ -48,7 +59,7 @@ def expected(op: str, a: tuple, b: tuple, imm: int) -> tuple:
 
 def run_lowered(insns: list[Insn], values: dict[int, tuple]) -> tuple:
     for i in insns:
-        srcs = [values[s.id] for s in i.srcs]
+        srcs = [values[s.id] if isinstance(s, VReg) else s for s in i.srcs]
         values[i.dst.id] = MACHINE[i.op](*srcs, i.imm)
     return values[insns[-1].dst.id]
 
@@ -59,7 +70,9 @@ def run_lowered(insns: list[Insn], values: dict[int, tuple]) -> tuple:
 def test_lane_shuffles_lower_to_what_they_mean(isa, width, op, imm):
     lanes = width // 128
     a, b, out = VReg(1, "a"), VReg(2, "b"), VReg(3, "out")
-    insns = Lowerer(KernelSpec(("otr",), isa, width, 2), width).insn(Insn(op, out, (a, b), imm=imm, width=width))
+    index = (zip_index(imm, lanes),) if op == "zip_lanes" and lanes == 4 else ()
+    insns = Lowerer(KernelSpec(("otr",), isa, width, 2), width).insn(
+        Insn(op, out, (a, b, *index), imm=imm, width=width))
     av, bv = tuple(f"a{k}" for k in range(lanes)), tuple(f"b{k}" for k in range(lanes))
     assert run_lowered(insns, {1: av, 2: bv}) == expected(op, av, bv, imm)
 
