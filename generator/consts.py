@@ -50,3 +50,11 @@ def block_msb(clear: bool) -> Const:
 def be32_one_in_dword3() -> Const:
     """Bytes 12..15 = 00 00 00 01: ORed (XORed) into IV || 0^32, it makes GCM's J0 = IV || 0^31 || 1."""
     return Const("j0_one", bytes(15) + b"\x01")
+
+
+def zip_index(half: int, lanes: int = 4) -> Const:
+    """vpermi2q's qword indices (8 and up: the second table) interleaving half `half` of two
+    vectors' lanes: destination lane k is lane half * lanes / 2 + k // 2 of the first (k even)
+    or the second (k odd). What zip_lanes needs on AVX-512 zmm (generator/lower.py)."""
+    qwords = [8 * (k % 2) + 2 * (half * lanes // 2 + k // 2) + q for k in range(lanes) for q in (0, 1)]
+    return Const(f"zip_lanes{half}_x{lanes}", b"".join(x.to_bytes(8, "little") for x in qwords))

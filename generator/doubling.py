@@ -9,7 +9,7 @@ SERIAL = ("krovetz", "ternlog", "table")  # one doubling at a time
 CLMUL_METHODS = ("lanewise", "batch")  # powers of x with a carry-less multiply
 TABLE_METHODS = ("table",)  # data-dependent loads: only with --allow-table-lookups
 # Modes whose tweaks or masks advance by doubling (the spec's `gfdouble` applies to them).
-DOUBLING_MODES = ("gfdouble", "xts")
+DOUBLING_MODES = ("gfdouble", "xts", "otr")
 
 
 def default_method(isa: str, width: int) -> str:

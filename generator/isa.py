@@ -53,6 +53,8 @@ VECTOR_FORMS: dict[str, tuple[str | None, str | None, str | None]] = {
     "vextract128": (None, "VEX_VEXTRACTI128_XMMM128_YMM_IMM8", "EVEX_VEXTRACTI32X4_XMMM128_K1Z_{R}_IMM8"),
     "vinserti128": (None, "VEX_VINSERTI128_YMM_YMM_XMMM128_IMM8", None),
     "vshufi32x4": (None, None, "EVEX_VSHUFI32X4_{R}_K1Z_{R}_{R}M{W}B32_IMM8"),
+    # qwords from two tables by the qword indices in dst (which the result overwrites)
+    "vpermi2q": (None, None, "EVEX_VPERMI2Q_{R}_K1Z_{R}_{R}M{W}B64"),
     "vextract256": (None, None, "EVEX_VEXTRACTI64X4_YMMM256_K1Z_ZMM_IMM8"),
     "clmul": ("PCLMULQDQ_XMM_XMMM128_IMM8", "VEX_VPCLMULQDQ_{R}_{R}_{R}M{W}_IMM8",
               "EVEX_VPCLMULQDQ_{R}_{R}_{R}M{W}_IMM8"),

@@ -14,6 +14,15 @@ from .lower_gfni import LOWERED as GFNI_LOWERED, GfniLowering
 from .spec import KernelSpec
 
 
+# DSL lane shuffles of two vectors (semantics in simulate.py).
+LANE_SHUFFLES = ("next_lanes", "deal_lanes", "zip_lanes")
+
+
+def _lane_select(*lanes: int) -> int:
+    """vshufi32x4's immediate: destination lane k takes source lane lanes[k]."""
+    return sum(lane << (2 * k) for k, lane in enumerate(lanes))
+
+
 class Lowerer:
     def __init__(self, spec: KernelSpec, width: int) -> None:
         self.spec = spec
@@ -39,6 +48,8 @@ class Lowerer:
             if lanes == 2:
                 return [replace(i, op="vperm2i128", srcs=(carried, cur), imm=0x21)]
             raise ValueError(f"prev_lanes at width {i.width} on {spec.isa}")
+        if i.op in LANE_SHUFFLES:
+            return self.lane_shuffle(i, lanes)
         if i.op == "top_lane":
             return [replace(i, op="vextract128", imm=self.fn_width // 128 - 1, width=self.fn_width)]
         if i.op == "upper_half":  # the upper half of a width-W register, as a W/2 value
@@ -60,6 +71,29 @@ class Lowerer:
                 srcs.append(s)
             return out + [replace(i, srcs=tuple(srcs))]
         return [i]
+
+    def lane_shuffle(self, i: Insn, lanes: int) -> list[Insn]:
+        """Whole 128-bit lanes moved between two vectors (OTR pairs blocks into chunks):
+        `vperm2i128` on AVX2, `vshufi32x4`/`valignq` on AVX-512."""
+        a, b = i.srcs[:2]
+        avx512 = self.spec.isa == "avx512"
+        if lanes not in (2, 4) or (lanes == 4 and not avx512):
+            raise ValueError(f"{i.op} at width {i.width} on {self.spec.isa}")
+        if i.op == "next_lanes":  # [a lanes 1.., b lane 0]
+            if avx512:
+                return [replace(i, op="valignq", srcs=(b, a), imm=2)]
+            return [replace(i, op="vperm2i128", imm=0x21)]
+        if lanes == 2:  # deal and zip coincide: [a[p], b[p]]
+            if avx512:
+                return [replace(i, op="vshufi32x4", imm=3 * i.imm)]
+            return [replace(i, op="vperm2i128", imm=0x31 if i.imm else 0x20)]
+        if i.op == "deal_lanes":  # [a[p], a[p+2], b[p], b[p+2]]
+            return [replace(i, op="vshufi32x4", imm=_lane_select(i.imm, i.imm + 2, i.imm, i.imm + 2))]
+        if len(i.srcs) < 3:
+            raise ValueError("zip_lanes of 4 lanes takes its vpermi2q indices (consts.zip_index)")
+        index = self._temp()  # one two-table permute by the qword indices the DSL supplied
+        return [Insn("vload", index, (i.srcs[2],), width=i.width),
+                replace(i, op="vpermi2q", srcs=(index, a, b), imm=None)]
 
     def items(self, items: list) -> list:
         out: list = []

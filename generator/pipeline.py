@@ -26,7 +26,8 @@ from .spec import SPEC_MARKER, KernelSpec
 T = TypeVar("T")
 
 MODE_TITLES = {"ecb": "ECB", "ctr32": "CTR32", "cbc": "CBC", "ghash": "GHASH", "polyval": "POLYVAL",
-               "gcm": "GCM", "gcm-siv": "GCM-SIV", "xts": "XTS", "gfdouble": "GF(2^128) doubling", "ocb": "OCB3"}
+               "gcm": "GCM", "gcm-siv": "GCM-SIV", "xts": "XTS", "gfdouble": "GF(2^128) doubling",
+               "ocb": "OCB3", "otr": "OTR"}
 ISA_LINES = {
     "sse": "sse: legacy AES-NI, two-operand SSE encoding, 16 xmm registers",
     "avx": "avx: VEX-encoded AES-NI, three-operand, 16 xmm registers",
@@ -41,7 +42,7 @@ C_TYPES = {
 }
 RETURNS_INT = {"cpu_supported", "set_encrypt_key", "set_decrypt_key", "gcm_set_key", "gcm_encrypt", "gcm_decrypt",
                "gcm_start", "gcmsiv_set_key", "gcmsiv_encrypt", "gcmsiv_decrypt", "xts_set_key",
-               "ocb_set_key", "ocb_encrypt", "ocb_decrypt"}
+               "ocb_set_key", "ocb_encrypt", "ocb_decrypt", "otr_set_key", "otr_encrypt", "otr_decrypt"}
 # Functions whose C parameters are not the shared names above.
 PROTOTYPE_ARGS = {
     "gcm_encrypt": ("const void *gkey, const uint8_t *iv, size_t ivlen, const uint8_t *aad, size_t aadlen, "
@@ -66,6 +67,11 @@ PROTOTYPE_ARGS = {
                     "const uint8_t *in, uint8_t *out, size_t len, uint8_t *tag, size_t taglen"),
     "ocb_decrypt": ("const void *okey, const uint8_t *nonce, size_t noncelen, const uint8_t *aad, size_t aadlen, "
                     "const uint8_t *in, uint8_t *out, size_t len, const uint8_t *tag, size_t taglen"),
+    "otr_set_key": "const uint8_t *user_key, unsigned bits, void *tkey",
+    "otr_encrypt": ("const void *tkey, const uint8_t *nonce, size_t noncelen, const uint8_t *aad, size_t aadlen, "
+                    "const uint8_t *in, uint8_t *out, size_t len, uint8_t tag[16]"),
+    "otr_decrypt": ("const void *tkey, const uint8_t *nonce, size_t noncelen, const uint8_t *aad, size_t aadlen, "
+                    "const uint8_t *in, uint8_t *out, size_t len, const uint8_t tag[16]"),
     "gfdouble_le": "const uint8_t tweak[16], uint8_t *out, size_t nblocks",
     "gfdouble_be": "const uint8_t tweak[16], uint8_t *out, size_t nblocks",
 }

@@ -216,6 +216,16 @@ class Interpreter:
         elif op == "prev_lanes":
             cur, carried = (self.value(s, lanes) for s in i.srcs)
             out = (carried[-1],) + cur[:-1]
+        elif op == "next_lanes":  # [a lanes 1..n-1, b lane 0]
+            a, c = (self.value(s, lanes) for s in i.srcs)
+            out = a[1:] + c[:1]
+        elif op == "deal_lanes":  # lanes imm, imm + 2, ... of a then b
+            a, c = (self.value(s, lanes) for s in i.srcs)
+            out = (a + c)[i.imm::2]
+        elif op == "zip_lanes":  # half imm of a and of b, interleaved lane by lane (srcs[2]: zmm's indices)
+            a, c = (self.value(s, lanes) for s in i.srcs[:2])
+            half = lanes // 2
+            out = tuple(x for k in range(half * i.imm, half * i.imm + half) for x in (a[k], c[k]))
         elif op == "upper_half":  # i.width is the result's width
             src = self.value(i.srcs[0], 2 * lanes)
             out = src[lanes:]

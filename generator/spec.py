@@ -16,7 +16,7 @@ from .doubling import DOUBLING_MODES, default_method, needs_clmul
 
 SPEC_MARKER = "# aesgen-spec: "
 
-MODES = ("ecb", "ctr32", "cbc", "ghash", "polyval", "gcm", "gcm-siv", "xts", "gfdouble", "ocb")
+MODES = ("ecb", "ctr32", "cbc", "ghash", "polyval", "gcm", "gcm-siv", "xts", "gfdouble", "ocb", "otr")
 # The block-cipher modes (the ones `make demo`, tune and bench cover today).
 CIPHER_MODES = ("ecb", "ctr32", "cbc")
 # C functions each mode contributes (besides the always-present key setup).
@@ -30,6 +30,7 @@ MODE_FUNCTIONS = {
             "gcm_encrypt_update", "gcm_decrypt_update", "gcm_finish"),
     "gcm-siv": ("gcmsiv_set_key", "gcmsiv_encrypt", "gcmsiv_decrypt", "polyval"),
     "xts": ("xts_set_key", "xts_encrypt", "xts_decrypt"),
+    "otr": ("otr_set_key", "otr_encrypt", "otr_decrypt"),
     # the tweak sequences of the doubling method alone (explore gfdouble measures them)
     "gfdouble": ("gfdouble_le", "gfdouble_be"),
     "ocb": ("ocb_set_key", "ocb_encrypt", "ocb_decrypt"),
@@ -55,7 +56,7 @@ FEATURES_BY_ISA = {
 
 def mode_of(function: str) -> str | None:
     """The mode whose width/depth a C function runs at (None: the file's default)."""
-    if function in ("gcm_set_key", "gcmsiv_set_key", "xts_set_key", "ocb_set_key"):  # key setup: the file's width
+    if function in ("gcm_set_key", "gcmsiv_set_key", "xts_set_key", "ocb_set_key", "otr_set_key"):  # key setup: the file's width
         return None
     return next((m for m, fs in MODE_FUNCTIONS.items() if function in fs), None)
 
@@ -216,6 +217,15 @@ class KernelSpec:
     @property
     def ocb_key_bytes(self) -> int:
         return (self.ocb_step_offset + 16 * OCB_L_COUNT + 63) // 64 * 64
+    @property
+    def otr_q_offset(self) -> int:
+        """Where Q = E_K(0^128), the AD hash's mask seed, follows the AES schedule in the OTR key."""
+        return self.key_bytes
+
+    @property
+    def otr_key_bytes(self) -> int:
+        """The OTR key: the AES encryption schedule, then Q (16 bytes, as E_K produced it)."""
+        return (self.otr_q_offset + 16 + 63) // 64 * 64
 
     def symbol(self, function: str) -> str:
         return f"{self.prefix}_{function}"

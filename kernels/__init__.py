@@ -13,10 +13,12 @@ from .gcmsiv import gcmsiv_function, gcmsiv_set_key_function
 from .ghash import gcm_set_key_function, ghash_function, polyval_function
 from .modes import cbc_decrypt_function, cbc_encrypt_function, ctr32_function, ecb_function
 from .ocb import ocb_function, ocb_set_key_function
+from .otr import otr_function, otr_set_key_function
 from .xts import gfdouble_function, xts_function, xts_set_key_function
 
 GCM_ARGS = ("key", "iv", "ivlen", "aad", "aadlen", "in", "out", "len", "tag", "taglen")
 OCB_ARGS = ("okey", "nonce", "noncelen", "aad", "aadlen", "in", "out", "len", "tag", "taglen")
+OTR_ARGS = ("key", "nonce", "noncelen", "aad", "aadlen", "in", "out", "len", "tag")
 GCMSIV_ARGS = ("key", "nonce", "aad", "aadlen", "in", "out", "len", "tag")
 # name -> (C argument names, describe(builder), one-line summary)
 FUNCTIONS = {
@@ -66,6 +68,12 @@ FUNCTIONS = {
     "ocb_encrypt": (OCB_ARGS, lambda b: ocb_function(b, False), "AES-OCB3 (RFC 7253) encryption and tag"),
     "ocb_decrypt": (OCB_ARGS, lambda b: ocb_function(b, True),
                     "AES-OCB3 decryption; -1 and out zeroed on a wrong tag"),
+    "otr_set_key": (("user_key", "bits", "key"), otr_set_key_function,
+                    "AES-OTR key: the AES encryption schedule, then Q = E_K(0)"),
+    "otr_encrypt": (OTR_ARGS, lambda b: otr_function(b, False),
+                    "AES-OTR v3.1 (parallel AD) encryption and 16-byte tag"),
+    "otr_decrypt": (OTR_ARGS, lambda b: otr_function(b, True),
+                    "AES-OTR v3.1 decryption; -1 and out zeroed on a wrong tag or nonce length"),
     "gfdouble_le": (("tweak", "out", "nblocks"), lambda b: gfdouble_function(b, False),
                     "out[i] = tweak * x^i in GF(2^128), little-endian blocks (XTS)"),
     "gfdouble_be": (("tweak", "out", "nblocks"), lambda b: gfdouble_function(b, True),

@@ -152,9 +152,10 @@ class TweakStream:
 
     `current` (pinned TWEAK) holds T x^i .. T x^(i+L-1) for the next block i."""
 
-    def __init__(self, b: FunctionBuilder, method: str) -> None:
+    def __init__(self, b: FunctionBuilder, method: str, current: VReg | None = None) -> None:
+        """`current`: a pinned register to run in (one reused across streams), else a new one."""
         self.b, self.method = b, method
-        self.current = b.pinned("TWEAK")
+        self.current = current or b.pinned("TWEAK")
 
     def start(self, first: VReg) -> None:
         """From the 128-bit tweak of block 0 (lanes > 1: the clmul ladder, whatever the method)."""

@@ -31,10 +31,11 @@ def return_if_zero(b: FunctionBuilder, count: str) -> None:
 
 def vector_loops(b: FunctionBuilder, count: str, per_vector: int, ptrs: tuple[str, ...],
                  body: Body, advance: Callable[[int], None] | None = None,
-                 sizes: tuple[int, ...] | None = None) -> None:
+                 sizes: tuple[int, ...] | None = None, stride: int | None = None) -> None:
     """Loop over D vectors while count allows, then over single vectors (or over `sizes`).
 
-    `per_vector` is how much one vector consumes of `count` (blocks or bytes).
+    `per_vector` is how much one vector consumes of `count` (blocks or bytes); `stride`, how
+    far one vector moves the pointers (default: one vector of blocks).
     """
     for g in sizes or ((b.depth, 1) if b.depth > 1 else (1,)):
         top, out = b.label_name(f"loop{g}x_"), b.label_name(f"end{g}x_")
@@ -42,18 +43,18 @@ def vector_loops(b: FunctionBuilder, count: str, per_vector: int, ptrs: tuple[st
         b.s("cmp", count, imm=g * per_vector)
         b.branch("b", out)
         body(g)
-        _step(b, count, per_vector, ptrs, g, advance)
+        _step(b, count, per_vector, ptrs, g, advance, stride)
         b.branch("jmp", top)
         b.label(out)
 
 
 def _step(b: FunctionBuilder, count: str, per_vector: int, ptrs: tuple[str, ...], g: int,
-          advance: Callable[[int], None] | None) -> None:
+          advance: Callable[[int], None] | None, stride: int | None = None) -> None:
     """Past g vectors: counters, pointers and the count."""
     if advance:
         advance(g)
     for p in ptrs:
-        b.s("add", p, imm=g * b.lanes * 16)
+        b.s("add", p, imm=g * (stride or b.lanes * 16))
     b.s("sub", count, imm=g * per_vector)
 
 

@@ -913,9 +913,9 @@ def badargs(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResult:
     mem = HeapMem(rng)
     errors: list[str] = []
     probe.note(name, "")
-    if fn in ("gcm_set_key", "gcmsiv_set_key"):
+    if signatures.family(fn) == signatures.KEYSETUP:
         sig = signatures.SIGNATURES[fn]
-        bad = GCM_BAD_BITS if fn == "gcm_set_key" else GCMSIV_BAD_BITS
+        bad = GCMSIV_BAD_BITS if fn == "gcmsiv_set_key" else GCM_BAD_BITS
         for bits in bad:
             ret, _ = _make_key(kernel, mem, fn, rng.randbytes(64), bits=bits)
             if ret != -1:
@@ -1096,7 +1096,7 @@ SCENES: dict[str, SceneFn] = {
     "gcmsiv_encrypt": scene_gcmsiv, "gcmsiv_decrypt": scene_gcmsiv,
 }
 # Modules with a SCENES table of their own (they import this one, so they are looked up late).
-SCENE_MODULES = ("aesgen.verify.xts", "aesgen.verify.ocb")
+SCENE_MODULES = ("aesgen.verify.xts", "aesgen.verify.ocb", "aesgen.verify.otr_checks")
 
 
 def scene_for(fn: str) -> SceneFn | None:
@@ -1221,13 +1221,14 @@ def guard_len0(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> Iterator[
         cases = [(zero, 0, want)]
         if sig.zero_on_fail:  # aux 3: a wrong tag; returns -1 and still touches no out byte
             cases.append((zero, 3, -1))
-        if sig.has("ivlen"):
-            cases.append((zero | {"iv"}, 0, -1))
+        nonce = next((p for p in ("iv", "nonce") if sig.has(f"{p}len")), None)
+        if nonce:  # an empty IV/nonce is refused without touching it
+            cases.append((zero | {nonce}, 0, -1))
     problems = []
     described = []
     for none, aux, want in cases:
-        what = f"{', '.join(sorted(none))} in PROT_NONE" + (", wrong tag" if aux == 3 else "") + \
-            (", ivlen 0" if "iv" in none else "")
+        empty = next((f", {p}len 0" for p in ("iv", "nonce") if p in none), "")
+        what = f"{', '.join(sorted(none))} in PROT_NONE" + (", wrong tag" if aux == 3 else "") + empty
         described.append(what)
         probe.note(name, what)
         sc = Scene(kernel, mem, rng, None, False, set(none))

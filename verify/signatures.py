@@ -19,8 +19,8 @@ from aesgen.verify.results import CheckResult
 P, SZ, U, I = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int
 
 # Families: which group of checks a function gets.
-CPU, KEYSETUP, BLOCK, GCM, GCM_STREAM, HASH, GCMSIV, XTS, GFDOUBLE, OCB = (
-    "cpu", "keysetup", "block", "gcm", "gcm-stream", "hash", "gcm-siv", "xts", "gfdouble", "ocb")
+CPU, KEYSETUP, BLOCK, GCM, GCM_STREAM, HASH, GCMSIV, XTS, GFDOUBLE, OCB, OTR = (
+    "cpu", "keysetup", "block", "gcm", "gcm-stream", "hash", "gcm-siv", "xts", "gfdouble", "ocb", "otr")
 
 
 @dataclass(frozen=True)
@@ -120,6 +120,7 @@ _SKEY = Param("skey", P, "spec:gcmsiv_key_bytes", "r", aligned=True)
 _CTX = Param("ctx", P, "spec:gcm_ctx_bytes", "rw", aligned=True)
 _XKEY = Param("xkey", P, "spec:xts_key_bytes", "r", aligned=True)
 _OKEY = Param("okey", P, "spec:ocb_key_bytes", "r", aligned=True)
+_TKEY = Param("tkey", P, "spec:otr_key_bytes", "r", aligned=True)
 
 
 def _block(name: str, count: str, chain: str | None, setup: str) -> Signature:
@@ -157,6 +158,13 @@ def _xts(name: str) -> Signature:
     return _sig(name, XTS, None, _XKEY, Param("in", P, "len", "r"), Param("out", P, "len", "w"),
                 Param("len", SZ), Param("tweak", P, 16, "r"), key_setup="xts_set_key",
                 len0_touches_nothing=True)
+
+
+def _otr(name: str, decrypt: bool) -> Signature:
+    return _sig(name, OTR, I, _TKEY, Param("nonce", P, "noncelen", "r"), Param("noncelen", SZ),
+                Param("aad", P, "aadlen", "r"), Param("aadlen", SZ),
+                Param("in", P, "len", "r"), Param("out", P, "len", "w"), Param("len", SZ),
+                Param("tag", P, 16, "r" if decrypt else "w"), key_setup="otr_set_key", zero_on_fail=decrypt)
 
 
 def _gfdouble(name: str) -> Signature:
@@ -206,12 +214,16 @@ SIGNATURES: dict[str, Signature] = {s.name: s for s in (
     _setup("ocb_set_key", _OKEY, (128, 192, 256)),
     _oneshot("ocb_encrypt", OCB, _OKEY, "nonce", "ocb_set_key", decrypt=False),
     _oneshot("ocb_decrypt", OCB, _OKEY, "nonce", "ocb_set_key", decrypt=True),
+    # AES-OTR v3.1, parallel AD
+    _setup("otr_set_key", _TKEY, (128, 192, 256)),
+    _otr("otr_encrypt", decrypt=False),
+    _otr("otr_decrypt", decrypt=True),
 )}
 
 AEAD_FAMILIES = (GCM, GCM_STREAM, HASH, GCMSIV)
 # Families whose calls are driven by scenes (a prepared key or context): verify/aead.py's
 # and verify/tweakable.py's.
-SCENE_FAMILIES = AEAD_FAMILIES + (XTS, GFDOUBLE, OCB)
+SCENE_FAMILIES = AEAD_FAMILIES + (XTS, GFDOUBLE, OCB, OTR)
 # Families whose length is counted in blocks.
 BLOCK_COUNTED = (HASH, GFDOUBLE)
 
@@ -318,6 +330,12 @@ def check_groups(fn: str) -> list[str]:
         groups = [f"kat {fn}", f"diff {fn}", f"badargs {fn}", f"abi {fn}", f"guard {fn} after",
                   f"guard {fn} before", f"guard {fn} len0", f"simulate {fn}"]
         return groups + ([f"tamper {fn}"] if fn == "ocb_decrypt" else [])
+    if fam == OTR:
+        guards = [f"abi {fn}", f"guard {fn} after", f"guard {fn} before"]
+        if fn == "otr_set_key":
+            return [f"badargs {fn}"] + guards
+        return [f"kat {fn}", f"diff {fn}", f"badargs {fn}", f"guard {fn} len0"] + guards + \
+            ([f"tamper {fn}"] if fn == "otr_decrypt" else [])
     if fam in AEAD_FAMILIES:
         groups = [f"kat {fn}", f"abi {fn}", f"guard {fn} after", f"guard {fn} before", f"guard {fn} len0"]
         if fam != GCM_STREAM:

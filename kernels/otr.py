@@ -1,0 +1,542 @@
+"""AES-OTR v3.1 (Minematsu's Offset Two-Round mode), parallel associated-data hash, 16-byte tags.
+
+The algorithm, step by step, is in verify/otr.py (the independent reference). Here:
+
+    L = E(nonce block); chunk i (blocks 2i-1, 2i) has offsets L_i = 2^(i-1) L, L*_i = 2^(i-1) 3L
+    C1 = E(L_i ^ M1) ^ M2;  C2 = E(L*_i ^ C1) ^ M1;  Sigma ^= M2     (decrypting: swap L_i, L*_i)
+
+Offsets are kept byte-reversed ("le", kernels/gfdouble.py) in a TweakStream, so one vector of
+L lanes holds the offsets of L consecutive chunks and advances with the spec's doubling
+method; byte-reversing back gives L_i, and L*_i = L_i ^ L_(i+1) is L_i xor the same vector
+moved on by one lane (`next_lanes`). A register's lanes are chunks: two loaded vectors of
+blocks are dealt into first blocks and second blocks, and the outputs zipped back.
+Each group of a batch runs both Feistel rounds (2 x nr AES rounds) in its stream; the D
+groups' first rounds interleave, then their second rounds.
+
+The AD hash is PMAC-like: TA = E(sum of E(2^(j-1) Q ^ A_j) ^ ozp(A_a) ^ c' 2^(a-1) Q) with
+Q = E(0) kept in the key, its mask stream like the offsets'. Tag = E(Sigma ^ c La) ^ TA.
+
+Partial blocks and the nonce (1..15 bytes) are read and written byte-exactly: AVX-512 byte
+masks, else a gather into two GPRs (rbp, r11, rax: the only GPRs that hold data, none of
+them ever an address or a branch condition) and a byte loop out of a stack slot.
+Stack frame (rsp-relative, under six saved registers): [0] gathered bytes, [16] a block on
+its way out, [32] the tag difference, [48] TA; all wiped before returning.
+"""
+from __future__ import annotations
+
+from aesgen.consts import bswap_mask, zip_index
+from aesgen.dsl import FunctionBuilder, key
+from aesgen.gf128 import clmul
+from aesgen.ir import XOR3, Const, Mem, VReg
+
+from .aes import encrypt_rounds, key_size_paths, finish
+from .gcm import SAVED
+from .gfdouble import TweakStream, double
+from .modes import vector_loops
+from .xts import steal_table, xmm_method
+
+FRAME = 72  # after the six pushes rsp is 8 mod 16: this realigns it
+GATHER, OUTGOING, TAG_DIFF, TA = (Mem("rsp", o) for o in (0, 16, 32, 48))
+WIPED = range(0, 64, 16)
+
+
+# The multiples of masks the spec names, as polynomials in x: 3 = x + 1, 7 = x^2 + x + 1,
+# and 3^2 = (x + 1)^2, which over GF(2) is x^2 + 1.
+THREE = 0b11
+SEVEN = 0b111
+THREE_SQUARED = clmul(THREE, THREE)
+
+
+def marker_table() -> Const:
+    """16 bytes at offset n have a 1 in byte 15 - n: the bit that ends the nonce block's zeros."""
+    return Const("otr_nonce_marker", bytes(15) + b"\x01" + bytes(16))
+
+
+def pad_table() -> Const:
+    """16 bytes at offset 16 - r: 0x80 in byte r (one-zero padding of r < 16 bytes), or none."""
+    return Const("otr_pad", bytes(16) + b"\x80" + bytes(15))
+
+
+def keep_table() -> Const:
+    """16 bytes at offset 16 - r keep bytes 0..r-1."""
+    return Const("otr_keep", b"\xff" * 16 + bytes(16))
+
+
+def otr_set_key_function(b: FunctionBuilder) -> None:
+    """P_otr_set_key(user_key, bits, tkey): the encryption schedule, then Q = E_K(0)."""
+    spec = b.spec
+    out = b.reg["key"]
+
+    def q(nr: int) -> None:
+        with b.at_width(128):
+            zero = b.v("vzero")
+            e = encrypt_rounds(b, zero, nr, key_at=lambda i: Mem(out, i * spec.key_stride))
+            b.store(Mem(out, spec.otr_q_offset), e, comment="Q = E_K(0), the AD hash's mask seed")
+        b.s("xor32", "eax", "eax")
+        finish(b)
+
+    key_size_paths(b, then=q)
+
+
+class Otr:
+    """One of otr_encrypt / otr_decrypt. Two pinned registers carry everything across loops
+    and branches: MASKS (the AD masks, then the chunk offsets, then c La; byte-reversed) and
+    SUM (the AD sum, then the checksum). TA waits in the frame while the message runs."""
+
+    def __init__(self, b: FunctionBuilder, decrypt: bool) -> None:
+        self.b, self.decrypt, self.spec = b, decrypt, b.spec
+        self.key, self.nonce, self.noncelen, self.aad, self.aadlen, self.inp = (
+            b.reg[a] for a in ("key", "nonce", "noncelen", "aad", "aadlen", "in"))
+        self.outp, self.len, self.tag = "r12", "r13", "r14"
+        self.count, self.rest = "rbx", "r15"  # bytes of whole chunks/blocks; bytes after them
+        self.avx512 = self.spec.isa == "avx512"
+        self.method = xmm_method(b)
+
+    # -- the function -----------------------------------------------------------
+    def function(self) -> None:
+        b = self.b
+        for r in SAVED:
+            b.s("push", r)
+        for reg, arg in ((self.outp, "out"), (self.len, "len"), (self.tag, "tag")):
+            b.s("load64", reg, b.stack_arg(arg, pushed=len(SAVED)))
+        b.s("sub", "rsp", imm=FRAME)
+        self.bad, self.exit = b.label_name("bad_nonce"), b.label_name("exit")
+        b.s("cmp", self.noncelen, imm=1, comment="nonces are 1..15 bytes")
+        b.branch("b", self.bad)
+        b.s("cmp", self.noncelen, imm=15)
+        b.branch("a", self.bad)
+        b.key_paths("key", self.path, scratch="r10d")  # rax carries data bytes
+        b.single_path(None, self.epilogue)
+
+    def path(self, nr: int) -> None:
+        b = self.b
+        masks, total = b.pinned("MASKS"), b.pinned("SUM")
+        self.ad_hash(nr, masks, total)
+        with b.at_width(128):
+            l = encrypt_rounds(b, self.nonce_block(), nr)
+            l = b.v("pshufb", l, bswap_mask(1), comment="L, byte-reversed")
+        offsets = TweakStream(b, self.spec.gfdouble, masks)
+        offsets.start(l)  # at the function's width: lane l = 2^l L
+        b.v("vzero", dst=total)
+        self.chunks(nr, offsets, total)
+        self.last_chunk(nr, masks, total)
+        with b.at_width(128):
+            x = b.v("vxor", total, b.v("pshufb", masks, bswap_mask(1)), comment="Sigma ^ c La")
+            te = encrypt_rounds(b, x, nr)
+            tag = b.v("vxor", te, TA, comment="tag = TE ^ TA")
+            if self.decrypt:
+                self.check_tag(tag)
+            else:
+                b.store(Mem(self.tag, 0), tag, comment="the tag")
+                b.s("xor32", "eax", "eax")
+        b.branch("jmp", self.exit)
+
+    # -- byte-exact loads and stores ---------------------------------------------
+    def byte_mask(self, count: str) -> str:
+        b = self.b
+        b.s("movi", "r10", imm=-1)
+        b.s("bzhi", "r10", "r10", count, comment="one bit per byte to touch")
+        b.s("kmovq", "k1", "r10")
+        return "k1"
+
+    def load_bytes(self, src: str, count: str) -> VReg:
+        """The count (1..16, public) bytes at src, zero-padded to a block; nothing past them
+        read. (Without AVX-512 a loop: nothing but pinned registers may live across it.)"""
+        b = self.b
+        with b.at_width(128):
+            if self.avx512:
+                return b.v("vload", Mem(src, 0), mask=self.byte_mask(count), mask_elem="b",
+                           comment="only the count bytes")
+            top, high, done = b.label_name("gather"), b.label_name("gather_hi"), b.label_name("gathered")
+            b.s("mov", "r10", count)
+            b.s("xor32", "ebp", "ebp", comment="bytes 0..7")
+            b.s("xor32", "r11d", "r11d", comment="bytes 8..15")
+            b.label(top)
+            b.s("test", "r10", "r10")
+            b.branch("e", done)
+            b.s("sub", "r10", imm=1)
+            b.s("movzb", "eax", Mem(src, 0, index="r10", bits=8))
+            b.s("cmp", "r10", imm=8)
+            b.branch("ae", high)
+            b.s("shl", "rbp", imm=8)
+            b.s("or_r", "rbp", "rax")
+            b.branch("jmp", top)
+            b.label(high)
+            b.s("shl", "r11", imm=8)
+            b.s("or_r", "r11", "rax")
+            b.branch("jmp", top)
+            b.label(done)
+            b.s("store64", Mem("rsp", GATHER.disp, bits=64), "rbp")
+            b.s("store64", Mem("rsp", GATHER.disp + 8, bits=64), "r11")
+            # two 8-byte loads: a 16-byte one could not be forwarded from the two stores
+            lo = b.v("vload64", Mem("rsp", GATHER.disp, bits=64))
+            hi = b.v("vload64", Mem("rsp", GATHER.disp + 8, bits=64))
+            return b.v("punpcklqdq", lo, hi, comment="the bytes, zero-padded")
+
+    def store_bytes(self, dst: str, count: str, v: VReg) -> None:
+        """The first count (1..16, public) bytes of v to dst; nothing past them written."""
+        b = self.b
+        with b.at_width(128):
+            if self.avx512:
+                b.store(Mem(dst, 0), v, mask=self.byte_mask(count), mask_elem="b", comment="only count bytes")
+                return
+            b.store(OUTGOING, v)
+            top, done = b.label_name("put"), b.label_name("put_done")
+            b.s("xor32", "r10d", "r10d")
+            b.label(top)
+            b.s("cmpr", "r10", count)
+            b.branch("ae", done)
+            b.s("movzb", "r11d", Mem("rsp", OUTGOING.disp, index="r10", bits=8))
+            b.s("store8", Mem(dst, 0, index="r10", bits=8), "r11b")
+            b.s("add", "r10", imm=1)
+            b.branch("jmp", top)
+            b.label(done)
+
+    def table(self, const: Const, index: str) -> Mem:
+        """16 bytes of a constant table at offset index (a public length), through r10."""
+        self.b.s("lea", "r10", const)
+        return Mem("r10", 0, index=index)
+
+    def complement(self, count: str) -> str:
+        """16 - count, where the keep and pad tables are read for count bytes: in aadlen's
+        register, free once the AD's block counts are taken from it."""
+        b, free = self.b, self.aadlen
+        b.s("mov", free, count)
+        b.s("neg", free)
+        b.s("add", free, imm=16)
+        return free
+
+    def padding(self, count: str) -> Mem:
+        """ozp's padding of count (0..16) bytes: 0x80 in byte count (none for 16)."""
+        return self.table(pad_table(), self.complement(count))
+
+    def kept(self, v: VReg, count: str) -> VReg:
+        """v with its bytes from count (1..16) on cleared."""
+        return self.b.v("pand", v, self.table(keep_table(), self.complement(count)))
+
+    # -- GF(2^128) multiples, byte-reversed, in place -------------------------------
+    def times(self, v: VReg, poly: int) -> None:
+        """v = poly(x) v in place, poly's bit k the coefficient of x^k (3 = x + 1, ...)."""
+        b = self.b
+        with b.at_width(128):
+            powers = [v]
+            for _ in range(poly.bit_length() - 1):
+                powers.append(double(b, powers[-1], self.method))
+            terms = [p for k, p in enumerate(powers) if poly >> k & 1]
+            acc = terms[0] if len(terms) == 1 else b.v("vxor", terms[0], terms[1])
+            for t in terms[2:]:
+                acc = b.v("vxor", acc, t)
+            b.v("vmov", acc, dst=v, comment=f"{poly:#b}(x) times it")
+
+    def times_by_length(self, v: VReg, count: str, whole: int, full: int, part: int) -> None:
+        """v = full v if count == whole (a public length), else part v."""
+        b = self.b
+        other, done = b.label_name("partial_mask"), b.label_name("mask_done")
+        b.s("cmp", count, imm=whole)
+        b.branch("ne", other)
+        self.times(v, full)
+        b.branch("jmp", done)
+        b.label(other)
+        self.times(v, part)
+        b.label(done)
+
+    # -- nonce and offsets --------------------------------------------------------
+    def nonce_block(self) -> VReg:
+        """[tag length field (0 for 16-byte tags)] 0* 1 N: N right-aligned, built in a register."""
+        b = self.b
+        n = self.load_bytes(self.nonce, self.noncelen)
+        n = b.v("pshufb", n, self.table(steal_table(), self.noncelen), comment="N to the block's last bytes")
+        return b.v("vxor", n, self.table(marker_table(), self.noncelen), comment="the 1 before N")
+
+    def xor3(self, a, c, d, width: int | None = None, comment: str = "", dst: VReg | None = None) -> VReg:
+        b = self.b
+        if self.avx512:
+            return b.v("ternlog", a, c, d, imm=XOR3, width=width, comment=comment, dst=dst)
+        return b.v("vxor", b.v("vxor", a, c, width=width), d, width=width, comment=comment, dst=dst)
+
+    def chunk_offsets(self, les: list[VReg], following: VReg, width: int | None = None) -> list[tuple[VReg, VReg]]:
+        """(L_i, L*_i) vectors from byte-reversed L_i vectors and the one after them."""
+        b = self.b
+        w = width or b.width
+        bes = [b.v("pshufb", v, bswap_mask(w // 128), width=w, role="ofs", comment="L_i")
+               for v in les + [following]]
+        out = []
+        for j in range(len(les)):
+            nxt = bes[j + 1] if w == 128 else b.v("next_lanes", bes[j], bes[j + 1], width=w, comment="L_(i+1)")
+            out.append((bes[j], b.v("vxor", bes[j], nxt, width=w, role="ofs", comment="L*_i = L_i ^ 2 L_i")))
+        return out
+
+    # -- whole chunks -------------------------------------------------------------
+    def feistel(self, nr: int, block, ofs: tuple[VReg, VReg], total: VReg,
+                width: int | None = None) -> tuple[VReg, VReg]:
+        """One vector of chunks through both rounds; returns the two output block vectors.
+        block(p) reads the chunks' first (p = 0) or second (1) blocks: once, both folded into
+        the last round keys at the start; or, with few registers (xmm, where that costs only a
+        load, or the compact variant), again right where each is used, so a group keeps only
+        its AES state and its second offset live."""
+        b = self.b
+        late = b.compact or (width or b.width) == 128
+        o1, o2 = (ofs[1], ofs[0]) if self.decrypt else ofs
+        first = block(0)
+        x = self.xor3(first, o1, key(0), width, "round 1: block ^ offset ^ round key 0")
+        k1 = k2 = None
+        if not late:  # both last round keys now: the blocks are read once
+            k2 = b.v("vxor", first, key(nr), width=width, comment="first block folded into the last round key")
+            second = block(1)
+            k1 = b.v("vxor", second, key(nr), width=width, comment="second block folded into the last round key")
+        if not self.decrypt:
+            b.v("vxor", total, block(1) if late else second, dst=total, width=width,
+                comment="checksum of even plaintext blocks")
+        for r in range(1, nr):
+            x = b.v("aesenc", x, key(r), width=width, comment=f"round {r}")
+        if late:
+            k1 = b.v("vxor", block(1), key(nr), width=width, comment="second block folded into the last round key")
+        y1 = b.v("aesenclast", x, k1, width=width, comment=f"round {nr}: first output block")
+        x = self.xor3(y1, o2, key(0), width, "round 2: block ^ offset ^ round key 0")
+        for r in range(1, nr):
+            x = b.v("aesenc", x, key(r), width=width, comment=f"round {r}")
+        if late:
+            k2 = b.v("vxor", block(0), key(nr), width=width, comment="first block folded into the last round key")
+        y2 = b.v("aesenclast", x, k2, width=width, comment=f"round {nr}: second output block")
+        if self.decrypt:
+            b.v("vxor", total, y2, dst=total, width=width, comment="checksum of even plaintext blocks")
+        return y1, y2
+
+    def chunks(self, nr: int, offsets: TweakStream, total: VReg) -> None:
+        """Every chunk but the last: count = bytes of them, rest = the 0..32 bytes after."""
+        b, L = self.b, self.b.lanes
+        inp, outp, count, rest = self.inp, self.outp, self.count, self.rest
+        empty = b.label_name("empty_text")
+        b.s("mov", count, self.len)
+        b.s("mov", rest, self.len)
+        b.s("test", count, count)
+        b.branch("e", empty)
+        b.s("sub", count, imm=1)
+        b.s("and", count, imm=-32, comment="whole chunks before the last 1..32 bytes")
+        b.s("sub_r", rest, count)
+        b.label(empty)
+
+        def body(g: int) -> None:
+            ofs = self.chunk_offsets(offsets.vectors(g), offsets.current)
+
+            def block(j: int) -> None:
+                off = 32 * L * j
+
+                def pair(p: int) -> VReg:
+                    if L == 1:
+                        return b.v("vload", Mem(inp, off + 16 * p), role="blk")
+                    v0 = b.v("vload", Mem(inp, off), role="blk")
+                    return b.v("deal_lanes", v0, Mem(inp, off + 16 * L), imm=p, role="blk",
+                               comment="first blocks of the chunks" if p == 0 else "second blocks")
+                y1, y2 = self.feistel(nr, pair, ofs[j], total)
+                b.final()
+                for p in (0, 1):
+                    index = (zip_index(p, L),) if L == 4 else ()
+                    v = (y1, y2)[p] if L == 1 else b.v("zip_lanes", y1, y2, *index, imm=p,
+                                                       comment="chunks back in order")
+                    b.store(Mem(outp, off + 16 * L * p), v)
+            b.groups(g, block, comment=f"{g} group(s) of {L} chunk(s)")
+
+        vector_loops(b, count, 32 * L, (inp, outp), body, stride=32 * L)
+        fold(b, total)
+        if L > 1:  # whole chunks left over from the vector loops, one at a time
+            top, out = b.label_name("chunk"), b.label_name("chunks_done")
+            cur = offsets.current  # from here on only its first lane
+            b.label(top)
+            b.s("cmp", count, imm=32)
+            b.branch("b", out)
+            with b.at_width(128):
+                nxt = double(b, cur, self.method)
+                ofs = self.chunk_offsets([cur], nxt)[0]
+                y1, y2 = self.feistel(nr, lambda p: b.v("vload", Mem(inp, 16 * p)), ofs, total)
+                b.store(Mem(outp, 0), y1)
+                b.store(Mem(outp, 16), y2)
+                b.assign(cur, nxt, comment="the next chunk's offset")
+            b.s("add", inp, imm=32)
+            b.s("add", outp, imm=32)
+            b.s("sub", count, imm=32)
+            b.branch("jmp", top)
+            b.label(out)
+
+    # -- the last chunk -------------------------------------------------------------
+    def last_chunk(self, nr: int, masks: VReg, total: VReg) -> None:
+        """The last rest = 0..32 bytes (0: the empty message) with the chunk's offset in
+        masks (byte-reversed, first lane); leaves Sigma in total and c La in masks.
+        Partial loads come first and partial stores last: loops may sit inside them."""
+        b = self.b
+        inp, outp, rest = self.inp, self.outp, self.rest
+        two, none, done = b.label_name("two_blocks"), b.label_name("no_text"), b.label_name("last_done")
+        b.s("cmp", rest, imm=16)
+        b.branch("a", two)
+        b.s("test", rest, rest)
+        b.branch("e", none)
+        # one block of 1..16 bytes: Z = E(L_l), out = Z ^ in, La = L_l
+        data = self.load_bytes(inp, rest)
+        with b.at_width(128):
+            z = encrypt_rounds(b, b.v("pshufb", masks, bswap_mask(1), comment="L_l"), nr)
+            out = b.v("vxor", z, data)
+            plain = self.kept(out, rest) if self.decrypt else data
+            self.xor3(total, plain, self.padding(rest), 128, "checksum ^= ozp(M_m)", dst=total)
+        self.store_bytes(outp, rest, out)
+        self.times_by_length(masks, rest, 16, SEVEN, THREE_SQUARED)
+        b.branch("jmp", done)
+        b.label(none)
+        with b.at_width(128):
+            b.v("vxor", total, self.padding(rest), dst=total, comment="checksum ^= ozp(empty)")
+        self.times(masks, THREE_SQUARED)
+        b.branch("jmp", done)
+        # two blocks, the second of 1..16 bytes: the Feistel with the final swap, La = L*_l
+        b.label(two)
+        b.s("sub", rest, imm=16, comment="bytes of the second block")
+        b.s("add", inp, imm=16)
+        b.s("add", outp, imm=16)
+        part = self.load_bytes(inp, rest)
+        with b.at_width(128):
+            l_be = b.v("pshufb", masks, bswap_mask(1), comment="L_l")
+            self.times(masks, THREE)
+            l_star = b.v("pshufb", masks, bswap_mask(1), comment="L*_l = 3 L_l")
+            whole = b.v("vload", Mem(inp, -16))
+            last_key = b.v("vxor", whole, key(nr), comment="first block folded into the last round key")
+            if self.decrypt:
+                c2 = self.padded(part, rest)
+                m1 = encrypt_rounds(b, b.v("vxor", l_star, c2), nr, last_key=last_key)
+                z = encrypt_rounds(b, b.v("vxor", l_be, m1), nr)
+                out, first = b.v("vxor", z, part), m1
+            else:
+                z = encrypt_rounds(b, b.v("vxor", l_be, whole), nr)
+                out = b.v("vxor", z, part)
+                c2 = self.padded(self.kept(out, rest), rest)
+                first = encrypt_rounds(b, b.v("vxor", l_star, c2), nr, last_key=last_key)
+            b.store(Mem(outp, -16), first)
+            self.xor3(total, z, c2, 128, "checksum ^= Z ^ ozp(C_m)", dst=total)
+        self.store_bytes(outp, rest, out)
+        self.times_by_length(masks, rest, 16, SEVEN, THREE_SQUARED)
+        b.label(done)
+
+    def padded(self, v: VReg, count: str) -> VReg:
+        """ozp of v's count (1..16) low bytes (its other bytes zero)."""
+        return self.b.v("vxor", v, self.padding(count), width=128, comment="one-zero padding")
+
+    # -- associated data ----------------------------------------------------------
+    def ad_hash(self, nr: int, masks: VReg, total: VReg) -> None:
+        """TA into the frame: 0 for empty AD, else the PMAC-like hash under masks 2^(j-1) Q."""
+        b, L = self.b, self.b.lanes
+        aad, count, rest = self.aad, self.count, self.rest
+        some, done = b.label_name("ad"), b.label_name("ad_done")
+        b.s("test", self.aadlen, self.aadlen)
+        b.branch("ne", some)
+        with b.at_width(128):
+            b.store(TA, b.v("vzero"), comment="TA = 0 for empty associated data")
+        b.branch("jmp", done)
+        b.label(some)
+        with b.at_width(128):
+            q = b.v("vload", Mem(self.key, self.spec.otr_q_offset), comment="Q = E_K(0)")
+            q = b.v("pshufb", q, bswap_mask(1), comment="Q, byte-reversed")
+        stream = TweakStream(b, self.spec.gfdouble, masks)
+        stream.start(q)  # lane l = 2^l Q
+        b.s("mov", count, self.aadlen)
+        b.s("sub", count, imm=1)
+        b.s("and", count, imm=-16, comment="whole blocks before the last 1..16 bytes")
+        b.s("mov", rest, self.aadlen)
+        b.s("sub_r", rest, count)
+        b.v("vzero", dst=total)
+
+        def encrypt_masked(x: VReg, mask_le: VReg, width: int | None = None) -> VReg:
+            m = b.v("pshufb", mask_le, bswap_mask((width or b.width) // 128), width=width, comment="2^(j-1) Q")
+            return encrypt_rounds(b, self.xor3(x, m, key(0), width, "A_j ^ mask ^ round key 0"), nr,
+                                  width=width, whiten=False)
+
+        def body(g: int) -> None:
+            ms = stream.vectors(g)
+
+            def block(j: int) -> None:
+                y = encrypt_masked(b.v("vload", Mem(aad, 16 * L * j), role="blk"), ms[j])
+                b.final()
+                b.v("vxor", total, y, dst=total)
+            b.groups(g, block, comment=f"{g} group(s) of {L} AD block(s)")
+
+        vector_loops(b, count, 16 * L, (aad,), body)
+        fold(b, total)
+        if L > 1:
+            top, out = b.label_name("ad_block"), b.label_name("ad_blocks_done")
+            b.label(top)
+            b.s("cmp", count, imm=16)
+            b.branch("b", out)
+            with b.at_width(128):
+                y = encrypt_masked(b.v("vload", Mem(aad, 0)), masks, 128)
+                b.v("vxor", total, y, dst=total)
+                b.assign(masks, double(b, masks, self.method), comment="the next block's mask")
+            b.s("add", aad, imm=16)
+            b.s("sub", count, imm=16)
+            b.branch("jmp", top)
+            b.label(out)
+        self.times_by_length(masks, rest, 16, THREE_SQUARED, THREE)  # c' 2^(a-1) Q
+        last = self.load_bytes(aad, rest)
+        with b.at_width(128):
+            m = b.v("pshufb", masks, bswap_mask(1), comment="c' 2^(a-1) Q")
+            x = self.xor3(total, self.padded(last, rest), m, 128, "sum ^ ozp(A_a) ^ c' 2^(a-1) Q")
+            b.store(TA, encrypt_rounds(b, x, nr), comment="TA, until the tag")
+        b.label(done)
+
+    # -- tag check, exits ---------------------------------------------------------
+    def check_tag(self, tag: VReg) -> None:
+        """Constant-time: the difference's 16 bytes ORed together; only the verdict is public."""
+        b = self.b
+        with b.at_width(128):
+            b.store(TAG_DIFF, b.v("vxor", tag, b.v("vload", Mem(self.tag, 0)), comment="computed ^ given tag"))
+        b.s("load64", "rax", Mem("rsp", TAG_DIFF.disp, bits=64))
+        b.s("load64", "r11", Mem("rsp", TAG_DIFF.disp + 8, bits=64))
+        b.s("or_r", "r11", "rax")
+        b.s("neg", "r11", comment="CF = any difference")
+        b.label(b.label_name("ct_declassify").lstrip("."))
+        b.s("sbb_r", "r15", "r15", comment="verdict: -1 wrong tag, 0 authentic (public)")
+        good = b.label_name("authentic")
+        b.s("test", "r15", "r15")
+        b.branch("e", good)
+        self.reject()
+        b.label(good)
+        b.s("xor32", "eax", "eax")
+
+    def reject(self) -> None:
+        """Return -1 (jumps to the exit); decrypting, with out[0..len) zeroed."""
+        b = self.b
+        if self.decrypt:
+            top, done = b.label_name("zero"), b.label_name("zeroed")
+            b.s("load64", self.outp, b.stack_arg("out", pushed=len(SAVED) + FRAME // 8))
+            b.s("xor32", "r11d", "r11d")
+            b.s("xor32", "r10d", "r10d")
+            b.label(top)
+            b.s("cmpr", "r10", self.len)
+            b.branch("ae", done)
+            b.s("store8", Mem(self.outp, 0, index="r10", bits=8), "r11b")
+            b.s("add", "r10", imm=1)
+            b.branch("jmp", top)
+            b.label(done)
+        b.s("mov32i", "eax", imm=-1)
+        b.branch("jmp", self.exit)
+
+    def epilogue(self) -> None:
+        b = self.b
+        b.label(self.bad)
+        self.reject()
+        b.label(self.exit)
+        with b.at_width(128):
+            z = b.v("vzero")
+            for off in WIPED:
+                b.store(Mem("rsp", off), z, comment="wipe the frame's secrets")
+        b.s("add", "rsp", imm=FRAME)
+        for r in reversed(SAVED):
+            b.s("pop", r)
+        finish(b)
+
+
+def fold(b: FunctionBuilder, v: VReg) -> None:
+    """XOR all lanes of v into its first (before any xmm write zeroes the upper lanes)."""
+    w = b.width
+    while w > 128:
+        w //= 2
+        b.v("vxor", v, b.v("upper_half", v, width=w), dst=v, width=w, comment="fold the lanes")
+
+
+def otr_function(b: FunctionBuilder, decrypt: bool) -> None:
+    Otr(b, decrypt).function()

@@ -1,0 +1,243 @@
+"""Checks for the AES-OTR kernels (otr_set_key, otr_encrypt, otr_decrypt: v3.1, parallel AD).
+
+Check names:
+  kat otr_encrypt|otr_decrypt       the designer's published vectors (verify/data/otr_vectors.txt,
+                                    the parallel-AD suites, AES-128 and AES-256), odd cases in place
+  diff otr_encrypt|otr_decrypt <bits>  random keys, nonces of 1..15 bytes, AAD and text lengths
+                                    0..N (every length around chunk, vector and batch boundaries),
+                                    misaligned and in place, vs verify/otr.py (the reference)
+  tamper otr_decrypt <bits>         a flipped tag/ciphertext/AAD/nonce bit: -1, out zeroed
+  badargs otr_set_key|otr_encrypt|otr_decrypt  bad key sizes (aead.badargs); nonce lengths 0 and
+                                    16 (-1, and decrypting, out zeroed)
+  abi / guard / simulate            through verify/aead.py's scenes (SCENES below)
+
+The reference (verify/otr.py) is independent of the kernels; it reproduces the designer's
+vectors, which tests/test_otr_reference.py checks on its own.
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+from aesgen.verify.aead import (HeapMem, Invocation, Region, Scene, SceneError, _aead_errors, _fill,
+                                _io_alias, _make_key, _maybe, _result, badargs, invoke)
+from aesgen.verify.build import Kernel
+from aesgen.verify.otr import NONCE_SIZES, load_vectors, otr_encrypt
+from aesgen.verify.runner import CheckResult, Probe, Unit
+
+BAD_NONCE_LENGTHS = (0, max(NONCE_SIZES) + 1)
+TAG = 16
+
+
+# ================================================================ calls
+
+
+def key_or_raise(kernel: Kernel, mem, key: bytes) -> Region:
+    ret, tkey = _make_key(kernel, mem, "otr_set_key", key)
+    if ret != 0:
+        raise SceneError(f"otr_set_key(bits={8 * len(key)}) returned {ret}")
+    return tkey
+
+
+def otr_call(kernel: Kernel, mem, fn: str, tkey: Region, nonce: bytes, aad: bytes, data: bytes,
+             tag: bytes | None, *, rng: random.Random, in_place: bool = False, noncelen: int | None = None,
+             caller=None) -> Invocation:
+    """otr_encrypt (tag None: a junk-filled output) or otr_decrypt (tag: the bytes to check)."""
+    args = {"tkey": tkey, "nonce": nonce or b"\0", "noncelen": len(nonce) if noncelen is None else noncelen,
+            "aad": aad, "aadlen": len(aad), "in": data, "out": _fill(rng, len(data)), "len": len(data),
+            "tag": tag if tag is not None else _fill(rng, TAG)}
+    return invoke(kernel, fn, mem, args, caller=caller, alias={"out": "in"} if in_place else None)
+
+
+# ================================================================ lengths
+
+
+def batch_bytes(kernel: Kernel) -> int:
+    """Text bytes one main-loop iteration takes: depth x lanes chunks of 32 bytes."""
+    return 32 * kernel.spec.depth_for("otr") * kernel.spec.width_for("otr") // 128
+
+
+def text_lengths(kernel: Kernel, quick: bool, rng: random.Random) -> list[int]:
+    """Every length up to a few chunks; then every length within 2 bytes of each multiple of a
+    chunk up to two batches and a vector of chunks (the tails after each loop); a random few."""
+    batch = batch_bytes(kernel)
+    top = 2 * batch + 2 * 32 * kernel.spec.width_for("otr") // 128 + 40
+    dense = set(range(0, 100 if quick else 200))
+    near = {k + d for k in range(32, top + 1, 32) for d in (-2, -1, 0, 1, 2) if k + d >= 0}
+    if quick:
+        near = {x for x in near if x % 32 in (0, 1, 31) or x > top - 70}
+    extra = {rng.randrange(top) for _ in range(4 if quick else 20)}
+    return sorted(dense | near | extra)
+
+
+def aad_length(i: int, kernel: Kernel, rng: random.Random) -> int:
+    """0, a partial or a whole block, around a vector and a batch of blocks, or random."""
+    lanes, depth = kernel.spec.width_for("otr") // 128, kernel.spec.depth_for("otr")
+    choices = (0, 1 + i % 15, 16, 17, 16 * lanes - 1, 16 * lanes + 1, 16 * lanes * depth,
+               16 * lanes * depth + 16 + i % 17, rng.randrange(2 * 16 * lanes * depth + 40))
+    return choices[i % len(choices)]
+
+
+# ================================================================ checks
+
+
+def kat_otr(kernel: Kernel, fn: str, probe: Probe, *, quick: bool, seed: int) -> Iterator[CheckResult]:
+    decrypt = fn == "otr_decrypt"
+    rng = random.Random(f"{seed}:kat {fn}")
+    cases = [v for v in load_vectors() if v.ad_mode == "parallel" and len(v.tag) == TAG]
+    for suite in dict.fromkeys(v.suite for v in cases):
+        check = f"kat {fn} {suite}"
+        probe.note(check, "")
+        mine = [v for v in cases if v.suite == suite]
+        if quick:
+            mine = mine[::3]
+        mem = HeapMem(rng)
+        errors: list[str] = []
+        for k, v in enumerate(mine):
+            tkey = key_or_raise(kernel, mem, v.key)
+            src = v.ciphertext if decrypt else v.plaintext
+            inv = otr_call(kernel, mem, fn, tkey, v.nonce, v.aad, src, v.tag if decrypt else None, rng=rng,
+                           in_place=k % 2 == 1)
+            errors += _aead_errors(inv, decrypt, f"{v.name}", v.plaintext, v.ciphertext, v.tag)
+        yield _result(check, errors, f"{len(mine)} vectors")
+
+
+def diff_otr(kernel: Kernel, fn: str, bits: int, probe: Probe, *, quick: bool, seed: int) -> CheckResult:
+    name = f"diff {fn} {bits}"
+    rng = random.Random(f"{seed}:{name}")
+    decrypt = fn == "otr_decrypt"
+    errors: list[str] = []
+    lengths = text_lengths(kernel, quick, rng)
+    for i, length in enumerate(lengths):
+        key, nonce = rng.randbytes(bits // 8), rng.randbytes(NONCE_SIZES[i % len(NONCE_SIZES)])
+        aad, pt = rng.randbytes(aad_length(i, kernel, rng)), rng.randbytes(length)
+        in_place = i % 3 == 2
+        mem = HeapMem(rng)
+        tkey = key_or_raise(kernel, mem, key)
+        ct, tag = otr_encrypt(key, nonce, aad, pt)
+        what = f"len={length} aadlen={len(aad)} noncelen={len(nonce)}{' in-place' if in_place else ''}"
+        probe.note(name, what)
+        inv = otr_call(kernel, mem, fn, tkey, nonce, aad, ct if decrypt else pt, tag if decrypt else None,
+                       rng=rng, in_place=in_place)
+        errors += _aead_errors(inv, decrypt, what, pt, ct, tag, " (reference)")
+        if len(errors) >= 3:
+            break
+    return _result(name, errors, f"{len(lengths)} messages, len 0..{max(lengths)}, nonces 1..15 bytes, "
+                   "AAD around vector and batch sizes, misaligned, in place; vs verify/otr.py")
+
+
+def tamper_otr(kernel: Kernel, bits: int, probe: Probe, *, quick: bool, seed: int) -> CheckResult:
+    """A flipped bit in the tag, ciphertext, AAD or nonce: -1 and all len bytes of out zeroed."""
+    fn = "otr_decrypt"
+    name = f"tamper {fn} {bits}"
+    rng = random.Random(f"{seed}:{name}")
+    errors: list[str] = []
+    calls = 0
+    batch = batch_bytes(kernel)
+    lengths = sorted({0, 1, 16, 17, 32, 33, batch, batch + 31} | {rng.randrange(2 * batch) for _ in range(4 if quick else 12)})
+    targets = ("tag", "ct", "aad", "nonce")
+    for i, length in enumerate(lengths):
+        for target in targets:
+            if target == "ct" and length == 0:
+                continue
+            key, pt = rng.randbytes(bits // 8), rng.randbytes(length)
+            nonce, aad = rng.randbytes(1 + i % 15), rng.randbytes(max(aad_length(i, kernel, rng), int(target == "aad")))
+            ct, tag = otr_encrypt(key, nonce, aad, pt)
+            fields = {"tag": tag, "ct": ct, "aad": aad, "nonce": nonce}
+            x = bytearray(fields[target])
+            bit = rng.randrange(8 * len(x))
+            x[bit // 8] ^= 1 << (bit % 8)
+            fields[target] = bytes(x)
+            in_place = (i + len(target)) % 2 == 1
+            mem = HeapMem(rng)
+            tkey = key_or_raise(kernel, mem, key)
+            what = f"{target} bit {bit} flipped, len={length} aadlen={len(aad)}{' in-place' if in_place else ''}"
+            probe.note(name, what)
+            inv = otr_call(kernel, mem, fn, tkey, fields["nonce"], fields["aad"], fields["ct"], fields["tag"],
+                           rng=rng, in_place=in_place)
+            calls += 1
+            if inv.ret != -1:
+                errors.append(f"{what}: returned {inv.ret}, want -1")
+            elif inv.out("out") != bytes(length):
+                errors.append(f"{what}: returned -1 but out is not zeroed")
+            errors += [f"{what}: {d}" for d in inv.damage]
+            if len(errors) >= 3:
+                return _result(name, errors, "")
+    return _result(name, errors, f"{calls} calls: tag/ciphertext/AAD/nonce bit flips rejected, out zeroed")
+
+
+def badargs_otr(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResult:
+    """Nonce lengths 0 and 16: -1, and decrypting, out zeroed (otr_set_key: aead.badargs)."""
+    if fn == "otr_set_key":
+        return badargs(kernel, fn, probe, seed=seed)
+    name = f"badargs {fn}"
+    probe.note(name, "")
+    rng = random.Random(f"{seed}:{name}")
+    decrypt = fn == "otr_decrypt"
+    mem = HeapMem(rng)
+    tkey = key_or_raise(kernel, mem, rng.randbytes(16))
+    errors: list[str] = []
+    for noncelen in BAD_NONCE_LENGTHS:
+        for length in (0, 33):
+            inv = otr_call(kernel, mem, fn, tkey, rng.randbytes(16), rng.randbytes(20), rng.randbytes(length),
+                           rng.randbytes(TAG) if decrypt else None, rng=rng, noncelen=noncelen)
+            what = f"noncelen={noncelen} len={length}"
+            if inv.ret != -1:
+                errors.append(f"{what}: returned {inv.ret}, want -1")
+            elif decrypt and inv.out("out") != bytes(length):
+                errors.append(f"{what}: returned -1 but out is not zeroed")
+            errors += [f"{what}: {d}" for d in inv.damage]
+    lengths = ", ".join(map(str, BAD_NONCE_LENGTHS))
+    return _result(name, errors, f"nonce lengths {lengths} rejected" + (", out zeroed" if decrypt else ""))
+
+
+# ================================================================ scenes for abi, guard and simulate
+
+
+def scene_otr_set_key(sc: Scene, fn: str, size: int, aux: int) -> tuple:
+    bits = (128, 192, 256)[size % 3]
+    ret, tkey = _make_key(sc.kernel, sc.mem, "otr_set_key", sc.rng.randbytes(bits // 8), caller=sc.caller)
+    return ret, tkey.read()
+
+
+def scene_otr(sc: Scene, fn: str, size: int, aux: int) -> tuple:
+    """A message of `size` bytes; aux picks the key size, nonce and AAD lengths (and, decrypting,
+    a wrong tag one time in four). A nonce aimed into PROT_NONE (len0) is given length 0."""
+    key, tkey = sc.key("otr_set_key", (128, 192, 256)[aux % 3])
+    noncelen = 0 if "nonce" in sc.none else 1 + (aux * 7 + size) % 15
+    aadlen = 0 if "aad" in sc.none else (size * 5 + aux) % 70
+    nonce, aad, text = sc.rng.randbytes(noncelen), sc.rng.randbytes(aadlen), sc.rng.randbytes(size)
+    args = {"tkey": tkey, "nonce": nonce or b"\0", "noncelen": noncelen, "aad": aad, "aadlen": aadlen,
+            "in": text, "out": _fill(sc.rng, size), "len": size}
+    if fn == "otr_encrypt":
+        inv = sc.call(fn, {**args, "tag": _fill(sc.rng, TAG)}, test=True, alias=_io_alias(sc))
+        return inv.ret, _maybe(inv, "out"), inv.out("tag")
+    ct, tag = otr_encrypt(key, nonce, aad, text) if noncelen else (text, bytes(TAG))
+    if aux % 4 == 3:
+        tag = bytes([tag[0] ^ 1]) + tag[1:]
+    inv = sc.call(fn, {**args, "in": ct, "tag": tag}, test=True, alias=_io_alias(sc))
+    return inv.ret, _maybe(inv, "out")
+
+
+SCENES = {"otr_set_key": scene_otr_set_key, "otr_encrypt": scene_otr, "otr_decrypt": scene_otr}
+
+
+# ================================================================ units
+
+
+def units(kernel: Kernel, *, n: int, quick: bool, seed: int) -> list[tuple[str, Unit]]:
+    have = set(kernel.fn)
+    out: list[tuple[str, Unit]] = []
+    if "otr_set_key" not in have:
+        return out
+    for fn in ("otr_encrypt", "otr_decrypt"):
+        if fn in have:
+            out.append((f"kat {fn}", lambda p, fn=fn: kat_otr(kernel, fn, p, quick=quick, seed=seed)))
+            out.append((f"diff {fn}", lambda p, fn=fn: (
+                diff_otr(kernel, fn, b, p, quick=quick, seed=seed) for b in (128, 192, 256))))
+    if "otr_decrypt" in have:
+        out.append(("tamper otr_decrypt", lambda p: (
+            tamper_otr(kernel, b, p, quick=quick, seed=seed) for b in (128, 192, 256))))
+    bad = [fn for fn in ("otr_set_key", "otr_encrypt", "otr_decrypt") if fn in have]
+    out.append(("badargs otr", lambda p: (badargs_otr(kernel, fn, p, seed=seed) for fn in bad)))
+    return out
