@@ -4,7 +4,8 @@ One pass over the gates. Values live in registers; when none is free, the value 
 the future is evicted (Belady), stored once to a spill slot if it was never stored, and later read
 back as a memory operand where the instruction takes one, or reloaded. In the two-operand form and
 for VPTERNLOGD the destination overwrites a source: a source read for the last time is chosen (the
-commutative ops and the truth table's input permutation allow any); if none dies, one is copied.
+commutative ops and the truth table's input permutation allow any), else one already spilled (its
+slot keeps the value); only when every source lives on only in registers is one copied (mov).
 """
 from __future__ import annotations
 
