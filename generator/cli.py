@@ -664,6 +664,55 @@ def tune(modes: str, target: str) -> None:
     console.print(f"saved {path}")
 
 
+@main.command()
+@click.option("--registers", default="32,16", show_default=True,
+              help="Vector register counts to compile for (comma list; each at least the circuit's 8 inputs).")
+@click.option("--tries", type=int, default=None,
+              help="Seeded greedy gate orders each pass tries besides the listed and the plain greedy one "
+                   "[default: 128].")
+@click.option("--listing", type=click.Choice(["three-operand", "two-operand", "ternlog"]), default=None,
+              help="Also print that pass's programs.")
+def circuits(registers: str, tries: int | None, listing: str | None) -> None:
+    """S-box circuits: gates, ANDs and depth, and each compiler pass's instruction count.
+
+    Passes: three-operand (AVX/AVX2; AVX-512 without ternlog), two-operand (SSE, against
+    Käsper–Schwabe's 163 per S-box layer) and ternlog-fused (AVX-512 VPTERNLOGD). Every program
+    is checked against its circuit on all 256 inputs before it is counted.
+    """
+    from .circuits.compile import DEFAULT_TRIES
+    from .circuits.report import (KASPER_SCHWABE, report_rows, ternlog_cell, three_operand_cell,
+                                  two_operand_cell)
+
+    counts = parse_range(registers)
+    if any(n < 8 for n in counts):
+        raise UsageFailure("--registers: the S-box circuits need at least 8 registers (their inputs)")
+    if tries is not None and tries < 0:
+        raise UsageFailure("--tries: a count, 0 or more")
+    rows = report_rows(tuple(sorted(counts, reverse=True)), DEFAULT_TRIES if tries is None else tries)
+    table = Table(title="S-box circuits: instructions per bitsliced S-box layer")
+    for col in ("circuit", "gates", "ANDs", "depth", "regs", "3-operand (AVX)", "2-operand (SSE)", "vs K–S",
+                "ternlog (AVX-512)"):
+        table.add_column(col)
+    for row in rows:
+        m = row.metrics
+        sse = len(row.two_operand.program.instrs) - KASPER_SCHWABE["total"]
+        table.add_row(row.circuit, str(m.gates), str(m.nonlinear), str(m.depth), str(row.registers),
+                      three_operand_cell(row.three_operand), two_operand_cell(row.two_operand), f"{sse:+d}",
+                      ternlog_cell(row.ternlog))
+    console.print(table)
+    ks = KASPER_SCHWABE
+    console.print(f"Käsper–Schwabe (CHES 2009): {ks['total']} = {ks['xor']} xor + {ks['and/or']} and/or + "
+                  f"{ks['mov']} mov (two-operand SSE, 16 registers, NOTs moved into the key schedule). "
+                  "not: XNOR's complement (xor with all-ones); spill: stores + reloads (spilled values are "
+                  "otherwise read as memory operands). SSE has 16 registers: its 32 row shows the copies alone.")
+    if listing:
+        for row in rows:
+            compiled = {"three-operand": row.three_operand, "two-operand": row.two_operand,
+                        "ternlog": row.ternlog}[listing]
+            console.print(f"\n# {row.circuit}, {listing}, {row.registers} registers, order: {compiled.order}")
+            console.print(compiled.program.listing(), markup=False)
+
+
 def run() -> None:
     """Console entry point: usage errors are one line on stderr and exit code 2."""
     if len(sys.argv) < 2:
