@@ -336,7 +336,8 @@ def print_ceiling(ceiling) -> None:
 @config_options
 @click.option("--sizes", default="16,64,256,1024,4096,16384", show_default=True, help="Message sizes in bytes.")
 @click.option("--compare", default="openssl,ipsec-mb", show_default=True,
-              help="Peers timed in the same process: openssl, ipsec-mb (empty for none).")
+              help="Peers, sampled in turn with aesgen: openssl, ipsec-mb, openssl-noaesni (OpenSSL with "
+                   "AES-NI masked off, in a process of its own; the peer for --backend gfni) (empty for none).")
 @click.option("--key-bits", type=click.Choice(["128", "192", "256"]), default="128", show_default=True)
 @click.option("--trials", type=int, default=31, show_default=True, help="Samples per size and implementation.")
 @click.option("--ceiling", "show_ceiling", is_flag=True, help="Measure and print the instruction ceiling.")
@@ -347,7 +348,9 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
           json_path: Path | None, no_verify: bool, **config) -> None:
     """Time kernels against OpenSSL and intel-ipsec-mb, one call per message.
 
-    Examples: aesgen bench --ceiling; aesgen bench ctr32 --target native --compare openssl,ipsec-mb
+    Examples: aesgen bench --ceiling; aesgen bench ctr32 --target native --compare openssl,ipsec-mb;
+    aesgen bench ocb,otr --isa avx512 --width 512 --depth 4;
+    aesgen bench ctr32 --backend gfni --isa avx512 --width 512 --depth 4 --compare openssl-noaesni
     """
     import json
 
@@ -387,10 +390,12 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
 
 
 def print_bench(spec: KernelSpec, result) -> None:
-    from .verify.bench import DOUBLING_OPS, ceiling_line
+    from .verify.bench import DOUBLING_OPS, ceiling_line, unavailable_by_op
 
     for peer, info in result.peers.items():
         console.print(f"{peer}: {info}")
+    for peer, ops, info in unavailable_by_op(result):
+        console.print(f"{peer} for {', '.join(ops)}: {info}")
     ciphers = [m for m in result.measurements if m.impl == "aesgen" and m.op not in DOUBLING_OPS]
     if ciphers:
         print_cipher_bench(spec, result, ciphers)
@@ -419,8 +424,10 @@ def print_cipher_bench(spec: KernelSpec, result, measurements) -> None:
     peers = [p for p in result.peers if not result.peers[p].startswith("n/a")]
     table = Table(title=f"{spec.prefix}: AES-{result.key_bits}, GB/s from median TSC ticks "
                         f"(TSC {result.tsc_hz / 1e9:.2f} GHz), one call per message")
+    # A file without AES-NI is held to the AES-NI ceiling of its width; the column says so.
+    of_ceiling = "of ceiling" if spec.backend == "aesni" else "of AES-NI ceiling"
     for col in ("op", "bytes", "aesgen GB/s", "ticks/B", "B/cycle", *[f"{p} GB/s" for p in peers],
-                *[f"x {p}" for p in peers], "of ceiling"):
+                *[f"x {p}" for p in peers], of_ceiling):
         table.add_column(col, justify="right")
     for m in measurements:
         others = [result.get(m.op, m.size, p) for p in peers]
@@ -460,8 +467,10 @@ def parse_range(text: str) -> list[int]:
               help="xts and gfdouble: the doubling methods to explore (comma list).")
 @click.option("--blocks", type=int, default=None,
               help="gfdouble: doublings (16-byte blocks) per timed call [default: 4096].")
+@click.option("--backend", default="aesni", show_default=True,
+              help="Kernel family every config is generated with (as for generate), e.g. gfni.")
 def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str | None, json_path: Path | None,
-            plot_path: Path | None, methods: str, blocks: int | None) -> None:
+            plot_path: Path | None, methods: str, blocks: int | None, backend: str) -> None:
     """Interleave depth vs throughput and latency, per width, for MODE.
 
     MODE is ecb, ctr32, cbc, or ghash/polyval/gcm (both product variants; aggregation
@@ -469,9 +478,12 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
     gcm_encrypt: AES-128, 12-byte IV, no AAD. gfdouble measures cycles per GF(2^128)
     doubling for every method x ISA width x depth this CPU runs (measured only).
 
-    Example: aesgen explore ctr32 --widths 128,256,512 --depths 1-16 --plot out/ctr.png --json out/ctr.json
+    Example: aesgen explore ctr32 --widths 128,256,512 --depths 1-16 --plot out/ctr.png --json out/ctr.json;
+    aesgen explore ctr32 --backend gfni --widths 256,512 --depths 1-8
     """
     from rich.progress import Progress
+
+    from .spec import BACKENDS
 
     from . import explore as ex
     from .target import TargetError, load
@@ -488,10 +500,12 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
     for path in (json_path, plot_path):
         if path is not None and not path.parent.is_dir():
             raise UsageFailure(f"output folder '{path.parent}' does not exist")
+    if backend not in BACKENDS:
+        raise UsageFailure(f"unknown backend '{backend}'; choose from {', '.join(BACKENDS)}")
     if mode == "gfdouble":
-        if target != "native" or sizes is not None:
-            raise UsageFailure("explore gfdouble measures this CPU: no --target other than native, "
-                               "no --sizes (use --blocks)")
+        if target != "native" or sizes is not None or backend != "aesni":
+            raise UsageFailure("explore gfdouble measures this CPU's doublings: no --target other than native, "
+                               "no --sizes (use --blocks), no --backend (it runs no AES)")
         explore_doubling(parse_range(widths), parse_range(depths or "1,2,4,8"), method_list, blocks or 4096,
                          json_path, plot_path)
         return
@@ -506,7 +520,8 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"explore {mode} on {t.name}", total=None)
         result = ex.explore(mode, t, width_list, depth_list, bulk=bulk, short=shorts, measure=measure,
-                            progress=lambda s: progress.update(task, description=s), methods=method_list)
+                            progress=lambda s: progress.update(task, description=s), methods=method_list,
+                            backend=backend)
     print_exploration(result)
     write_exploration(ex, result, json_path, plot_path)
 
@@ -523,7 +538,8 @@ def write_exploration(module, result, json_path: Path | None, plot_path: Path | 
 
 def print_exploration(result) -> None:
     kind = "measured on this CPU" if result.measured else f"MODEL: llvm-mca -mcpu for {result.target}, not measured"
-    table = Table(title=f"explore {result.mode} ({kind})")
+    backend = "" if result.backend == "aesni" else f", {result.backend} backend"
+    table = Table(title=f"explore {result.mode}{backend} ({kind})")
     shorts = result.short_sizes or [result.short_size]
     products = any(p.k for p in result.points)  # GHASH/POLYVAL/GCM: k and the product variant
     variants = any(p.variant for p in result.points)  # those, or XTS's doubling method
@@ -537,7 +553,7 @@ def print_exploration(result) -> None:
     best = result.best()
     for p in result.points:
         mark = " *" if best is p else ""
-        if p.status in ("infeasible", "verify-failed"):
+        if p.status in ("infeasible", "unsupported", "verify-failed"):
             row = [f"[yellow]{p.status}[/]", p.reason] + [""] * (len(cols) - (5 if products else 4))
         elif result.measured:
             row = [p.status + mark, f"{p.bulk_gbps:.2f}",

@@ -6,6 +6,8 @@ and GCM are explored with both product variants, XTS with every doubling
 method (the variant names them). For another
 target nothing can run, so the main loop of each config goes through
 llvm-mca with the target's -mcpu and the result is labelled a model.
+Any kernel backend (aesni, gfni, ...) is explored the same way; the
+predicted knee is vaesenc's, so only the aesni backend has one.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from .doubling import METHODS as DOUBLING_METHODS, TABLE_METHODS, refusal
 from .dsl import BuildError
 from .mainloop import main_loop
 from .model import pipe_depth
+from .cpu import missing_features
 from .pipeline import generate
 from .spec import WIDTHS_BY_ISA, KernelSpec
 from .target import Target
@@ -44,7 +47,7 @@ LLVM_MCA = ("llvm-mca-19", "llvm-mca")
 class Point:
     width: int
     depth: int
-    status: str  # "measured", "model", "infeasible", "verify-failed"
+    status: str  # "measured", "model", "infeasible", "unsupported" (this CPU lacks a feature), "verify-failed"
     reason: str = ""
     bulk_gbps: float | None = None  # measured, from the median
     short_cycles: float | None = None  # core cycles for one message of the smallest short size (median)
@@ -67,6 +70,7 @@ class Exploration:
     predicted_knee: dict[int, int] = field(default_factory=dict)  # width -> depth the model predicts
     points: list[Point] = field(default_factory=list)
     short_sizes: list[int] = field(default_factory=list)  # every short size, ascending; short_size is the first
+    backend: str = "aesni"  # the kernel family every point was generated with (KernelSpec.backend)
 
     def best(self) -> Point | None:
         key = (lambda p: p.bulk_gbps) if self.measured else (lambda p: p.model_bytes_per_cycle)
@@ -114,15 +118,17 @@ def variants(mode: str, methods: tuple[str, ...] = DOUBLING_METHODS) -> list[tup
 def explore(mode: str, target: Target, widths: list[int], depths: list[int], *, bulk: int = 16384,
             short: int | tuple[int, ...] = 256, measure: bool = True, trials: int = 7, rounds: int = 3,
             progress: Callable[[str], None] | None = None,
-            methods: tuple[str, ...] = DOUBLING_METHODS) -> Exploration:
+            methods: tuple[str, ...] = DOUBLING_METHODS, backend: str = "aesni") -> Exploration:
     """Every config is built and verified first, then timed in `rounds` passes over all of
     them: a burst of noise on the shared machine then spoils one pass, not one config.
-    `short` is one short-message size or several; the smallest is the `short_cycles` one."""
+    `short` is one short-message size or several; the smallest is the `short_cycles` one.
+    `backend` goes to every config's KernelSpec as it is."""
     isa = target.isa
     shorts = sorted({short} if isinstance(short, int) else set(short))
-    result = Exploration(mode, target.name, measure, bulk, shorts[0], short_sizes=shorts)
+    result = Exploration(mode, target.name, measure, bulk, shorts[0], short_sizes=shorts, backend=backend)
     for w in widths:
-        if w in WIDTHS_BY_ISA[isa] and mode not in HASH_MODES:  # GCM: the knee of its CTR side
+        # GCM: the knee of its CTR side; the knee is vaesenc's latency over its throughput
+        if w in WIDTHS_BY_ISA[isa] and mode not in HASH_MODES and backend == "aesni":
             result.predicted_knee[w] = pipe_depth(target, w)
     with tempfile.TemporaryDirectory(prefix="aesgen-explore-") as tmp:
         runnable: list[tuple[Point, KernelSpec, Path]] = []
@@ -131,7 +137,8 @@ def explore(mode: str, target: Target, widths: list[int], depths: list[int], *, 
                 for d in depths:
                     if progress:
                         progress(f"build {w}-bit depth {d} {variant}".rstrip())
-                    point, spec, path = _prepare(mode, target, isa, w, d, measure, Path(tmp), variant, options)
+                    point, spec, path = _prepare(mode, target, isa, w, d, measure, Path(tmp), variant,
+                                                 {**options, "backend": backend})
                     point.variant = variant
                     if mode in PRODUCT_MODES:
                         point.k = w // 128 * d
@@ -157,6 +164,9 @@ def _prepare(mode: str, target: Target, isa: str, width: int, depth: int, measur
         kernel = generate(spec)
     except BuildError as e:
         return Point(width, depth, "infeasible", str(e)), None, None
+    lacking = missing_features(spec.features) if measure else ()
+    if lacking:
+        return Point(width, depth, "unsupported", f"this CPU lacks {' '.join(lacking)}"), None, None
     op = OP_FOR_MODE[mode]
     if not measure:
         try:

@@ -5,9 +5,15 @@
  *
  * OP: ecb_encrypt ecb_decrypt ctr32_encrypt cbc_encrypt cbc_decrypt ghash polyval gcm_encrypt
  *     xts_encrypt xts_decrypt (two keys of KEYBITS each) gfdouble_le gfdouble_be (SIZE / 16 doublings)
- * SIZES: comma list of message sizes in bytes; PEERS: comma list of openssl, ipsec-mb (or "-").
+ *     ocb_encrypt ocb_decrypt otr_encrypt otr_decrypt (12-byte nonce, no AAD, 16-byte tag; a
+ *     decryption gets a valid message, so it does the whole work)
+ * SIZES: comma list of message sizes in bytes; PEERS: comma list of openssl, ipsec-mb,
+ * openssl-noaesni (OpenSSL with AES-NI masked off, run in a child process: bench_peer_process.c),
+ * or "-".
  * Prints one JSON object per line: a "meta" line, then one line per (size, implementation).
  * A peer that cannot run prints {"impl": ..., "na": "why"} once.
+ *
+ *   bench --serve-peer openssl-noaesni OP KEYBITS     (the child side; see bench_peer_process.c)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -19,6 +25,8 @@
 #include <time.h>
 #include <x86intrin.h>
 
+#include "bench.h"
+
 #if defined(__has_include)
 #if __has_include(<intel-ipsec-mb.h>)
 #include <intel-ipsec-mb.h>
@@ -26,19 +34,10 @@
 #endif
 #endif
 
-typedef void (*run_fn)(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv);
-
-struct impl {
-    const char *name;
-    run_fn run;
-    void *self;
-    const char *na; /* why it cannot run, or NULL */
-    char detail[96];
-};
-
-static const char *op;
-static unsigned keybits;
-static uint8_t user_key[64]; /* XTS: the data key, then the tweak key */
+const char *op;
+unsigned keybits;
+uint8_t user_key[64]; /* XTS: the data key, then the tweak key */
+uint8_t aead_tag[16];
 
 static int is_block_op(void) { return strcmp(op, "ctr32_encrypt") != 0; }
 static int is_xts_op(void) { return strncmp(op, "xts_", 4) == 0; }
@@ -49,6 +48,11 @@ static int is_gcm_op(void) { return strcmp(op, "gcm_encrypt") == 0; }
 static const uint8_t gcm_iv[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
 static uint8_t gcm_tag[16];
 static int is_decrypt(void) { return strstr(op, "decrypt") != NULL; }
+static int is_ocb_op(void) { return strncmp(op, "ocb_", 4) == 0; }
+static int is_otr_op(void) { return strncmp(op, "otr_", 4) == 0; }
+int is_aead_decrypt(void) { return (is_ocb_op() || is_otr_op()) && is_decrypt(); }
+static const uint8_t aead_nonce[12] = {0xa0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0x0b};
+#define NO_OTR "no AES-OTR in OpenSSL / intel-ipsec-mb"
 
 /* ---------------------------------------------------------------- ours */
 struct ours {
@@ -62,20 +66,38 @@ struct ours {
     void (*chained)(const void *, const uint8_t *, uint8_t *, size_t, uint8_t *);
     void (*xts)(const void *, const uint8_t *, uint8_t *, size_t, const uint8_t *);
     void (*gfdouble)(const uint8_t *, uint8_t *, size_t);
+    /* OCB: (okey, nonce, noncelen, aad, aadlen, in, out, len, tag, taglen); OTR the same, no taglen */
+    int (*ocb)(const void *, const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, uint8_t *,
+               size_t, uint8_t *, size_t);
+    int (*otr)(const void *, const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, uint8_t *,
+               size_t, uint8_t *);
+    void *seal_fn; /* the matching encryption, for an AEAD decryption's valid message */
 };
 
-static void ours_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
+static int ours_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
     struct ours *o = self;
     size_t n = is_block_op() ? len / 16 : len;
-    if (o->ghash) { o->ghash(o->key, o->acc, in, len / 16); return; }
-    if (o->polyval) { o->polyval(o->h, o->acc, in, len / 16); return; }
-    if (o->gcm) { o->gcm(o->key, gcm_iv, 12, NULL, 0, in, out, len, gcm_tag, 16); return; }
-    if (o->xts) { o->xts(o->key, in, out, len, xts_tweak); return; }
-    if (o->gfdouble) { o->gfdouble(xts_tweak, out, len / 16); return; }
+    if (o->ocb) return o->ocb(o->key, aead_nonce, 12, NULL, 0, in, out, len, aead_tag, 16);
+    if (o->otr) return o->otr(o->key, aead_nonce, 12, NULL, 0, in, out, len, aead_tag);
+    if (o->ghash) { o->ghash(o->key, o->acc, in, len / 16); return 0; }
+    if (o->polyval) { o->polyval(o->h, o->acc, in, len / 16); return 0; }
+    if (o->gcm) { o->gcm(o->key, gcm_iv, 12, NULL, 0, in, out, len, gcm_tag, 16); return 0; }
+    if (o->xts) { o->xts(o->key, in, out, len, xts_tweak); return 0; }
+    if (o->gfdouble) { o->gfdouble(xts_tweak, out, len / 16); return 0; }
     if (o->blocks)
         o->blocks(o->key, in, out, n);
     else
         o->chained(o->key, in, out, n, iv);
+    return 0;
+}
+
+static int ours_seal(void *self, const uint8_t *pt, uint8_t *ct, size_t len) {
+    struct ours *o = self;
+    if (is_ocb_op())
+        return ((int (*)(const void *, const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, uint8_t *,
+                         size_t, uint8_t *, size_t))o->seal_fn)(o->key, aead_nonce, 12, NULL, 0, pt, ct, len, aead_tag, 16);
+    return ((int (*)(const void *, const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, uint8_t *,
+                     size_t, uint8_t *))o->seal_fn)(o->key, aead_nonce, 12, NULL, 0, pt, ct, len, aead_tag);
 }
 
 static void setup_ours(struct impl *im, const char *so, const char *prefix) {
@@ -89,13 +111,20 @@ static void setup_ours(struct impl *im, const char *so, const char *prefix) {
     if (!supported || !supported()) { im->na = "CPU lacks the kernel's features"; return; }
     snprintf(name, sizeof name, "%s_%s", prefix,
              strcmp(op, "ghash") == 0 || is_gcm_op() ? "gcm_set_key"
-             : is_xts_op() ? "xts_set_key" : is_decrypt() ? "set_decrypt_key" : "set_encrypt_key");
+             : is_xts_op() ? "xts_set_key" : is_ocb_op() ? "ocb_set_key" : is_otr_op() ? "otr_set_key"
+             : is_decrypt() ? "set_decrypt_key" : "set_encrypt_key");
     void *setter = dlsym(h, name);
     int (*set_key)(const uint8_t *, unsigned, void *) = is_xts_op() ? NULL : (int (*)(const uint8_t *, unsigned, void *))setter;
     snprintf(name, sizeof name, "%s_%s", prefix, op);
     void *fn = dlsym(h, name);
     int keyless = strcmp(op, "polyval") == 0 || is_doubling_op();
     if (!fn || (!setter && !keyless)) { im->na = "kernel lacks this function"; return; }
+    if (is_aead_decrypt()) { /* the encryption makes the valid message the decryption is timed on */
+        snprintf(name, sizeof name, "%s_%s", prefix, is_ocb_op() ? "ocb_encrypt" : "otr_encrypt");
+        o.seal_fn = dlsym(h, name);
+        if (!o.seal_fn) { im->na = "kernel lacks the matching encryption"; return; }
+        im->seal = ours_seal;
+    }
     if (posix_memalign(&o.key, 64, 65536)) abort();
     if (set_key) set_key(user_key, keybits, o.key);
     memcpy(o.h, user_key, 16);
@@ -106,6 +135,12 @@ static void setup_ours(struct impl *im, const char *so, const char *prefix) {
         o.xts = (void (*)(const void *, const uint8_t *, uint8_t *, size_t, const uint8_t *))fn;
     } else if (is_doubling_op())
         o.gfdouble = (void (*)(const uint8_t *, uint8_t *, size_t))fn;
+    else if (is_ocb_op())
+        o.ocb = (int (*)(const void *, const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, uint8_t *,
+                         size_t, uint8_t *, size_t))fn;
+    else if (is_otr_op())
+        o.otr = (int (*)(const void *, const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, uint8_t *,
+                         size_t, uint8_t *))fn;
     else if (strcmp(op, "ghash") == 0)
         o.ghash = (void (*)(const void *, uint8_t *, const uint8_t *, size_t))fn;
     else if (is_gcm_op())
@@ -122,36 +157,79 @@ static void setup_ours(struct impl *im, const char *so, const char *prefix) {
 }
 
 /* ---------------------------------------------------------------- OpenSSL EVP */
+#define EVP_CTRL_AEAD_SET_IVLEN 0x9
+#define EVP_CTRL_AEAD_GET_TAG 0x10
+#define EVP_CTRL_AEAD_SET_TAG 0x11
+
+typedef int (*evp_init_fn)(void *, const void *, void *, const uint8_t *, const uint8_t *);
+typedef int (*evp_update_fn)(void *, uint8_t *, int *, const uint8_t *, int);
+typedef int (*evp_final_fn)(void *, uint8_t *, int *);
+typedef int (*evp_ctrl_fn)(void *, int, int, void *);
+
 struct ossl {
     void *ctx;
-    int gcm;
-    int (*final)(void *, uint8_t *, int *);
-    int (*ctrl)(void *, int, int, void *);
-    int (*init)(void *, const void *, void *, const uint8_t *, const uint8_t *);
-    int (*update)(void *, uint8_t *, int *, const uint8_t *, int);
+    const uint8_t *nonce; /* AEAD (GCM, OCB): set again for every message; NULL otherwise */
     int chained;
+    evp_init_fn init;
+    evp_update_fn update;
+    evp_final_fn final;
+    evp_ctrl_fn ctrl;
+    /* AEAD decryption: an encrypting context of the same cipher, to make a valid message */
+    void *seal_ctx;
+    evp_init_fn seal_init;
+    evp_update_fn seal_update;
+    evp_final_fn seal_final;
 };
 
-static void ossl_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
+static int ossl_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
     struct ossl *s = self;
-    int outl;
+    int outl, fin;
     if (is_xts_op()) iv = (uint8_t *)xts_tweak; /* one data unit per message, the same tweak as ours */
-    if (s->gcm) { /* one message: IV, text, tag */
-        s->init(s->ctx, NULL, NULL, NULL, gcm_iv);
+    if (s->nonce) { /* one message: nonce, (decryption: the tag to check), text, final, (encryption: tag) */
+        uint8_t *tag = is_gcm_op() ? gcm_tag : aead_tag;
+        s->init(s->ctx, NULL, NULL, NULL, s->nonce);
+        if (is_decrypt()) s->ctrl(s->ctx, EVP_CTRL_AEAD_SET_TAG, 16, tag);
         s->update(s->ctx, out, &outl, in, (int)len);
-        s->final(s->ctx, out + outl, &outl);
-        s->ctrl(s->ctx, 0x10 /* EVP_CTRL_AEAD_GET_TAG */, 16, gcm_tag);
-        return;
+        fin = s->final(s->ctx, out + outl, &outl);
+        if (!is_decrypt()) s->ctrl(s->ctx, EVP_CTRL_AEAD_GET_TAG, 16, tag);
+        return fin > 0 ? 0 : 1;
     }
     if (s->chained) s->init(s->ctx, NULL, NULL, NULL, iv); /* fresh IV per message */
     s->update(s->ctx, out, &outl, in, (int)len);
+    return 0;
 }
 
-static void setup_openssl(struct impl *im) {
+static int ossl_seal(void *self, const uint8_t *pt, uint8_t *ct, size_t len) {
+    struct ossl *s = self;
+    int outl, fin;
+    s->seal_init(s->seal_ctx, NULL, NULL, NULL, s->nonce);
+    s->seal_update(s->seal_ctx, ct, &outl, pt, (int)len);
+    fin = s->seal_final(s->seal_ctx, ct + outl, &outl);
+    s->ctrl(s->seal_ctx, EVP_CTRL_AEAD_GET_TAG, 16, aead_tag);
+    return fin > 0 ? 0 : 1;
+}
+
+/* An EVP context for `cipher`, keyed; AEAD: the nonce length and the 16-byte tag set first. */
+static void *evp_context(void *(*ctx_new)(void), const void *cipher, evp_init_fn init, evp_ctrl_fn ctrl,
+                         const uint8_t *nonce, size_t noncelen) {
+    void *ctx = ctx_new();
+    uint8_t iv[16] = {0};
+    if (nonce) {
+        init(ctx, cipher, NULL, NULL, NULL);
+        ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN, (int)noncelen, NULL);
+        if (is_ocb_op()) ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, 16, NULL); /* OCB: the tag length, before the key */
+        init(ctx, NULL, NULL, user_key, nonce);
+    } else
+        init(ctx, cipher, NULL, user_key, iv);
+    return ctx;
+}
+
+void setup_openssl(struct impl *im) {
     static struct ossl s;
-    im->name = "openssl";
+    if (!im->name) im->name = "openssl";
     if (is_hash_op()) { im->na = "no standalone GHASH/POLYVAL in EVP"; return; }
     if (is_doubling_op()) { im->na = "no GF(2^128) doubling in EVP"; return; }
+    if (is_otr_op()) { im->na = NO_OTR; return; }
     if (is_xts_op() && keybits == 192) { im->na = "OpenSSL has no AES-192-XTS"; return; }
     void *h = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
     if (!h) { im->na = "libcrypto.so.3 not found (apt install libssl-dev)"; return; }
@@ -160,21 +238,24 @@ static void setup_openssl(struct impl *im) {
     const char *(*version)(int) = (const char *(*)(int))dlsym(h, "OpenSSL_version");
     char cname[32];
     const char *m = strncmp(op, "ecb", 3) == 0 ? "ecb" : strncmp(op, "cbc", 3) == 0 ? "cbc"
-                  : is_gcm_op() ? "gcm" : is_xts_op() ? "xts" : "ctr";
-    s.gcm = is_gcm_op();
-    s.final = (int (*)(void *, uint8_t *, int *))dlsym(h, "EVP_EncryptFinal_ex");
-    s.ctrl = (int (*)(void *, int, int, void *))dlsym(h, "EVP_CIPHER_CTX_ctrl");
+                  : is_gcm_op() ? "gcm" : is_xts_op() ? "xts" : is_ocb_op() ? "ocb" : "ctr";
+    s.nonce = is_gcm_op() ? gcm_iv : is_ocb_op() ? aead_nonce : NULL;
+    s.final = (evp_final_fn)dlsym(h, is_decrypt() ? "EVP_DecryptFinal_ex" : "EVP_EncryptFinal_ex");
+    s.ctrl = (evp_ctrl_fn)dlsym(h, "EVP_CIPHER_CTX_ctrl");
     snprintf(cname, sizeof cname, "EVP_aes_%u_%s", keybits, m);
     const void *(*cipher)(void) = (const void *(*)(void))dlsym(h, cname);
-    s.init = (int (*)(void *, const void *, void *, const uint8_t *, const uint8_t *))dlsym(
-        h, is_decrypt() ? "EVP_DecryptInit_ex" : "EVP_EncryptInit_ex");
-    s.update = (int (*)(void *, uint8_t *, int *, const uint8_t *, int))dlsym(
-        h, is_decrypt() ? "EVP_DecryptUpdate" : "EVP_EncryptUpdate");
-    if (!ctx_new || !cipher || !s.init || !s.update) { im->na = "EVP symbols missing"; return; }
-    s.ctx = ctx_new();
-    uint8_t iv[16] = {0};
-    s.init(s.ctx, cipher(), NULL, user_key, s.gcm ? gcm_iv : iv);
+    s.init = (evp_init_fn)dlsym(h, is_decrypt() ? "EVP_DecryptInit_ex" : "EVP_EncryptInit_ex");
+    s.update = (evp_update_fn)dlsym(h, is_decrypt() ? "EVP_DecryptUpdate" : "EVP_EncryptUpdate");
+    if (!ctx_new || !cipher || !s.init || !s.update || !s.final || !s.ctrl) { im->na = "EVP symbols missing"; return; }
+    s.ctx = evp_context(ctx_new, cipher(), s.init, s.ctrl, s.nonce, 12);
     if (set_padding) set_padding(s.ctx, 0);
+    if (is_aead_decrypt()) {
+        s.seal_init = (evp_init_fn)dlsym(h, "EVP_EncryptInit_ex");
+        s.seal_update = (evp_update_fn)dlsym(h, "EVP_EncryptUpdate");
+        s.seal_final = (evp_final_fn)dlsym(h, "EVP_EncryptFinal_ex");
+        s.seal_ctx = evp_context(ctx_new, cipher(), s.seal_init, s.ctrl, s.nonce, 12);
+        im->seal = ossl_seal;
+    }
     s.chained = strcmp(m, "ecb") != 0;
     im->run = ossl_run;
     im->self = &s;
@@ -193,7 +274,7 @@ struct imb {
 static struct gcm_key_data imb_gkey __attribute__((aligned(64)));
 static struct gcm_context_data imb_gctx;
 
-static void imb_gcm_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
+static int imb_gcm_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
     struct imb *s = self;
     (void)iv;
     if (keybits == 128)
@@ -202,16 +283,18 @@ static void imb_gcm_run(void *self, const uint8_t *in, uint8_t *out, size_t len,
         IMB_AES192_GCM_ENC(s->mgr, &imb_gkey, &imb_gctx, out, in, len, gcm_iv, NULL, 0, gcm_tag, 16);
     else
         IMB_AES256_GCM_ENC(s->mgr, &imb_gkey, &imb_gctx, out, in, len, gcm_iv, NULL, 0, gcm_tag, 16);
+    return 0;
 }
 static uint8_t imb_tag[16];
 
-static void imb_ghash_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
+static int imb_ghash_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
     struct imb *s = self;
     (void)out; (void)iv;
     IMB_GHASH(s->mgr, &imb_gkey, in, len, imb_tag, 16);
+    return 0;
 }
 
-static void imb_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
+static int imb_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
     struct imb *s = self;
     IMB_JOB *job = IMB_GET_NEXT_JOB(s->mgr);
     int dec = is_decrypt();
@@ -231,6 +314,7 @@ static void imb_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uin
     job = IMB_SUBMIT_JOB(s->mgr);
     while (job == NULL && (job = IMB_FLUSH_JOB(s->mgr)) == NULL)
         ;
+    return 0;
 }
 
 static void setup_ipsec(struct impl *im) {
@@ -248,6 +332,9 @@ static void setup_ipsec(struct impl *im) {
     /* intel-ipsec-mb 1.3's IMB_CIPHER_MODE has no XTS; a later header with IMB_CIPHER_XTS would need a job here */
     if (is_xts_op()) { im->na = "no XTS in intel-ipsec-mb " IMB_VERSION_STR; return; }
     if (is_doubling_op()) { im->na = "no GF(2^128) doubling API"; return; }
+    /* intel-ipsec-mb 1.3's IMB_CIPHER_MODE and hash algorithms have no OCB (nor any AES-OTR) */
+    if (is_ocb_op()) { im->na = "no OCB in intel-ipsec-mb " IMB_VERSION_STR; return; }
+    if (is_otr_op()) { im->na = NO_OTR; return; }
     if (is_gcm_op()) {
         if (keybits == 128) IMB_AES128_GCM_PRE(s.mgr, user_key, &imb_gkey);
         else if (keybits == 192) IMB_AES192_GCM_PRE(s.mgr, user_key, &imb_gkey);
@@ -276,12 +363,13 @@ static void setup_ipsec(struct impl *im) {
 #else
 static void setup_ipsec(struct impl *im) {
     im->name = "ipsec-mb";
+    if (is_otr_op()) { im->na = NO_OTR; return; }
     im->na = "built without intel-ipsec-mb.h (apt install libipsec-mb-dev)";
 }
 #endif
 
 /* ---------------------------------------------------------------- timing */
-static inline uint64_t ticks(void) {
+uint64_t ticks(void) {
     unsigned aux;
     uint64_t t = __rdtscp(&aux);
     _mm_lfence();
@@ -325,8 +413,58 @@ static int ceiling(int argc, char **argv) {
     return 0;
 }
 
+void prepare_message(struct impl *impls, int n, uint8_t *in, size_t len) {
+    for (size_t i = 0; i < len; i++) in[i] = (uint8_t)i;
+    if (!is_aead_decrypt()) return;
+    for (int i = 0; i < n; i++) {
+        if (impls[i].na || !impls[i].seal) continue;
+        uint8_t *ct = malloc(len + 1);
+        if (!ct) abort();
+        impls[i].seal(impls[i].self, in, ct, len);
+        memcpy(in, ct, len);
+        free(ct);
+        return;
+    }
+}
+
+double time_calls(struct impl *im, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv, int reps) {
+    uint64_t t0 = ticks();
+    for (int r = 0; r < reps; r++) im->run(im->self, in, out, len, iv);
+    uint64_t t1 = ticks();
+    return (double)(t1 - t0) / reps;
+}
+
+void fill_user_key(void) {
+    for (int i = 0; i < 32; i++) user_key[i] = (uint8_t)(i * 7 + 1);
+}
+
+/* Is `name` one of the comma list `list`? ("openssl" is not "openssl-noaesni".) */
+static int listed(const char *list, const char *name) {
+    size_t k = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += k)
+        if ((p == list || p[-1] == ',') && (p[k] == ',' || p[k] == '\0')) return 1;
+    return 0;
+}
+
+/* A decryption must accept the valid message, or it would be timed on its early exit. */
+static void check_accepts(struct impl *im, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
+    static char why[96];
+    if (!is_aead_decrypt() || im->na || im->process || im->run(im->self, in, out, len, iv) == 0) return;
+    snprintf(why, sizeof why, "rejected the valid %zu-byte message", len);
+    im->na = why;
+    printf("{\"impl\": \"%s\", \"na\": \"%s\"}\n", im->name, im->na);
+}
+
+static void warm(struct impl *im, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv, int calls) {
+    if (im->process)
+        peer_process_warm(im, calls);
+    else
+        for (int r = 0; r < calls; r++) im->run(im->self, in, out, len, iv);
+}
+
 int main(int argc, char **argv) {
     if (argc > 2 && strcmp(argv[1], "--ceiling") == 0) return ceiling(argc, argv);
+    if (argc > 4 && strcmp(argv[1], "--serve-peer") == 0) return serve_peer_process(argc, argv);
     if (argc < 8) {
         fprintf(stderr, "usage: bench KERNEL.so PREFIX OP KEYBITS SIZES TRIALS PEERS [CPU]\n");
         return 2;
@@ -334,20 +472,21 @@ int main(int argc, char **argv) {
     op = argv[3];
     keybits = (unsigned)atoi(argv[4]);
     int trials = atoi(argv[6]);
-    if (argc > 8) {
+    if (argc > 8) { /* before any peer process starts: it inherits the CPU */
         cpu_set_t set;
         CPU_ZERO(&set);
         CPU_SET(atoi(argv[8]), &set);
         sched_setaffinity(0, sizeof set, &set);
     }
-    for (int i = 0; i < 32; i++) user_key[i] = (uint8_t)(i * 7 + 1);
+    fill_user_key();
 
-    struct impl impls[3];
+    struct impl impls[4];
     memset(impls, 0, sizeof impls);
     int n = 0;
     setup_ours(&impls[n++], argv[1], argv[2]);
-    if (strstr(argv[7], "openssl")) setup_openssl(&impls[n++]);
-    if (strstr(argv[7], "ipsec-mb")) setup_ipsec(&impls[n++]);
+    if (listed(argv[7], "openssl")) setup_openssl(&impls[n++]);
+    if (listed(argv[7], "ipsec-mb")) setup_ipsec(&impls[n++]);
+    if (listed(argv[7], "openssl-noaesni")) start_noaesni_openssl(&impls[n++]);
 
     double hz = tsc_hz();
     printf("{\"meta\": true, \"op\": \"%s\", \"key_bits\": %u, \"tsc_hz\": %.0f, \"trials\": %d}\n", op, keybits, hz,
@@ -364,22 +503,23 @@ int main(int argc, char **argv) {
     for (char *tok = strtok(sizes, ","); tok; tok = strtok(NULL, ",")) {
         size_t len = strtoull(tok, NULL, 10);
         if (posix_memalign((void **)&in, 64, len + 64) || posix_memalign((void **)&out, 64, len + 64)) abort();
-        for (size_t i = 0; i < len; i++) in[i] = (uint8_t)i;
+        prepare_message(impls, n, in, len);
+        for (int i = 0; i < n; i++) {
+            if (impls[i].process && !impls[i].na) peer_process_size(&impls[i], len);
+            check_accepts(&impls[i], in, out, len, iv);
+        }
         /* Repetitions per sample: about 20k TSC ticks of work, at least one call. */
         int reps = (int)(20000 / (len / 8.0 + 60));
         if (reps < 1) reps = 1;
         double *samples = calloc((size_t)n * trials, sizeof *samples);
         for (int w = 0; w < 3; w++) /* warm caches, predictors and frequency */
             for (int i = 0; i < n; i++)
-                if (!impls[i].na)
-                    for (int r = 0; r < reps * 4; r++) impls[i].run(impls[i].self, in, out, len, iv);
-        for (int t = 0; t < trials; t++) {
+                if (!impls[i].na) warm(&impls[i], in, out, len, iv, reps * 4);
+        for (int t = 0; t < trials; t++) { /* alternating: each implementation takes one sample in turn */
             for (int i = 0; i < n; i++) {
                 if (impls[i].na) continue;
-                uint64_t t0 = ticks();
-                for (int r = 0; r < reps; r++) impls[i].run(impls[i].self, in, out, len, iv);
-                uint64_t t1 = ticks();
-                samples[i * trials + t] = (double)(t1 - t0) / reps;
+                samples[i * trials + t] = impls[i].process ? peer_process_time(&impls[i], reps)
+                                                           : time_calls(&impls[i], in, out, len, iv, reps);
             }
         }
         for (int i = 0; i < n; i++) {
@@ -393,5 +533,7 @@ int main(int argc, char **argv) {
         free(in);
         free(out);
     }
+    for (int i = 0; i < n; i++)
+        if (impls[i].process) peer_process_stop(&impls[i]);
     return 0;
 }

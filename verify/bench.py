@@ -25,10 +25,15 @@ SCHEMA = "aesgen-bench/1"
 OPS_BY_MODE = {"ecb": ("ecb_encrypt", "ecb_decrypt"), "ctr32": ("ctr32_encrypt",),
                "cbc": ("cbc_encrypt", "cbc_decrypt"), "ghash": ("ghash",), "polyval": ("polyval",),
                "gcm": ("gcm_encrypt",), "xts": ("xts_encrypt", "xts_decrypt"),
-               "gfdouble": ("gfdouble_le", "gfdouble_be")}
+               "gfdouble": ("gfdouble_le", "gfdouble_be"), "ocb": ("ocb_encrypt", "ocb_decrypt"),
+               "otr": ("otr_encrypt", "otr_decrypt")}
 # Tweak sequences alone: SIZE bytes = SIZE / 16 doublings, reported per block; no peer has them.
 DOUBLING_OPS = ("gfdouble_le", "gfdouble_be")
-PEERS = ("openssl", "ipsec-mb")
+# openssl-noaesni: OpenSSL's EVP with AES-NI masked off (its bsaes/vpaes code), run by the harness in a
+# process of its own (bench_peer_process.c) and still sampled in turn with the others.
+PEERS = ("openssl", "ipsec-mb", "openssl-noaesni")
+# The AES calls per 16-byte block that the AES bound of a function counts, where it is not plain ECB's one.
+AEAD_BLOCK_CIPHER = {"ocb_encrypt": "OCB3", "ocb_decrypt": "OCB3", "otr_encrypt": "AES-OTR", "otr_decrypt": "AES-OTR"}
 ROUNDS = {128: 10, 192: 12, 256: 14}
 
 
@@ -65,6 +70,7 @@ class BenchResult:
     machine: dict = field(default_factory=dict)
     core_hz: float = 0.0  # from the ceiling's add chain; 0 when no ceiling was measured
     ceiling_bounds: dict[str, OpCeiling] = field(default_factory=dict)  # op -> the ceiling's derivation
+    op_peers: dict[str, dict[str, str]] = field(default_factory=dict)  # op -> peer -> detail or "n/a (why)"
 
     def get(self, op: str, size: int, impl: str) -> Measurement | None:
         return next((m for m in self.measurements if (m.op, m.size, m.impl) == (op, size, impl)), None)
@@ -158,12 +164,14 @@ def bench(spec: KernelSpec, asm_path: Path, *, ops: list[str], sizes: list[int],
     for op in ops:
         tsc, info, ms = run_op(spec, so, op, sizes, () if op in DOUBLING_OPS else peers, key_bits, trials, cpu)
         result.tsc_hz = result.tsc_hz or tsc  # one TSC rate for the whole result
+        result.op_peers[op] = dict(info)
         for peer, detail in info.items():  # a peer that runs some op keeps its description
             if peer not in result.peers or result.peers[peer].startswith("n/a"):
                 result.peers[peer] = detail
         for m in ms:
             m.gbps = m.size / (m.median_ticks / result.tsc_hz) / 1e9
         result.measurements.extend(ms)
+    merge_unavailable_reasons(result)
     if ceiling is not None:
         asm = asm_path.read_text()
         limits = {op: op_ceiling(ceiling, spec, op, key_bits, asm) for op in ops}
@@ -171,6 +179,26 @@ def bench(spec: KernelSpec, asm_path: Path, *, ops: list[str], sizes: list[int],
         result.ceilings = {op: v.gbps for op, v in result.ceiling_bounds.items()}
         result.core_hz = ceiling.core_hz
     return result
+
+
+def merge_unavailable_reasons(result: BenchResult) -> None:
+    """A peer that ran no op at all reads n/a with every op's reason, once each, in op order."""
+    for peer, info in result.peers.items():
+        if info.startswith("n/a ("):
+            reasons = dict.fromkeys(v[len("n/a ("):-1] for per_op in result.op_peers.values()
+                                    if (v := per_op.get(peer, "")).startswith("n/a ("))
+            result.peers[peer] = f"n/a ({'; '.join(reasons)})" if reasons else info
+
+
+def unavailable_by_op(result: BenchResult) -> list[tuple[str, list[str], str]]:
+    """(peer, ops, "n/a (why)") for the ops a peer could not run where it ran others, or where its
+    reason differs from op to op; grouped by peer and reason, in op order."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for op, per_op in result.op_peers.items():
+        for peer, info in per_op.items():
+            if info.startswith("n/a") and info != result.peers.get(peer):
+                groups.setdefault((peer, info), []).append(op)
+    return [(peer, ops, info) for (peer, info), ops in groups.items()]
 
 
 HASH_OPS = ("ghash", "polyval")
@@ -222,18 +250,22 @@ def op_ceiling(ceiling: Ceiling, spec: KernelSpec, op: str, key_bits: int, asm: 
                     f"main loop per {per_iteration} B: {describe_counts(counts)}, run together {together:.1f} cycles "
                     f"(alone: AES {aes:.1f}, CLMUL {clmul:.1f})", together=True)
     rounds = ROUNDS[key_bits]
+    # A file without AES-NI (--backend gfni, ...) is held to the AES-NI bound of its width, and says so.
+    aes, other = ("AES", "") if spec.backend == "aesni" else \
+        ("AES-NI", f"; the {spec.backend} backend runs no vaesenc, this is what AES-NI allows at its width")
     if op == "cbc_encrypt":
         cost = ceiling.cost("vaesenc", 128)
         if cost is None:
             return None
-        return done(16 / (rounds * cost.latency_cycles), "serial AES",
-                    f"{rounds} x vaesenc latency {cost.latency_cycles:.2f} cycles per 16 B")
+        return done(16 / (rounds * cost.latency_cycles), f"serial {aes}",
+                    f"{rounds} x vaesenc latency {cost.latency_cycles:.2f} cycles per 16 B{other}")
     cost = ceiling.cost("vaesenc", width)
     if cost is None:
         return None
-    return done(16 * (width // 128) / (rounds * cost.throughput_cycles), "AES",
-                f"{rounds} x vaesenc {REGISTER_KINDS[width]} at {cost.throughput_cycles:.2f} cycles per "
-                f"{16 * (width // 128)} B")
+    per_block = f"{AEAD_BLOCK_CIPHER[op]}: one AES call per 16-byte block, " if op in AEAD_BLOCK_CIPHER else ""
+    return done(16 * (width // 128) / (rounds * cost.throughput_cycles), aes,
+                f"{per_block}{rounds} x vaesenc {REGISTER_KINDS[width]} at {cost.throughput_cycles:.2f} cycles per "
+                f"{16 * (width // 128)} B{other}")
 
 
 def ceiling_line(spec: KernelSpec, result: BenchResult, op: str) -> str | None:
@@ -247,7 +279,7 @@ def ceiling_line(spec: KernelSpec, result: BenchResult, op: str) -> str | None:
     got = result.bytes_per_cycle(op, size)
     mode = mode_of(op) or spec.modes[0]
     products = (" karatsuba" if spec.karatsuba else " schoolbook") if mode in ("ghash", "polyval", "gcm") \
-        else f" {spec.gfdouble} doubling" if mode == "xts" else ""
+        else f" {spec.gfdouble} doubling" if mode in ("xts", "otr") else ""
     kind = "measured " if c.measured_together else ""
     return (f"{op} {spec.width_for(mode)}x{spec.depth_for(mode)}{products}, {size} B: {got:.2f} B/cycle = "
             f"{got / c.bytes_per_cycle:.0%} of the {kind}{c.name} ceiling {c.bytes_per_cycle:.2f} B/cycle ({c.basis})")

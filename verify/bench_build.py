@@ -10,7 +10,9 @@ from pathlib import Path
 
 from .build import BuildError, build_dir, build_shared, compiler
 
-BENCH_SOURCE = Path(__file__).with_name("bench.c")
+# The harness: timing, our kernel and the in-process peers; a peer in a process of its own; their header.
+BENCH_SOURCES = tuple(Path(__file__).with_name(n) for n in ("bench.c", "bench_peer_process.c"))
+BENCH_HEADER = Path(__file__).with_name("bench.h")
 IPSEC_HEADER = Path("/usr/include/intel-ipsec-mb.h")
 
 
@@ -23,14 +25,14 @@ def _link_flags() -> list[str]:
 def bench_binary() -> Path:
     cc = compiler()
     flags = ["-O2", "-march=native", *_link_flags(), "-ldl"]
-    text = BENCH_SOURCE.read_bytes()
+    text = b"\0".join(p.read_bytes() for p in (*BENCH_SOURCES, BENCH_HEADER))
     h = hashlib.sha256(text + "\0".join([cc, *flags]).encode()).hexdigest()[:20]
     out = build_dir() / f"bench-{h}"
     if out.exists():
         return out
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix="bench-")
     os.close(fd)
-    cmd = [cc, "-o", tmp, str(BENCH_SOURCE), *flags]
+    cmd = [cc, "-o", tmp, *map(str, BENCH_SOURCES), *flags]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         os.unlink(tmp)

@@ -1,0 +1,50 @@
+/* Shared by the benchmark harness's sources: bench.c (our kernel, the in-process peers, the
+ * timing loop) and bench_peer_process.c (a peer timed in a child process of its own). */
+#ifndef AESGEN_BENCH_H
+#define AESGEN_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One call on one whole message; 0, or non-zero when a decryption rejected its tag. */
+typedef int (*run_fn)(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv);
+/* AEAD encryption of `pt` into `ct`, leaving the tag in aead_tag (to make a valid message to decrypt). */
+typedef int (*seal_fn)(void *self, const uint8_t *pt, uint8_t *ct, size_t len);
+
+struct peer_process; /* bench_peer_process.c */
+
+struct impl {
+    const char *name;
+    run_fn run;
+    seal_fn seal; /* NULL unless the op is an AEAD decryption */
+    void *self;
+    const char *na; /* why it cannot run, or NULL */
+    char detail[192];
+    struct peer_process *process; /* non-NULL: the calls run and are timed in that process */
+};
+
+extern const char *op;
+extern unsigned keybits;
+extern uint8_t user_key[64];
+extern uint8_t aead_tag[16]; /* the tag an AEAD encryption wrote / a decryption checks */
+
+int is_aead_decrypt(void);
+void fill_user_key(void); /* the fixed key bytes every process uses */
+void setup_openssl(struct impl *im);
+uint64_t ticks(void);
+/* Fill `in` with the message every implementation processes at this size: fixed bytes, or for an
+ * AEAD decryption their encryption (by the first implementation that can seal), tag in aead_tag. */
+void prepare_message(struct impl *impls, int n, uint8_t *in, size_t len);
+/* TSC ticks per call over `reps` back-to-back calls. */
+double time_calls(struct impl *im, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv, int reps);
+
+/* The peer process: start it (OPENSSL_ia32cap masking AES-NI, set before its libcrypto loads),
+ * then drive it size by size; it times its own calls and reports ticks per call. */
+void start_noaesni_openssl(struct impl *im);
+void peer_process_size(struct impl *im, size_t len);
+void peer_process_warm(struct impl *im, int reps);
+double peer_process_time(struct impl *im, int reps);
+void peer_process_stop(struct impl *im);
+int serve_peer_process(int argc, char **argv);
+
+#endif
