@@ -550,11 +550,15 @@ def print_exploration(result) -> None:
         table.add_column(c, justify="right")
     if variants:
         table.add_column("products" if products else "doubling")
+    failed = ("infeasible", "unsupported", "verify-failed")
+    reasons = any(p.status in failed for p in result.points)
+    if reasons:  # why a config has no figures, in its own column (not under a GB/s heading)
+        table.add_column("reason", justify="left")
     best = result.best()
     for p in result.points:
         mark = " *" if best is p else ""
-        if p.status in ("infeasible", "unsupported", "verify-failed"):
-            row = [f"[yellow]{p.status}[/]", p.reason] + [""] * (len(cols) - (5 if products else 4))
+        if p.status in failed:
+            row = [f"[yellow]{p.status}[/]"] + [""] * (len(cols) - (4 if products else 3))
         elif result.measured:
             row = [p.status + mark, f"{p.bulk_gbps:.2f}",
                    *[f"{p.gbps_by_size[str(s)]:.2f}" if str(s) in p.gbps_by_size else "" for s in shorts],
@@ -563,7 +567,8 @@ def print_exploration(result) -> None:
             row = [p.status + mark, f"{p.model_cycles_per_iteration:.1f}", f"{p.model_bytes_per_cycle:.2f}",
                    f"{p.model_single_iteration_cycles:.0f}"]
         table.add_row(str(p.width), str(p.depth), *([str(p.k)] if products else []), *row,
-                      *([p.variant] if variants else []))
+                      *([p.variant] if variants else []),
+                      *([p.reason if p.status in failed else ""] if reasons else []))
     console.print(table)
     knees = ", ".join(f"{w}-bit: depth {d}" for w, d in result.predicted_knee.items())
     if knees:
