@@ -199,7 +199,8 @@ class Interpreter:
                     self.m.write(addr + n, bytes([byte]))
             return
         if op in ("vload", "vload_key"):
-            addr = self.m.addr(i.srcs[0])
+            src = i.srcs[0]  # a Const: a constant loaded into a register for a whole path
+            addr = self.m.const_addr(src) if isinstance(src, Const) else self.m.addr(src)
             keep = self.mask_bytes(i, 16 * lanes)
             raw = bytes(self.m.read(addr + n, 1)[0] if keep[n] else 0 for n in range(16 * lanes))
             out = tuple(int.from_bytes(raw[16 * k:16 * k + 16], "little") for k in range(lanes))
