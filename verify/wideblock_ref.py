@@ -6,14 +6,14 @@ permutation with b = 2 (Gueron & Mouha, 2016: a two-branch Feistel of 15 rounds 
 F_{c,b}(x) is two AES rounds, the first keyed by the constant C_{c,b}, the second by zero).
 
 Both are generic byte-level code: a Rijndael round of Nb columns, the state byte r + 4c
-being row r of column c (the input order). Nothing here is shared with the kernels or the
-simulator; tests/test_wideblock.py checks both against the published vectors.
+being row r of column c (the input order). Only the S-box and MixColumns' column product come
+from aesgen.aesref; tests/test_wideblock.py checks both references against the published vectors.
 """
 from __future__ import annotations
 
 from functools import lru_cache
 
-from aesgen.aesref import gf256_mul, sbox
+from aesgen.aesref import gf256_mul, mix_columns, sbox
 
 RIJNDAEL256_ROUNDS = 14
 RIJNDAEL256_BLOCK = 32
@@ -35,20 +35,6 @@ def shift_rows(s: list[int], nb: int) -> list[int]:
     return [s[r + 4 * ((c + off[r]) % nb)] for c in range(nb) for r in range(4)]
 
 
-def mix_columns(s: list[int], nb: int) -> list[int]:
-    """Each column times the circulant (02 03 01 01) over GF(2^8)."""
-    m = (2, 3, 1, 1)
-    out = []
-    for c in range(nb):
-        col = s[4 * c:4 * c + 4]
-        for r in range(4):
-            v = 0
-            for k in range(4):
-                v ^= gf256_mul(m[(k - r) % 4], col[k])
-            out.append(v)
-    return out
-
-
 def add_round_key(s: list[int], k: bytes) -> list[int]:
     return [a ^ b for a, b in zip(s, k)]
 
@@ -56,7 +42,7 @@ def add_round_key(s: list[int], k: bytes) -> list[int]:
 def rijndael_round(s: list[int], k: bytes, nb: int, last: bool = False) -> list[int]:
     s = shift_rows(sub_bytes(s), nb)
     if not last:
-        s = mix_columns(s, nb)
+        s = mix_columns(s)  # each of the Nb columns
     return add_round_key(s, k)
 
 
