@@ -227,6 +227,12 @@ class Interpreter:
             a, c = (self.value(s, lanes) for s in i.srcs[:2])
             half = lanes // 2
             out = tuple(x for k in range(half * i.imm, half * i.imm + half) for x in (a[k], c[k]))
+        elif op == "permt2b":  # byte k: byte index[k] of the two tables' bytes, the first table first
+            table1, index, table2 = (self.value(s, lanes) for s in i.srcs)
+            raw = b"".join(x.to_bytes(16, "little") for x in table1 + table2)
+            idx = b"".join(x.to_bytes(16, "little") for x in index)
+            picked = bytes(raw[k % len(raw)] for k in idx)
+            out = tuple(int.from_bytes(picked[16 * k:16 * k + 16], "little") for k in range(lanes))
         elif op == "upper_half":  # i.width is the result's width
             src = self.value(i.srcs[0], 2 * lanes)
             out = src[lanes:]

@@ -76,6 +76,8 @@ def required_features(isa: str, width: int, modes: tuple[str, ...], gfdouble: st
     feats = list(FEATURES_BY_ISA[isa])
     if backend == "gfni":
         feats = [f for f in feats if f not in ("aes", "vaes")] + ["gfni"]
+    if isa == "avx512" and "rijndael256" in modes:  # vpermt2b: Rijndael-256's ShiftRows in one op per half
+        feats.append("avx512vbmi")
     doubling_clmul = any(m in DOUBLING_MODES for m in modes) and needs_clmul(gfdouble, width)
     if any(m in CLMUL_MODES for m in modes) or doubling_clmul:
         feats.append("pclmulqdq")

@@ -30,8 +30,6 @@ RIJNDAEL256_ROUNDS = 14
 RIJNDAEL256_HALF_KEYS = 2 * (RIJNDAEL256_ROUNDS + 1)  # 120 words = 30 halves of 4 words
 SIMPIRA_ROUNDS = 15
 SIMPIRA_B = 2
-# vpternlogd truth table (a the most significant input) of "c ? b : a", bit by bit.
-SELECT_B_WHERE_C = (0xCC & 0xAA) | (0xF0 & ~0xAA & 0xFF)
 
 
 def shift_compensation() -> tuple[bytes, bytes]:
@@ -65,6 +63,16 @@ def blend_mask(lanes: int) -> Const:
 
 def shuffle_control(lanes: int) -> Const:
     return Const(f"rijndael256_shuffle_x{lanes}", shift_compensation()[1] * lanes)
+
+
+def two_table_index(lanes: int) -> Const:
+    """vpermt2b's byte indices doing the blend and the shuffle at once: byte k of lane l takes
+    what the shuffle picks, from this half's register (the first table) or, where the blend
+    takes the other half, from the other's (the second table, indices + 16 * lanes)."""
+    mask, shuffle = shift_compensation()
+    index = bytes(16 * l + shuffle[k] + (16 * lanes if mask[shuffle[k]] else 0)
+                  for l in range(lanes) for k in range(16))
+    return Const(f"rijndael256_index_x{lanes}", index)
 
 
 def simpira_constant(c: int, lanes: int) -> Const:
@@ -121,19 +129,19 @@ class Halves:
 class Rijndael256(Halves):
     def __init__(self, b: FunctionBuilder) -> None:
         super().__init__(b)
-        self.ternlog = b.spec.isa == "avx512"
+        self.two_table = "avx512vbmi" in b.spec.features  # every CPU with VAES and AVX-512 has it
 
     def shift_rows(self, x: tuple[VReg, VReg], blend: VReg, shuffle: VReg, r: int,
                    width: int) -> tuple[VReg, VReg]:
-        """Both halves made ready for AESENC to do Rijndael-256's ShiftRows."""
+        """Both halves made ready for AESENC to do Rijndael-256's ShiftRows. With AVX512_VBMI,
+        `shuffle` holds vpermt2b's indices (two_table_index) and `blend` is unused."""
         b = self.b
-        if self.ternlog:
-            t = [b.v("ternlog", x[p], x[1 - p], blend, imm=SELECT_B_WHERE_C, width=width,
-                     comment=f"round {r}: bytes that cross into half {p}") for p in (0, 1)]
-        else:
-            d = b.v("vxor", x[0], x[1], width=width)
-            d = b.v("pand", d, blend, width=width, comment=f"round {r}: bytes that cross halves")
-            t = [b.v("vxor", x[p], d, width=width) for p in (0, 1)]
+        if self.two_table:  # vpermt2b overwrites its first table: one copy of a half per round
+            return tuple(b.v("permt2b", x[p], shuffle, x[1 - p], width=width,  # type: ignore[return-value]
+                             comment=f"round {r}: half {p} blended and pre-compensated") for p in (0, 1))
+        d = b.v("vxor", x[0], x[1], width=width)
+        d = b.v("pand", d, blend, width=width, comment=f"round {r}: bytes that cross halves")
+        t = [b.v("vxor", x[p], d, width=width) for p in (0, 1)]
         return tuple(b.v("pshufb", t[p], shuffle, width=width,  # type: ignore[return-value]
                          comment="pre-compensate AESENC's ShiftRows") for p in (0, 1))
 
@@ -168,17 +176,24 @@ def rijndael256_ecb_function(b: FunctionBuilder) -> None:
     return_if_zero(b, n)
 
     def path() -> None:
-        blend, shuffle = b.pinned("BLEND"), b.pinned("SHUFFLE")
-        b.v("vload", blend_mask(b.lanes), dst=blend, comment="bytes that cross halves in ShiftRows")
-        b.v("vload", shuffle_control(b.lanes), dst=shuffle, comment="AESENC ShiftRows compensation")
+        if cipher.two_table:
+            blend, shuffle = None, b.pinned("INDEX")
+            b.v("vload", two_table_index(b.lanes), dst=shuffle, comment="ShiftRows: both halves' bytes")
+        else:
+            blend, shuffle = b.pinned("BLEND"), b.pinned("SHUFFLE")
+            b.v("vload", blend_mask(b.lanes), dst=blend, comment="bytes that cross halves in ShiftRows")
+            b.v("vload", shuffle_control(b.lanes), dst=shuffle, comment="AESENC ShiftRows compensation")
 
         def body(g: int, width: int | None = None) -> None:
             w = width or b.width
             lanes = w // 128
+            # vpermt2b's second table starts at byte 16 * lanes: an xmm tail needs its own indices
+            order = shuffle if not cipher.two_table or lanes == b.lanes else \
+                b.v("vload", two_table_index(lanes), width=w, comment="ShiftRows indices for one block")
 
             def block(j: int) -> None:
                 off = 32 * lanes * j
-                y = cipher.encrypt(cipher.load(inp, off, lanes, w), blend, shuffle, w)
+                y = cipher.encrypt(cipher.load(inp, off, lanes, w), blend, order, w)
                 cipher.store(outp, off, lanes, w, y)
             b.groups(g, block, comment=f"{g} group(s) of {lanes} block(s)")
 

@@ -55,7 +55,7 @@ def pshufb(x: bytes, control: bytes) -> bytes:
 
 
 def blend(a: bytes, b: bytes, mask: bytes) -> bytes:
-    """Bit by bit: mask ? b : a (what both the xor-and-xor and the vpternlogd form compute)."""
+    """Bit by bit: mask ? b : a (what a ^ ((a ^ b) & mask) computes)."""
     return bytes((x & ~m | y & m) & 0xFF for x, y, m in zip(a, b, mask))
 
 
@@ -67,9 +67,29 @@ def test_blend_and_shuffle_then_aesenc_shiftrows_is_rijndael256_shiftrows():
     assert aes_shift_rows(t0) + aes_shift_rows(t1) == rijndael256_shift_rows(state)
 
 
-def test_ternlog_immediate_selects_the_second_source_where_the_mask_is_set():
-    a, b, c = 0xF0, 0xCC, 0xAA  # vpternlogd's input truth tables (Intel SDM)
-    assert wideblock.SELECT_B_WHERE_C == (b & c | a & ~c) & 0xFF
+def vpermt2b(table1: bytes, index: bytes, table2: bytes) -> bytes:
+    """Intel SDM: byte k = byte (index[k] mod 2n) of table1 || table2 (n bytes each)."""
+    both = table1 + table2
+    return bytes(both[k % len(both)] for k in index)
+
+
+@pytest.mark.parametrize("lanes", [1, 2, 4])
+def test_two_table_indices_then_aesenc_shiftrows_is_rijndael256_shiftrows(lanes):
+    index = wideblock.two_table_index(lanes).data
+    blocks = [bytes(range(32 * k, 32 * k + 32)) for k in range(lanes)]
+    halves = [b"".join(blk[16 * p:16 * p + 16] for blk in blocks) for p in (0, 1)]  # dealt
+    y = [vpermt2b(halves[p], index, halves[1 - p]) for p in (0, 1)]
+    for k, blk in enumerate(blocks):
+        got = aes_shift_rows(y[0][16 * k:16 * k + 16]) + aes_shift_rows(y[1][16 * k:16 * k + 16])
+        assert got == rijndael256_shift_rows(blk)
+
+
+def test_avx512_files_with_rijndael256_require_and_check_vbmi():
+    spec = KernelSpec(("rijndael256",), "avx512", 512, 4)
+    assert "avx512vbmi" in spec.features
+    assert "avx512vbmi" not in KernelSpec(("simpira",), "avx512", 512, 4).features
+    assert "vpermt2b" in generate(spec).asm
+    assert "avx512vbmi" not in KernelSpec(("rijndael256",), "avx2", 256, 4).features
 
 
 def test_simpira_constants_follow_the_definition():
