@@ -160,7 +160,7 @@ VECTOR_OPS = {
     "prev_lanes", "top_lane", "widen", "vzero",
     "clmul", "psllq", "psrlq", "psrad", "pand", "upper_half", "ternlog",
     "paddq", "psrldq", "psllvq", "psrlvq", "gf2p8affineqb", "gf2p8affineinvqb", "prord",
-    "next_lanes", "deal_lanes", "zip_lanes", "permt2b",
+    "next_lanes", "deal_lanes", "zip_lanes", "permt2b", "blendv",
 }
 COMMUTATIVE = {"vxor", "paddd", "paddq", "pand"}
 # Ops whose destination is also their first input in every encoding (vpternlogd, vpermi2q,

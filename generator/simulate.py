@@ -292,7 +292,17 @@ LANE_OPS = {
     "psllvq": lambda a, n, _i: _qwords_zip(a, n, lambda x, c: (x << c) & M64 if c < 64 else 0),
     "psrlvq": lambda a, n, _i: _qwords_zip(a, n, lambda x, c: x >> c if c < 64 else 0),
     "ternlog": lambda a, b, c, imm: _ternlog(a, b, c, imm),
+    "blendv": lambda a, b, m, _i: _blendv(a, b, m),
 }
+
+
+def _blendv(a: int, b: int, mask: int) -> int:
+    """Byte k from b where bit 7 of mask byte k is set, else from a (vpblendvb)."""
+    out = 0
+    for k in range(16):
+        src = b if mask >> (8 * k + 7) & 1 else a
+        out |= src & (0xFF << 8 * k)
+    return out
 
 
 def _ternlog(a: int, b: int, c: int, imm: int) -> int:

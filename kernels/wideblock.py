@@ -139,9 +139,13 @@ class Rijndael256(Halves):
         if self.two_table:  # vpermt2b overwrites its first table: one copy of a half per round
             return tuple(b.v("permt2b", x[p], shuffle, x[1 - p], width=width,  # type: ignore[return-value]
                              comment=f"round {r}: half {p} blended and pre-compensated") for p in (0, 1))
-        d = b.v("vxor", x[0], x[1], width=width)
-        d = b.v("pand", d, blend, width=width, comment=f"round {r}: bytes that cross halves")
-        t = [b.v("vxor", x[p], d, width=width) for p in (0, 1)]
+        if b.spec.isa == "sse":  # pblendvb's mask is implicitly xmm0: xor, and, xor instead
+            d = b.v("vxor", x[0], x[1], width=width)
+            d = b.v("pand", d, blend, width=width, comment=f"round {r}: bytes that cross halves")
+            t = [b.v("vxor", x[p], d, width=width) for p in (0, 1)]
+        else:
+            t = [b.v("blendv", x[p], x[1 - p], blend, width=width,
+                     comment=f"round {r}: bytes that cross into half {p}") for p in (0, 1)]
         return tuple(b.v("pshufb", t[p], shuffle, width=width,  # type: ignore[return-value]
                          comment="pre-compensate AESENC's ShiftRows") for p in (0, 1))
 
@@ -180,9 +184,8 @@ def rijndael256_ecb_function(b: FunctionBuilder) -> None:
             blend, shuffle = None, b.pinned("INDEX")
             b.v("vload", two_table_index(b.lanes), dst=shuffle, comment="ShiftRows: both halves' bytes")
         else:
-            blend, shuffle = b.pinned("BLEND"), b.pinned("SHUFFLE")
+            blend, shuffle = b.pinned("BLEND"), shuffle_control(b.lanes)
             b.v("vload", blend_mask(b.lanes), dst=blend, comment="bytes that cross halves in ShiftRows")
-            b.v("vload", shuffle_control(b.lanes), dst=shuffle, comment="AESENC ShiftRows compensation")
 
         def body(g: int, width: int | None = None) -> None:
             w = width or b.width

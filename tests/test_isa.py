@@ -40,6 +40,7 @@ MNEMONICS = {
     "vperm2i128": (None, "VPERM2I128", None), "vextract128": (None, "VEXTRACTI128", "VEXTRACTI32X4"),
     "vinserti128": (None, "VINSERTI128", None), "vshufi32x4": (None, None, "VSHUFI32X4"),
     "vpermi2q": (None, None, "VPERMI2Q"), "permt2b": (None, None, "VPERMT2B"),
+    "blendv": (None, "VPBLENDVB", None),
     "vextract256": (None, None, "VEXTRACTI64X4"), "clmul": ("PCLMULQDQ", "VPCLMULQDQ", "VPCLMULQDQ"),
     "psllq": ("PSLLQ", "VPSLLQ", "VPSLLQ"), "psrlq": ("PSRLQ", "VPSRLQ", "VPSRLQ"),
     "psrad": ("PSRAD", "VPSRAD", "VPSRAD"), "pand": ("PAND", "VPAND", "VPANDD"),
