@@ -1096,7 +1096,7 @@ SCENES: dict[str, SceneFn] = {
     "gcmsiv_encrypt": scene_gcmsiv, "gcmsiv_decrypt": scene_gcmsiv,
 }
 # Modules with a SCENES table of their own (they import this one, so they are looked up late).
-SCENE_MODULES = ("aesgen.verify.xts", "aesgen.verify.ocb", "aesgen.verify.otr_checks")
+SCENE_MODULES = ("aesgen.verify.xts", "aesgen.verify.ocb", "aesgen.verify.otr_checks", "aesgen.verify.wideblock")
 
 
 def scene_for(fn: str) -> SceneFn | None:
