@@ -44,6 +44,7 @@ COMMON_FUNCTIONS = ("cpu_supported", "set_encrypt_key", "set_decrypt_key")
 ISAS = ("sse", "avx", "avx2", "avx512")
 WIDTHS_BY_ISA = {"sse": (128,), "avx": (128,), "avx2": (256,), "avx512": (128, 256, 512)}
 BACKENDS = ("aesni", "gfni")
+ABIS = ("sysv", "win64")  # calling conventions (win64: generator/win64.py)
 MAX_DEPTH = 16
 
 # /proc/cpuinfo flag names each ISA family needs.
