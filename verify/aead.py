@@ -195,7 +195,7 @@ class TrampolineCaller:
         from aesgen.verify import abi
 
         sig = signatures.SIGNATURES[fn]
-        bad, ctx = abi.call(self.kernel.address(fn), argv, sig.mask32, self.seed)
+        bad, ctx = abi.call(self.kernel.address(fn), argv, sig.mask32, self.seed, self.kernel.spec.abi == "win64")
         if bad:
             self.bad.append(abi.describe(bad, ctx))
         if sig.restype is None:

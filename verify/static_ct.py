@@ -244,6 +244,10 @@ class _Scanner:
                     and ins.op1_kind in (OpKind.IMMEDIATE8TO64, OpKind.IMMEDIATE32TO64):
                 imm = _signed64(ins.immediate(1))
                 t.rsp_delta = pre_delta + (imm if ins.mnemonic == Mnemonic.ADD else -imm)
+            elif ins.mnemonic == Mnemonic.LEA and ins.op0_register == Register.RSP \
+                    and ins.memory_base == Register.RSP and ins.memory_index == Register.NONE:
+                # lea d(%rsp),%rsp releases scratch inside the body (win64 CTR tails): never an epilogue
+                t.rsp_delta = pre_delta + _signed64(ins.memory_displacement)
             elif ins.flow_control == FlowControl.RETURN and epilogue_delta is not None:
                 t.rsp_delta = epilogue_delta
                 epilogue_delta = None
