@@ -11,20 +11,22 @@ the stack). For win64 the emitter wraps each allocated function:
   allocate it instead when spec.abi is win64, and a body that still did is refused);
 * an epilogue in place of every `ret`.
 
-Frame, from rsp upwards after the prologue (rsp 16-byte aligned there, as the unwind
-codes for the xmm saves require; the body therefore starts with rsp 0 mod 16, not 8 as
-SysV guarantees: no kernel needs more than 16-byte alignment from its own pushes, its
-stack operands are unaligned loads and stores):
+Frame, from rsp upwards at the end of the prologue (rsp 16-byte aligned there, as the
+unwind codes for the xmm saves require):
 
-    [0, 8)           where the body expects its return address (unused)
-    [8, ...)         arguments 7.. copied for the body
-    [X, X+16*n)      saved xmm6-15, X 16-byte aligned
+    [0, 8*n)         arguments 7.. copied for the body (it reads them above its return address)
+    [X, X+16*k)      the saved xmm6-15, X 16-byte aligned
     (8 bytes of padding), saved rsi, saved rdi, return address, shadow space, args 5..
 
-The unwind information (`.seh_*`, emitted for COFF only) describes that frame. The
-body's own pushes of rbx/rbp/r12-r15 and its own frames (GCM, OCB, OTR, cpu_supported,
-...) come after the prologue and are not described: no kernel calls out or raises, so
-no exception unwinds through them; a debugger's stack walk inside them is approximate.
+A body that uses the stack (pushes, a frame, stack arguments, a scratch block) then
+gets 8 more bytes, standing for its return address: it runs with rsp 8 mod 16 as after
+a SysV call (legacy SSE memory operands on its frame need the alignment it planned).
+
+The unwind information (`.seh_*`, emitted for COFF only) describes that frame exactly
+for bodies that leave the stack alone (ECB, CBC, XTS, ...). The 8 alignment bytes and a
+body's own pushes of rbx/rbp/r12-r15 and frames (GCM, OCB, OTR, cpu_supported, ...)
+come after the prologue and are not described: no kernel calls out or raises, so no
+exception unwinds through them, but a debugger's stack walk inside them is approximate.
 """
 from __future__ import annotations
 
@@ -41,7 +43,6 @@ CALLEE_SAVED_XMM = range(6, 16)
 STACK_ARGS_AT_ENTRY = 8 + 32
 PUSHED = ("rdi", "rsi")
 EPILOGUE = "win64 epilogue"
-ALIGNED_OPS = ("vload_key", "vstore_key", "vmov")
 
 
 @dataclass(frozen=True)
@@ -56,14 +57,15 @@ class Directive:
 class Frame:
     nstack: int  # arguments 7.. the body reads from the stack
     saved_xmm: tuple[int, ...]
+    realign: bool  # the body uses the stack: give it rsp 8 mod 16, as after a SysV call
 
     @property
-    def stack_args_for_body(self) -> int:
-        return 8  # above the slot where the body expects its return address
+    def pad(self) -> int:
+        return 8 if self.realign else 0
 
     @property
     def xmm_area(self) -> int:
-        return (self.stack_args_for_body + 8 * self.nstack + 15) // 16 * 16
+        return (8 * self.nstack + 15) // 16 * 16
 
     @property
     def size(self) -> int:
@@ -71,7 +73,7 @@ class Frame:
         return self.xmm_area + 16 * len(self.saved_xmm) + 8
 
     def entry_arg(self, k: int) -> Mem:
-        """Argument k (0-based, k >= 4) where the caller put it, seen after the prologue."""
+        """Argument k (0-based, k >= 4) where the caller put it, seen from the end of the prologue."""
         return Mem("rsp", self.size + 8 * len(PUSHED) + STACK_ARGS_AT_ENTRY + 8 * (k - 4), bits=64)
 
 
@@ -81,15 +83,15 @@ def _mems(i: Insn) -> list[Mem]:
 
 def check_body(items: list) -> None:
     """Win64 has no red zone: a body must not touch the stack below rsp (the kernels
-    allocate such scratch themselves when spec.abi is win64); and it starts 8 bytes off
-    SysV's alignment, so it must not need aligned stack operands."""
+    allocate such scratch themselves when spec.abi is win64)."""
     for i in items:
-        if not isinstance(i, Insn):
-            continue
-        if any(m.base == "rsp" and m.disp < 0 for m in _mems(i)):
+        if isinstance(i, Insn) and any(m.base == "rsp" and m.disp < 0 for m in _mems(i)):
             raise BuildError(f"internal: {i.op} reads or writes below rsp, which win64 does not allow")
-        if i.op in ALIGNED_OPS and any(m.base == "rsp" for m in _mems(i)):
-            raise BuildError(f"internal: aligned {i.op} on the stack cannot be wrapped for win64")
+
+
+def uses_stack(items: list) -> bool:
+    return any(isinstance(i, Insn) and (i.op in ("push", "pop") or i.dst == "rsp"
+                                        or any(m.base == "rsp" for m in _mems(i))) for i in items)
 
 
 def written_xmm(items: list) -> tuple[int, ...]:
@@ -100,7 +102,8 @@ def written_xmm(items: list) -> tuple[int, ...]:
 
 def frame_for(items: list, nargs: int) -> Frame:
     check_body(items)
-    return Frame(max(0, nargs - len(SYSV_REGISTER_ARGS)), written_xmm(items))
+    nstack = max(0, nargs - len(SYSV_REGISTER_ARGS))
+    return Frame(nstack, written_xmm(items), realign=nstack > 0 or uses_stack(items))
 
 
 def _xmm_move(op: str, reg: int, mem: Mem) -> Insn:
@@ -121,23 +124,29 @@ def prologue(frame: Frame, nargs: int) -> list:
         off = frame.xmm_area + 16 * j
         out += [_xmm_move("vstore_key", reg, Mem("rsp", off)), Directive("coff", f".seh_savexmm %xmm{reg}, {off}")]
     out.append(Directive("coff", ".seh_endprologue"))
-    # rcx and rdx are read before they are overwritten (rdi <- rcx, rsi <- rdx come first).
+    # Arguments 7.. first, through rdi (not yet an argument; it only ever holds pointers,
+    # so the static check sees a public copy), then rcx and rdx before they are overwritten.
+    for j in range(frame.nstack):
+        out += [Insn("load64", "rdi", (frame.entry_arg(6 + j),), comment=f"win64 argument {7 + j}"),
+                Insn("store64", Mem("rsp", 8 * j, bits=64), ("rdi",), comment="where the SysV body reads it")]
     for k, (src, dst) in enumerate(zip(WIN64_ARGS, SYSV_REGISTER_ARGS)):
         if k < nargs:
             out.append(Insn("mov", dst, (src,), comment=f"win64 argument {k + 1}"))
     for k in range(4, min(nargs, 6)):
         out.append(Insn("load64", SYSV_REGISTER_ARGS[k], (frame.entry_arg(k),), comment=f"win64 argument {k + 1}"))
-    for j in range(frame.nstack):
-        out += [Insn("load64", "rax", (frame.entry_arg(6 + j),), comment=f"win64 argument {7 + j}"),
-                Insn("store64", Mem("rsp", frame.stack_args_for_body + 8 * j, bits=64), ("rax",),
-                     comment="where the SysV body reads it")]
+    if frame.realign:
+        # The unwind codes need rsp 0 mod 16 (xmm saves), a SysV body expects 8 mod 16
+        # (legacy SSE memory operands on its frame): 8 more bytes, where its return address would be.
+        out += [Insn("sub", "rsp", imm=frame.pad, comment="SysV alignment for the body"),
+                Directive("elf", f".cfi_adjust_cfa_offset {frame.pad}")]
     return out
 
 
 def epilogue(frame: Frame) -> list:
-    out: list = [_xmm_move("vload_key", reg, Mem("rsp", frame.xmm_area + 16 * j))
+    out: list = [_xmm_move("vload_key", reg, Mem("rsp", frame.pad + frame.xmm_area + 16 * j))
                  for j, reg in enumerate(frame.saved_xmm)]
-    out += [Insn("add", "rsp", imm=frame.size, comment=EPILOGUE), Directive("elf", f".cfi_adjust_cfa_offset -{frame.size}")]
+    total = frame.size + frame.pad
+    out += [Insn("add", "rsp", imm=total, comment=EPILOGUE), Directive("elf", f".cfi_adjust_cfa_offset -{total}")]
     out += [Insn("pop", r) for r in reversed(PUSHED)]
     return out + [Insn("ret")]
 

@@ -315,10 +315,10 @@ def partial_block(b: FunctionBuilder, base: VReg, bswap, nr: int, inp: str, outp
     red zone: there the block gets 16 bytes of stack of its own."""
     win64 = b.spec.abi == "win64"
     buf = Mem("rsp", 0 if win64 else -16)
-    if win64:
-        b.s("sub", "rsp", imm=16, comment="win64: no red zone")
     x = base if bswap is None else b.v("pshufb", base, bswap, width=128)
     ks = encrypt_rounds(b, x, nr, width=128)
+    if win64:  # after the rounds: round keys may be rsp-relative (GCM-SIV's frame)
+        b.s("sub", "rsp", imm=16, comment="win64: no red zone")
     b.store(buf, ks, width=128, comment="keystream block to the red zone")
     top = b.label_name("bytes")
     b.s("xor32", "r10d", "r10d")
