@@ -98,6 +98,14 @@ def command_line(spec: KernelSpec, output: str = "FILE.S") -> str:
 
 
 def prototype(spec: KernelSpec, fn: Function) -> str:
+    """The C prototype; win64 files mark the convention (AESGEN_MS_ABI, defined in the header)."""
+    text = _prototype(spec, fn)
+    if spec.abi == "win64":
+        text = text.replace(f" {spec.symbol(fn.name)}(", f" AESGEN_MS_ABI {spec.symbol(fn.name)}(", 1)
+    return text
+
+
+def _prototype(spec: KernelSpec, fn: Function) -> str:
     if fn.name in PROTOTYPE_ARGS:
         ret = "int" if fn.name in RETURNS_INT else "void"
         return f"{ret} {spec.symbol(fn.name)}({PROTOTYPE_ARGS[fn.name]})"
