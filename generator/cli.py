@@ -231,6 +231,59 @@ def report(results, verbose: bool) -> None:
     console.print(f"{passed} passed, {failed} failed")
 
 
+@main.command()
+@click.option("--target", "-t", default="native", show_default=True,
+              help="native (this CPU, tuned results where `aesgen tune` saved some) or a target name.")
+@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="The folder to write (created if missing).")
+@click.option("--abi", type=click.Choice(ABIS), default="sysv", show_default=True,
+              help="Calling convention of every file: sysv, or win64 (Microsoft x64).")
+@click.option("--modes", default=None, metavar="MODES",
+              help=f"Comma list of families to export (default: all: {','.join(MODES)}).")
+@click.option("--verify", "run_verify", is_flag=True,
+              help="Run `aesgen verify --quick` on every file first and record the results in README.md.")
+def export(target: str, output: Path, abi: str, modes: str | None, run_verify: bool) -> None:
+    """Write one .S + .h per kernel family for a target, a Makefile, a C smoke test and README.md.
+
+    `make -C DIR` builds libaesgen.a; `make -C DIR check` runs known answers through the headers.
+    Example: aesgen export --target native -o vendor/aes --abi win64
+    """
+    from .export import choose, parse_export_modes, render
+    from .target import TargetError
+
+    try:
+        mode_list = parse_export_modes(modes)
+        families = choose(target, mode_list, abi)
+    except (ConfigError, TargetError, BuildError) as e:
+        raise UsageFailure(str(e)) from None
+    if output.exists() and not output.is_dir():
+        raise UsageFailure(f"'{output}' exists and is not a folder")
+    try:
+        files = render(families, target, abi, mode_list, run_verify)
+    except BuildError as e:
+        raise UsageFailure(str(e)) from None
+    output.mkdir(parents=True, exist_ok=True)
+    if run_verify:
+        from .verify import verify_kernel
+
+        failed = []
+        with tempfile.TemporaryDirectory(prefix="aesgen-export-") as tmp:
+            for f in families:
+                path = Path(tmp) / f"{f.stem}.S"
+                path.write_text(files[path.name], encoding="utf-8")
+                results = verify_kernel(path, f.spec, quick=True)
+                counts = {s: sum(r.status == s for r in results) for s in ("pass", "fail", "skip")}
+                f.verified = f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped"
+                console.print(f"verified {f.stem}: {f.verified}")
+                failed += [f.stem] if counts["fail"] else []
+        if failed:
+            raise click.ClickException(f"verification failed for {', '.join(failed)}; nothing written")
+        files = render(families, target, abi, mode_list, run_verify)
+    write_atomically({output / name: text for name, text in sorted(files.items())})
+    console.print(f"wrote {len(files)} files to {output}: {', '.join(f.stem for f in families)}; "
+                  f"run `make -C {output} check`")
+
+
 @main.command(name="list")
 def list_() -> None:
     """Print modes, ISAs, widths and depths, and which of them this CPU can run."""
