@@ -66,11 +66,31 @@ def choose(target_name: str, modes: tuple[str, ...], abi: str) -> list[Family]:
             if choice.depth < 1:
                 raise ConfigError(f"target {t.name} cannot hold any {mode} kernel in its "
                                   f"{t.vector_registers} vector registers")
-            spec = model.spec_for(t, (mode,), prefix, {mode: choice})
-            chosen = f"the model for {t.name}: {choice.isa} {choice.width}-bit x depth {choice.depth} ({choice.reason})"
-            measured = "not measured"
+            spec, kernel, lowered = _model_spec(t, mode, prefix, choice, abi)
+            chosen = (f"the model for {t.name}: {choice.isa} {choice.width}-bit x depth {spec.depth} "
+                      f"({choice.reason}{lowered})")
+            out.append(Family(mode, spec, chosen, "not measured", kernel))
+            continue
         out.append(Family(mode, replace(spec, abi=abi), chosen, measured))
     return out
+
+
+def _model_spec(t, mode: str, prefix: str, choice, abi: str) -> tuple[KernelSpec, GeneratedKernel, str]:
+    """The model's choice, or the deepest smaller depth the mode accepts when it refuses
+    that one (e.g. OCB takes power-of-two batches only); the refusal is kept as the reason."""
+    from . import model
+    from .dsl import BuildError
+
+    first: BuildError | None = None
+    for depth in range(choice.depth, 0, -1):
+        spec = replace(model.spec_for(t, (mode,), prefix, {mode: replace(choice, depth=depth)}), abi=abi)
+        try:
+            kernel = generate(spec, f"{prefix}.S")
+        except BuildError as e:
+            first = first or e
+            continue
+        return spec, kernel, f"; depth {choice.depth} refused: {first}" if first else ""
+    raise first  # type: ignore[misc]  # depth 1 refused too: the export says why
 
 
 def _tuned_modes() -> dict[str, dict]:

@@ -104,6 +104,8 @@ class KernelSpec:
     table_lookups: bool = False
 
     def __post_init__(self) -> None:
+        if self.abi not in ABIS:
+            raise ValueError(f"unknown ABI '{self.abi}'; choose from {', '.join(ABIS)}")
         object.__setattr__(self, "modes", tuple(self.modes))
         if not self.gfdouble and any(m in DOUBLING_MODES for m in self.modes):
             object.__setattr__(self, "gfdouble", default_method(self.isa, self.width))
