@@ -8,9 +8,10 @@ family) is still compiled, linked and reported by `cpu_supported`; the README sa
 has no smoke vector and that `aesgen verify` is its evidence.
 
 Sources (data, not derived here): FIPS-197 Appendix C; NIST SP 800-38A F.2.1 and
-F.5.1; McGrew and Viega, "The Galois/Counter Mode of Operation", test case 2; RFC 8452
-Appendix A (POLYVAL) and C.1 (first case); IEEE 1619-2007 Appendix B, vector 2;
-RFC 7253 Appendix A (first two cases).
+F.5.1; McGrew and Viega, "The Galois/Counter Mode of Operation", test cases 1 and 2
+(GHASH alone as the XOR of their tags); RFC 8452 Appendix A (POLYVAL) and C.1 (first
+case); IEEE 1619-2007 Appendix B, vector 2; RFC 7253 Appendix A (first two cases). The
+doubling case follows the definition of multiplication by x (IEEE 1619 section 5.2).
 """
 from __future__ import annotations
 
@@ -76,6 +77,41 @@ SP800_38A_CTR = ("874d6191b620e3261bef6864990db6ce" "9806f66b7970fdff8617187bb9f
 SP800_38A_CBC = ("7649abac8119b246cee98e9b12e9197d" "5086cb9b507219ee95db113a917678b2"
                  "73bed6b8e3c1743b7116e69e22229516" "3ff1caa1681fac09120eca307586e1a7")
 
+# GCM test cases 1 and 2 share K = 0 and IV = 0: their tags are E(K, J0) and
+# E(K, J0) ^ GHASH(H, C || lengths), so GHASH alone is the XOR of the two published tags.
+GCM_TC1_TAG = "58e2fccefa7e3061367f1d57a4e7455a"
+GCM_TC2_CT = "0388dace60b6a392f328c2b971b2fe78"
+GCM_TC2_TAG = "ab6e47d42cec13bdf53a67b21257bddf"
+GCM_TC2_LENGTHS = (0).to_bytes(8, "big").hex() + (8 * 16).to_bytes(8, "big").hex()  # len(A), len(C) in bits
+
+
+def _xor_hex(a: str, b: str) -> str:
+    return bytes(x ^ y for x, y in zip(bytes.fromhex(a), bytes.fromhex(b))).hex()
+
+
+# Multiplication by x in GF(2^128) mod x^128 + x^7 + x^2 + x + 1 (IEEE 1619 section 5.2,
+# RFC 7253 double()): the polynomial's low terms are what a carry out of x^127 adds back.
+GF128_LOW_TERMS = sum(1 << e for e in (7, 2, 1, 0))
+
+
+def _times_x(block: bytes, order: str) -> bytes:
+    v = int.from_bytes(block, order) << 1
+    if v >> 128:
+        v ^= (1 << 128) | GF128_LOW_TERMS
+    return v.to_bytes(16, order)
+
+
+def _doublings(start: bytes, n: int, order: str) -> str:
+    out, t = [], start
+    for _ in range(n):
+        out.append(t)
+        t = _times_x(t, order)
+    return b"".join(out).hex()
+
+
+TOP_BIT_LE = bytes(15) + b"\x80"  # x^127: the next doubling reduces
+TOP_BIT_BE = b"\x80" + bytes(15)
+
 SMOKE_CASES: dict[str, tuple[SmokeCase, ...]] = {
     "ecb": (
         _block_case("FIPS-197 C.1 (AES-128)", "000102030405060708090a0b0c0d0e0f",
@@ -104,12 +140,26 @@ SMOKE_CASES: dict[str, tuple[SmokeCase, ...]] = {
     )),),
     "gcm": (SmokeCase("GCM test case 2 (McGrew-Viega)", (
         Buf("key", "00" * 16), Buf("gk", schedule="GCM_KEY_BYTES"), Buf("iv", "00" * 12),
-        Buf("pt", "00" * 16), Buf("ct", size=16, expect="0388dace60b6a392f328c2b971b2fe78"),
-        Buf("tag", size=16, expect="ab6e47d42cec13bdf53a67b21257bddf"), Buf("back", size=16, expect="00" * 16),
+        Buf("pt", "00" * 16), Buf("ct", size=16, expect=GCM_TC2_CT),
+        Buf("tag", size=16, expect=GCM_TC2_TAG), Buf("back", size=16, expect="00" * 16),
     ), (
         Call("gcm_set_key", ("key", 128, "gk"), 0),
         Call("gcm_encrypt", ("gk", "iv", 12, None, 0, "pt", "ct", 16, "tag", 16), 0),
         Call("gcm_decrypt", ("gk", "iv", 12, None, 0, "ct", "back", 16, "tag", 16), 0),
+    )),),
+    "ghash": (SmokeCase("GCM test cases 1 and 2 (McGrew-Viega): GHASH(H, C || lengths) = T2 ^ T1", (
+        Buf("key", "00" * 16), Buf("gk", schedule="GCM_KEY_BYTES"),
+        Buf("acc", "00" * 16, expect=_xor_hex(GCM_TC2_TAG, GCM_TC1_TAG)), Buf("data", GCM_TC2_CT + GCM_TC2_LENGTHS),
+    ), (
+        Call("gcm_set_key", ("key", 128, "gk"), 0),
+        Call("ghash", ("gk", "acc", "data", 2)),
+    )),),
+    "gfdouble": (SmokeCase("x^127 times x^i, i < 3, mod x^128 + x^7 + x^2 + x + 1 (IEEE 1619, RFC 7253)", (
+        Buf("t_le", TOP_BIT_LE.hex()), Buf("out_le", size=48, expect=_doublings(TOP_BIT_LE, 3, "little")),
+        Buf("t_be", TOP_BIT_BE.hex()), Buf("out_be", size=48, expect=_doublings(TOP_BIT_BE, 3, "big")),
+    ), (
+        Call("gfdouble_le", ("t_le", "out_le", 3)),
+        Call("gfdouble_be", ("t_be", "out_be", 3)),
     )),),
     "polyval": (SmokeCase("RFC 8452 Appendix A (POLYVAL)", (
         Buf("h", "25629347589242761d31f826ba4b757b"),
