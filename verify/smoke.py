@@ -234,8 +234,10 @@ def case_c(prefix: str, case: SmokeCase) -> list[str]:
             lines.append(f"        uint8_t {b.name}[{b.nbytes}] = {_bytes(b.data)};")
         else:
             lines.append(f"        uint8_t {b.name}[{max(b.nbytes, 1)}] = {{0}};")
+    for fn in case.functions:  # called through pointers of the header's types (ms_abi on win64)
+        lines.append(f"        __typeof__(&{prefix}_{fn}) volatile p_{fn} = {prefix}_{fn};")
     for c in case.calls:
-        call = f"{prefix}_{c.fn}({', '.join(_c_arg(a, prefix) for a in c.args)})"
+        call = f"p_{c.fn}({', '.join(_c_arg(a, prefix) for a in c.args)})"
         if c.returns is None:
             lines.append(f"        {call};")
         else:
