@@ -63,7 +63,7 @@ def test_export_writes_one_pair_per_family_and_the_build_files(exported) -> None
 
 def test_make_check_passes_through_the_headers(exported) -> None:
     abi_name, out = exported
-    p = make(out, "check")
+    p = make(out, "check", CFLAGS="-O2 -Wall -Wextra -Werror")
     assert p.returncode == 0, p.stdout + p.stderr
     assert (out / "libaesgen.a").is_file()
     lines = p.stdout.splitlines()
@@ -298,6 +298,6 @@ def _dot(a: int, b: int) -> int:
 @pytest.mark.parametrize("abi_name", ["sysv", "win64"])
 def test_full_export_checks(env, tmp_path: Path, abi_name: str) -> None:
     assert export(env, tmp_path, "--abi", abi_name).returncode == 0
-    p = make(tmp_path, "check")
+    p = make(tmp_path, "check", CFLAGS="-O2 -Wall -Wextra -Werror")
     assert p.returncode == 0, p.stdout + p.stderr
     assert re.search(r"\d+ checks, 0 failed", p.stdout)
