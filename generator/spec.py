@@ -48,6 +48,7 @@ COMMON_FUNCTIONS = ("cpu_supported", "set_encrypt_key", "set_decrypt_key")
 ISAS = ("sse", "avx", "avx2", "avx512")
 WIDTHS_BY_ISA = {"sse": (128,), "avx": (128,), "avx2": (256,), "avx512": (128, 256, 512)}
 BACKENDS = ("aesni", "gfni")
+ABIS = ("sysv", "win64")  # calling conventions (win64: generator/win64.py)
 MAX_DEPTH = 16
 
 # /proc/cpuinfo flag names each ISA family needs.
@@ -110,6 +111,8 @@ class KernelSpec:
     table_lookups: bool = False
 
     def __post_init__(self) -> None:
+        if self.abi not in ABIS:
+            raise ValueError(f"unknown ABI '{self.abi}'; choose from {', '.join(ABIS)}")
         object.__setattr__(self, "modes", tuple(self.modes))
         if not self.gfdouble and any(m in DOUBLING_MODES for m in self.modes):
             object.__setattr__(self, "gfdouble", default_method(self.isa, self.width))

@@ -244,9 +244,7 @@ def verify_kernel(
     missing = cpu.missing_features(spec.features)
     if missing:
         return results + _skip_all(spec, "CPU lacks " + ", ".join(missing))
-    if spec.abi != "sysv":  # ctypes and the trampoline call through the host's SysV ABI
-        return results + _skip_all(spec, f"{spec.abi} kernels cannot be called on this SysV host")
-
+    # win64 files: Kernel calls through ms_abi pointers, the trampoline through the Microsoft convention.
     kernel = Kernel(so, spec)
     results.extend(kernel.problems)  # unknown modes/functions, missing KernelSpec size attributes
     if kernel.missing:
