@@ -263,6 +263,8 @@ class Assembler:
             return Instruction.create_reg_mem(C("MOV_R64_RM64"), gpr(d), self.mem(s[0]))
         if op == "store64":
             return Instruction.create_mem_reg(C("MOV_RM64_R64"), self.mem(d), gpr(s[0]))
+        if op == "movbe_store64":  # a store with its bytes reversed
+            return Instruction.create_mem_reg(C("MOVBE_M64_R64"), self.mem(d), gpr(s[0]))
         if op == "bswap64":
             return Instruction.create_reg(C("BSWAP_R64"), gpr(d))
         if op == "neg":
@@ -294,7 +296,7 @@ class Assembler:
             return Instruction.create_reg_reg(C("TEST_RM64_R64"), gpr(d), gpr(s[0]))
         if op == "xor32":
             return Instruction.create_reg_reg(C("XOR_RM32_R32"), gpr(d), gpr(s[0]))
-        if op in ("shl", "shr"):
+        if op in ("shl", "shr", "sar"):
             if imm == 1:
                 return Instruction.create_reg_i32(C(f"{op.upper()}_RM64_1"), gpr(d), 1)
             return Instruction.create_reg_u32(C(f"{op.upper()}_RM64_IMM8"), gpr(d), imm)
