@@ -421,19 +421,21 @@ class Otr:
         batch = 32 * L * D
         skip, top, drain = b.label_name("no_batch"), b.label_name("batch"), b.label_name("drain")
 
+        carried = [(b.pinned(f"X2_{j}"), b.pinned(f"Y1_{j}")) for j in range(D)]
+
         def start(j: int, ofs: list[tuple[VReg, VReg]]) -> None:
             """The first round of group j of the batch at inp; its results to the frame."""
             y1, x2, _ = self.first_round(nr, lambda p: self.dealt(32 * L * j, p), ofs[j], total, late=True)
             b.final()
-            b.store(self.carried(j, 0), x2, comment="second round's input, for the next iteration")
-            b.store(self.carried(j, 1), y1, comment="first output block, for the next iteration")
+            b.assign(carried[j][0], x2, comment="second round's input, for the next iteration")
+            b.assign(carried[j][1], y1, comment="first output block, for the next iteration")
 
         def finish(j: int) -> None:
             """The second round of group j of the batch before inp; its chunks to outp."""
-            x = b.v("vload", self.carried(j, 0), comment="second round's input")
+            x = carried[j][0]
             y2 = self.second_round(nr, x, lambda: self.last_key(nr, self.dealt(32 * L * j - batch, 0)), total)
             b.final()
-            self.store_chunks(32 * L * j, b.v("vload", self.carried(j, 1), comment="first output block"), y2)
+            self.store_chunks(32 * L * j, carried[j][1], y2)
 
         def starting():
             """The batch's offsets from the table (read before the riders refill it)."""
@@ -444,14 +446,17 @@ class Otr:
         b.branch("b", skip)
         self.offsets_to_gprs(offsets.current)
         self.fill_table()
-        b.groups(D, starting(), comment=f"first rounds of {D} group(s) of {L} chunk(s)", riders=self.fill_table)
+        first = starting()
+        self.fill_table()  # the next batch's, its stores long retired when the next iteration reads it
+        b.groups(D, first, comment=f"first rounds of {D} group(s) of {L} chunk(s)")
         b.s("add", inp, imm=batch)
         b.s("sub", count, imm=batch)
         b.label(top)
         b.s("cmp", count, imm=batch)
         b.branch("b", drain)
         begin = starting()
-        b.groups(2 * D, lambda j: finish(j) if j < D else begin(j - D), riders=self.fill_table,
+        self.fill_table()
+        b.groups(2 * D, lambda j: finish(j) if j < D else begin(j - D),
                  comment=f"second rounds of {D} group(s) beside the next {D} groups' first rounds")
         b.s("add", inp, imm=batch)
         b.s("add", outp, imm=batch)
