@@ -39,7 +39,7 @@ FRAME = 72  # after the six pushes rsp is 8 mod 16: this realigns it
 GATHER, OUTGOING, TAG_DIFF, TA = (Mem("rsp", o) for o in (0, 16, 32, 48))
 WIPED = range(0, 64, 16)
 PIPELINED_DEPTH = 4  # the deepest batches that are software-pipelined
-CARRIED = 64  # software pipelining: per group, its second round's input and first output
+TABLE = 64  # software pipelining: the offset table
 
 
 # The multiples of masks the spec names, as polynomials in x: 3 = x + 1, 7 = x^2 + x + 1,
@@ -95,15 +95,13 @@ class Otr:
         self.method = xmm_method(b)
         self.width = b.width
         # AVX-512's 32 registers hold two batches' AES states at once: the second rounds of
-        # one batch run beside the first rounds of the next, their carried state in the frame.
-        # Deeper batches would push the round keys out of the registers (measured slower).
+        # one batch run beside the first rounds of the next (pipelined_batches). Deeper
+        # batches push the round keys out of the registers (measured slower).
         self.pipelined = self.avx512 and b.depth <= PIPELINED_DEPTH
         self.vector_bytes = b.width // 8
-        # the frame after the fixed slots: per group two carried vectors, then the offset
-        # table of one batch (its D L chunks' L_i, big-endian, and the next chunk's)
-        self.table_at = CARRIED + 2 * b.depth * self.vector_bytes
-        extra = self.table_at - CARRIED + 16 * b.depth * b.lanes + self.vector_bytes
-        self.frame = FRAME + (extra if self.pipelined else 0)
+        # after the fixed slots, the offset table of one batch (its D L chunks' L_i,
+        # big-endian, and the next chunk's), padded to whole vectors for the wipe
+        self.frame = FRAME + (16 * b.depth * b.lanes + self.vector_bytes if self.pipelined else 0)
 
     # -- the function -----------------------------------------------------------
     def function(self) -> None:
@@ -405,17 +403,15 @@ class Otr:
             b.label(out)
 
     # -- whole chunks, software-pipelined -------------------------------------------
-    def carried(self, j: int, what: int) -> Mem:
-        """Group j's frame slot for its second round's input (what = 0) or first output (1)."""
-        return Mem("rsp", CARRIED + (2 * j + what) * self.vector_bytes)
-
     def pipelined_batches(self, nr: int, offsets: TweakStream, total: VReg) -> None:
         """Batches of D vectors of chunks, each batch's second rounds run beside the next
         one's first rounds: 2D independent AES chains, not D that all wait on their first
-        rounds at once. inp runs one batch ahead of outp while a batch is in flight.
+        rounds at once. inp runs one batch ahead of outp while a batch is in flight; the
+        batch in flight is carried in pinned registers (zmm frame slots split cache lines
+        when rsp is not 64-byte aligned, measurably slower).
         The offsets come from a table in the frame that general-purpose registers fill one
-        batch ahead, riding along the rounds: on Zen 4 the vector doublings, byte reversals
-        and lane shifts would take the pipes vaesenc needs."""
+        batch ahead: on Zen 4 the vector doublings (vpclmulqdq), byte reversals and lane
+        shifts take the pipes vaesenc needs; integer ALUs and stores are idle."""
         b, D, L = self.b, self.b.depth, self.b.lanes
         inp, outp, count = self.inp, self.outp, self.count
         batch = 32 * L * D
@@ -424,7 +420,7 @@ class Otr:
         carried = [(b.pinned(f"X2_{j}"), b.pinned(f"Y1_{j}")) for j in range(D)]
 
         def start(j: int, ofs: list[tuple[VReg, VReg]]) -> None:
-            """The first round of group j of the batch at inp; its results to the frame."""
+            """The first round of group j of the batch at inp; its results carried."""
             y1, x2, _ = self.first_round(nr, lambda p: self.dealt(32 * L * j, p), ofs[j], total, late=True)
             b.final()
             b.assign(carried[j][0], x2, comment="second round's input, for the next iteration")
@@ -438,7 +434,7 @@ class Otr:
             self.store_chunks(32 * L * j, carried[j][1], y2)
 
         def starting():
-            """The batch's offsets from the table (read before the riders refill it)."""
+            """The batch's offsets from the table (read before it is refilled)."""
             ofs = [self.tabled_offsets(j) for j in range(D)]
             return lambda j: start(j, ofs)
 
@@ -447,7 +443,7 @@ class Otr:
         self.offsets_to_gprs(offsets.current)
         self.fill_table()
         first = starting()
-        self.fill_table()  # the next batch's, its stores long retired when the next iteration reads it
+        self.fill_table()  # the next batch's: filled first, its stores retire long before it is read
         b.groups(D, first, comment=f"first rounds of {D} group(s) of {L} chunk(s)")
         b.s("add", inp, imm=batch)
         b.s("sub", count, imm=batch)
@@ -476,7 +472,7 @@ class Otr:
 
     def offset_entry(self, k: int) -> Mem:
         """Entry k of the offset table: chunk k's L_i of the batch, big-endian."""
-        return Mem("rsp", self.table_at + 16 * k)
+        return Mem("rsp", TABLE + 16 * k)
 
     def tabled_offsets(self, j: int) -> tuple[VReg, VReg]:
         """(L_i, L*_i) of group j's chunks: L*_i = L_i ^ L_(i+1), the table read one entry on."""
@@ -489,8 +485,8 @@ class Otr:
         b = self.b
         with b.at_width(128):
             b.store(self.offset_entry(0), masks, comment="the next chunk's offset, byte-reversed")
-        b.s("load64", self.OFS_LO, Mem("rsp", self.table_at, bits=64))
-        b.s("load64", self.OFS_HI, Mem("rsp", self.table_at + 8, bits=64))
+        b.s("load64", self.OFS_LO, Mem("rsp", TABLE, bits=64))
+        b.s("load64", self.OFS_HI, Mem("rsp", TABLE + 8, bits=64))
 
     def fill_table(self) -> None:
         """The table's D L + 1 entries from the GPRs, which end on the last entry: the
@@ -500,7 +496,7 @@ class Otr:
         n = b.depth * b.lanes
         for k in range(n + 1):
             for half, reg in ((0, hi), (8, lo)):  # big-endian: the high qword first, bytes reversed
-                b.s("movbe_store64", Mem("rsp", self.table_at + 16 * k + half, bits=64), reg,
+                b.s("movbe_store64", Mem("rsp", TABLE + 16 * k + half, bits=64), reg,
                     comment=f"L_i of chunk {k} of the batch" if half else "")
             if k == n:
                 break
@@ -679,8 +675,8 @@ class Otr:
                 b.store(Mem("rsp", off), z, comment="wipe the frame's secrets")
         if self.pipelined:
             z = b.v("vzero", width=self.width)
-            for off in range(CARRIED, self.frame - FRAME + CARRIED, self.vector_bytes):
-                b.store(Mem("rsp", off), z, width=self.width, comment="wipe the carried states")
+            for off in range(TABLE, self.frame - FRAME + TABLE, self.vector_bytes):
+                b.store(Mem("rsp", off), z, width=self.width, comment="wipe the offset table")
         b.s("add", "rsp", imm=self.frame)
         for r in reversed(SAVED):
             b.s("pop", r)
