@@ -440,11 +440,11 @@ class Otr:
 
         b.s("cmp", count, imm=batch)
         b.branch("b", skip)
+        # the first batch's offsets by vector doublings: no wait for the table's stores
+        first = self.chunk_offsets(offsets.vectors(D), offsets.current)
         self.offsets_to_gprs(offsets.current)
-        self.fill_table()
-        first = starting()
         self.fill_table()  # the next batch's: filled first, its stores retire long before it is read
-        b.groups(D, first, comment=f"first rounds of {D} group(s) of {L} chunk(s)")
+        b.groups(D, lambda j: start(j, first), comment=f"first rounds of {D} group(s) of {L} chunk(s)")
         b.s("add", inp, imm=batch)
         b.s("sub", count, imm=batch)
         b.label(top)
