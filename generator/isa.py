@@ -269,6 +269,8 @@ class Assembler:
             return Instruction.create_reg(C("BSWAP_R64"), gpr(d))
         if op == "neg":
             return Instruction.create_reg(C("NEG_RM64"), gpr(d))
+        if op == "adc_r":
+            return Instruction.create_reg_reg(C("ADC_RM64_R64"), gpr(d), gpr(s[0]))
         if op == "sbb_r":
             return Instruction.create_reg_reg(C("SBB_RM64_R64"), gpr(d), gpr(s[0]))
         if op == "or8r":

@@ -500,11 +500,10 @@ class Otr:
                     comment=f"L_i of chunk {k} of the batch" if half else "")
             if k == n:
                 break
-            b.s("mov", t, hi)
-            b.s("sar", t, imm=63, comment="all ones if bit 127 is set")
+            b.s("add_r", lo, lo, comment="the low qword doubled, its bit 63 carried")
+            b.s("adc_r", hi, hi, comment="the high qword doubled, bit 127 out in the carry")
+            b.s("sbb_r", t, t, comment="all ones if bit 127 was set")
             b.s("and", t, imm=doubling_reduction(), comment="x^128 = x^7 + x^2 + x + 1 then")
-            b.s("shld", hi, lo, imm=1)
-            b.s("shl", lo, imm=1)
             b.s("xor_r", lo, t, comment="L_(i+1) = 2 L_i")
 
     # -- the last chunk -------------------------------------------------------------
