@@ -417,7 +417,9 @@ class Otr:
         batch = 32 * L * D
         skip, top, drain = b.label_name("no_batch"), b.label_name("batch"), b.label_name("drain")
 
-        carried = [(b.pinned(f"X2_{j}"), b.pinned(f"Y1_{j}")) for j in range(D)]
+        # MASKS is free while batches run (the table holds the offsets; it is reloaded after
+        # them): it carries group 0's second-round input, a register more for the round keys
+        carried = [(offsets.current if j == 0 else b.pinned(f"X2_{j}"), b.pinned(f"Y1_{j}")) for j in range(D)]
 
         def start(j: int, ofs: list[tuple[VReg, VReg]]) -> None:
             """The first round of group j of the batch at inp; its results carried."""
