@@ -100,8 +100,9 @@ class Otr:
         self.pipelined = self.avx512 and b.depth <= PIPELINED_DEPTH
         self.vector_bytes = b.width // 8
         # after the fixed slots, the offset table of one batch (its D L chunks' L_i,
-        # big-endian, and the next chunk's), padded to whole vectors for the wipe
-        self.frame = FRAME + (16 * b.depth * b.lanes + self.vector_bytes if self.pipelined else 0)
+        # big-endian, the next chunk's, and a spare entry), in whole vectors for the wipe
+        table = -(-16 * (b.depth * b.lanes + 2) // self.vector_bytes) * self.vector_bytes
+        self.frame = FRAME + (table if self.pipelined else 0)
 
     # -- the function -----------------------------------------------------------
     def function(self) -> None:
@@ -444,9 +445,19 @@ class Otr:
         b.branch("b", skip)
         # the first batch's offsets by vector doublings: no wait for the table's stores
         first = self.chunk_offsets(offsets.vectors(D), offsets.current)
-        self.offsets_to_gprs(offsets.current)
-        self.fill_table()  # the next batch's: filled first, its stores retire long before it is read
+        b.store(self.offset_entry(0), b.v("pshufb", offsets.current, bswap_mask(L)),
+                comment="the next batch's offsets, big-endian: what the table holds after the batches")
+        spare = self.offset_entry(D * L + 1)  # after the table's entries
+        with b.at_width(128):
+            b.store(spare, offsets.current, comment="the next batch's first offset, byte-reversed")
         b.groups(D, lambda j: start(j, first), comment=f"first rounds of {D} group(s) of {L} chunk(s)")
+        alone = b.label_name("one_batch")
+        b.s("cmp", count, imm=2 * batch)
+        b.branch("b", alone)  # the table is only filled (a serial chain) if a loop iteration reads it
+        b.s("load64", self.OFS_LO, Mem("rsp", spare.disp, bits=64))
+        b.s("load64", self.OFS_HI, Mem("rsp", spare.disp + 8, bits=64))
+        self.fill_table()  # the next batch's
+        b.label(alone)
         b.s("add", inp, imm=batch)
         b.s("sub", count, imm=batch)
         b.label(top)
@@ -481,14 +492,6 @@ class Otr:
         b, L = self.b, self.b.lanes
         l = b.v("vload", self.offset_entry(L * j), role="ofs", comment="L_i")
         return l, b.v("vxor", l, self.offset_entry(L * j + 1), role="ofs", comment="L*_i = L_i ^ L_(i+1)")
-
-    def offsets_to_gprs(self, masks: VReg) -> None:
-        """The first lane of masks (the next chunk's L_i, byte-reversed) into the GPRs."""
-        b = self.b
-        with b.at_width(128):
-            b.store(self.offset_entry(0), masks, comment="the next chunk's offset, byte-reversed")
-        b.s("load64", self.OFS_LO, Mem("rsp", TABLE, bits=64))
-        b.s("load64", self.OFS_HI, Mem("rsp", TABLE + 8, bits=64))
 
     def fill_table(self) -> None:
         """The table's D L + 1 entries from the GPRs, which end on the last entry: the
