@@ -11,7 +11,10 @@ method; byte-reversing back gives L_i, and L*_i = L_i ^ L_(i+1) is L_i xor the s
 moved on by one lane (`next_lanes`). A register's lanes are chunks: two loaded vectors of
 blocks are dealt into first blocks and second blocks, and the outputs zipped back.
 Each group of a batch runs both Feistel rounds (2 x nr AES rounds) in its stream; the D
-groups' first rounds interleave, then their second rounds.
+groups' first rounds interleave, then their second rounds. On AVX-512 (depth 1..4) the
+batches are software-pipelined instead: one batch's second rounds beside the next one's
+first rounds, the offsets read from a frame table that general-purpose registers fill
+(Otr.pipelined_batches; docs/tuning.md has the measurements behind it).
 
 The AD hash is PMAC-like: TA = E(sum of E(2^(j-1) Q ^ A_j) ^ ozp(A_a) ^ c' 2^(a-1) Q) with
 Q = E(0) kept in the key, its mask stream like the offsets'. Tag = E(Sigma ^ c La) ^ TA.
@@ -20,7 +23,8 @@ Partial blocks and the nonce (1..15 bytes) are read and written byte-exactly: AV
 masks, else a gather into two GPRs (rbp, r11, rax: the only GPRs that hold data, none of
 them ever an address or a branch condition) and a byte loop out of a stack slot.
 Stack frame (rsp-relative, under six saved registers): [0] gathered bytes, [16] a block on
-its way out, [32] the tag difference, [48] TA; all wiped before returning.
+its way out, [32] the tag difference, [48] TA, pipelined: [64] the offset table; all wiped
+before returning.
 """
 from __future__ import annotations
 
