@@ -72,7 +72,7 @@ def required_features(isa: str, width: int, modes: tuple[str, ...], gfdouble: st
     if backend == "gfni":
         feats = [f for f in feats if f not in ("aes", "vaes")] + ["gfni"]
     doubling_clmul = any(m in DOUBLING_MODES for m in modes) and needs_clmul(gfdouble, width)
-    if "otr" in modes and isa == "avx512":  # its offset table is stored big-endian (kernels/otr.py)
+    if "otr" in modes and isa == "avx512" and backend == "aesni":  # its offset table is stored big-endian (kernels/otr.py)
         feats.append("movbe")
     if any(m in CLMUL_MODES for m in modes) or doubling_clmul:
         feats.append("pclmulqdq")

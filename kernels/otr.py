@@ -101,7 +101,8 @@ class Otr:
         # AVX-512's 32 registers hold two batches' AES states at once: the second rounds of
         # one batch run beside the first rounds of the next (pipelined_batches). Deeper
         # batches push the round keys out of the registers (measured slower).
-        self.pipelined = self.avx512 and b.depth <= PIPELINED_DEPTH
+        # (Not on the GFNI backend: its rounds keep more values live than two batches leave.)
+        self.pipelined = self.avx512 and b.depth <= PIPELINED_DEPTH and self.spec.backend == "aesni"
         self.vector_bytes = b.width // 8
         # after the fixed slots, the offset table of one batch (its D L chunks' L_i,
         # big-endian, the next chunk's, and a spare entry), in whole vectors for the wipe

@@ -138,3 +138,10 @@ def test_avx512_main_loop_pipelines_two_batches_without_vector_doublings(width, 
 def test_deeper_avx512_batches_keep_the_unpipelined_loop():
     loop = main_loop(generate(KernelSpec(("otr",), "avx512", 512, 8)).asm, "otr_encrypt")
     assert "_otr_encrypt_loop8x_" in loop.label
+
+
+def test_gfni_backend_keeps_the_unpipelined_loop_and_needs_no_movbe():
+    spec = KernelSpec(("otr",), "avx512", 512, 4, backend="gfni")
+    assert "movbe" not in spec.features
+    assert "_otr_encrypt_loop4x_" in main_loop(generate(spec).asm, "otr_encrypt").label
+    assert "movbe" in KernelSpec(("otr",), "avx512", 512, 4).features
