@@ -298,7 +298,7 @@ class Assembler:
             return Instruction.create_reg_reg(C("TEST_RM64_R64"), gpr(d), gpr(s[0]))
         if op == "xor32":
             return Instruction.create_reg_reg(C("XOR_RM32_R32"), gpr(d), gpr(s[0]))
-        if op in ("shl", "shr", "sar"):
+        if op in ("shl", "shr"):
             if imm == 1:
                 return Instruction.create_reg_i32(C(f"{op.upper()}_RM64_1"), gpr(d), 1)
             return Instruction.create_reg_u32(C(f"{op.upper()}_RM64_IMM8"), gpr(d), imm)

@@ -428,7 +428,6 @@ SCALAR = {
     "xor32": lambda it, i: _alu(it, i, lambda a, b: a ^ b, 32),
     "shl": lambda it, i: it.m.put(i.dst, (it.m.get(i.dst) << i.imm) & M64),
     "shr": lambda it, i: it.m.put(i.dst, it.m.get(i.dst) >> i.imm),
-    "sar": lambda it, i: it.m.put(i.dst, ((it.m.get(i.dst) ^ 1 << 63) - (1 << 63) >> i.imm) & M64),
     "bswap32": lambda it, i: it.m.put(i.dst, int.from_bytes(it.m.get(i.dst).to_bytes(4, "little"), "big")),
     "lea": lambda it, i: it.m.put(i.dst, it.m.const_addr(i.srcs[0]) if isinstance(i.srcs[0], Const)
                                   else it.m.addr(i.srcs[0])),
