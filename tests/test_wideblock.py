@@ -179,3 +179,34 @@ def test_generated_file_verifies(tmp_path, isa, width, depth):
                                                         ("avx512", 512, 10), ("avx512", 256, 3)])
 def test_generated_file_verifies_full(tmp_path, isa, width, depth):
     verify_generated(tmp_path, KernelSpec(MODES, isa, width, depth))
+
+
+# ---------------------------------------------------------------- bench bookkeeping (no timing asserted)
+
+
+def test_bench_ceiling_counts_the_aes_rounds_per_32_byte_block_whatever_the_key_bits():
+    from aesgen.verify.bench import op_ceiling
+    from aesgen.verify.ceiling import Ceiling, InstructionCost
+
+    ceiling = Ceiling(tsc_hz=2e9, core_hz=3e9, costs=[InstructionCost("vaesenc", 512, 1.0, 4.0, 0.0)])
+    spec = KernelSpec(MODES, "avx512", 512, 4)
+    for bits in (128, 256):  # 64 bytes per zmm: 2 x 14 (Rijndael-256) or 15 x 2 (Simpira) zmm rounds per 2 zmm
+        assert op_ceiling(ceiling, spec, checks.ECB, bits).bytes_per_cycle == pytest.approx(64 / 14)
+        assert op_ceiling(ceiling, spec, checks.PERMUTE, bits).bytes_per_cycle == pytest.approx(64 / 15)
+
+
+def test_bench_times_whole_32_byte_blocks_with_no_peer(tmp_path):
+    from aesgen.cpu import missing_features
+    from aesgen.verify.bench import bench
+
+    spec = KernelSpec(MODES, "avx", 128, 2)
+    missing = missing_features(spec.features)
+    if missing:
+        pytest.skip(f"CPU lacks {' '.join(missing)}")
+    path = tmp_path / "k.S"
+    path.write_text(generate(spec).asm)
+    r = bench(spec, path, ops=[checks.ECB, checks.PERMUTE], sizes=[16, 64, 96], peers=("openssl",), trials=3)
+    assert sorted({(m.op, m.size) for m in r.measurements}) == [(checks.ECB, 64), (checks.ECB, 96),
+                                                                (checks.PERMUTE, 64), (checks.PERMUTE, 96)]
+    assert {m.impl for m in r.measurements} == {"aesgen"}
+    assert r.peers["openssl"].startswith("n/a (no Rijndael-256 / Simpira")
