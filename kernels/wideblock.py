@@ -6,17 +6,20 @@ the work below is lane by lane; `zip_lanes` puts the blocks back together for th
 
 Rijndael-256 (Nb = 8) shifts rows 1, 2, 3 by 1, 3, 4 columns across the whole 8-column state,
 AESENC by 1, 2, 3 within its 4 columns. Before each AESENC pair, a byte blend swaps between
-the halves the bytes that ShiftRows moves across them, and one pshufb per half undoes what
-AESENC's own ShiftRows will do (SubBytes commutes with any byte permutation). Both controls
-are derived here from the two ShiftRows definitions. The key schedule is AES-256's
-recurrence continued to 120 words: 30 halves of round keys, replicated per lane.
+the halves the bytes that ShiftRows moves across them (vpblendvb; SSE: xor, and, xor), and
+one pshufb per half undoes what AESENC's own ShiftRows will do (SubBytes commutes with any
+byte permutation); on AVX-512 one vpermt2b per half does both. The controls are derived here
+from the two ShiftRows definitions; decryption does the same for AESDEC's InvShiftRows. The
+key schedule is AES-256's recurrence continued to 120 words: 30 halves of round keys,
+replicated per lane (decrypting: InvMixColumns of them, round by round in reverse).
 
 Simpira v2 (b = 2) is a Feistel network of 15 rounds: round c XORs F_c(branch) into the other
 branch, F_c(x) = AESENC(AESENC(x, C_c), 0); the outer AESENC takes the other branch as its
-round key, which does the XOR.
+round key, which does the XOR. The inverse runs the rounds from c = 15 down.
 """
 from __future__ import annotations
 
+from aesgen.consts import zip_index
 from aesgen.dsl import FunctionBuilder, key
 from aesgen.ir import Const, Mem, VReg
 
@@ -133,7 +136,6 @@ class Halves:
                          comment=f"half {p} of each block") for p in (0, 1))  # type: ignore[return-value]
 
     def store(self, dst: str, off: int, lanes: int, width: int, y: tuple[VReg, VReg]) -> None:
-        from aesgen.consts import zip_index
         b = self.b
         for p in (0, 1):
             v = y[p]
