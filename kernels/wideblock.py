@@ -188,6 +188,15 @@ class Rijndael256(Halves):
         return x
 
 
+def group_counts(depth: int) -> tuple[int, ...]:
+    """The vector loops: depth groups, then halving: a short message's vectors still run
+    interleaved (at most one pass of each smaller count follows the main loop)."""
+    counts = [depth]
+    while counts[-1] > 1:
+        counts.append(counts[-1] // 2)
+    return tuple(counts)
+
+
 def _tail(b: FunctionBuilder, n: str, inp: str, outp: str, body) -> None:
     """Blocks left after the vector loops (fewer than a register holds): one at a time on xmm."""
     if b.lanes == 1:
@@ -224,7 +233,7 @@ def rijndael256_ecb_function(b: FunctionBuilder, decrypt: bool) -> None:
                 cipher.store(outp, off, lanes, w, y)
             b.groups(g, block, comment=f"{g} group(s) of {lanes} block(s)")
 
-        vector_loops(b, n, b.lanes, (inp, outp), body, stride=32 * b.lanes)
+        vector_loops(b, n, b.lanes, (inp, outp), body, sizes=group_counts(b.depth), stride=32 * b.lanes)
         _tail(b, n, inp, outp, body)
         finish(b)
 
@@ -258,7 +267,7 @@ def simpira256_function(b: FunctionBuilder, inverse: bool) -> None:
                 feistel.store(outp, off, lanes, w, (x[0], x[1]))
             b.groups(g, block, comment=f"{g} group(s) of {lanes} block(s)")
 
-        vector_loops(b, n, b.lanes, (inp, outp), body, stride=32 * b.lanes)
+        vector_loops(b, n, b.lanes, (inp, outp), body, sizes=group_counts(b.depth), stride=32 * b.lanes)
         _tail(b, n, inp, outp, body)
         finish(b)
 
