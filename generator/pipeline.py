@@ -74,13 +74,13 @@ PROTOTYPE_ARGS = {
     "otr_decrypt": ("const void *tkey, const uint8_t *nonce, size_t noncelen, const uint8_t *aad, size_t aadlen, "
                     "const uint8_t *in, uint8_t *out, size_t len, const uint8_t tag[16]"),
     "gfdouble_le": "const uint8_t tweak[16], uint8_t *out, size_t nblocks",
+    "gfdouble_be": "const uint8_t tweak[16], uint8_t *out, size_t nblocks",
     "rijndael256_set_encrypt_key": "const uint8_t *user_key, unsigned bits, void *rkey",
     "rijndael256_set_decrypt_key": "const uint8_t *user_key, unsigned bits, void *rkey",
     "rijndael256_ecb_encrypt": "const void *rkey, const uint8_t *in, uint8_t *out, size_t nblocks",
     "rijndael256_ecb_decrypt": "const void *rkey, const uint8_t *in, uint8_t *out, size_t nblocks",
     "simpira256_permute": "const uint8_t *in, uint8_t *out, size_t nblocks",
     "simpira256_inverse": "const uint8_t *in, uint8_t *out, size_t nblocks",
-    "gfdouble_be": "const uint8_t tweak[16], uint8_t *out, size_t nblocks",
 }
 
 
