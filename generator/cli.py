@@ -167,7 +167,8 @@ def main() -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="The .S file to write; FILE.h is written next to it.")
 def generate(modes: str, output: Path, **config) -> None:
-    """Generate MODES (comma list of ecb,ctr32,cbc,ghash,polyval,gcm,gcm-siv) into FILE.S and FILE.h.
+    """Generate MODES (a comma list of: ecb, ctr32, cbc, ghash, polyval, gcm, gcm-siv, xts, gfdouble, ocb,
+    otr, rijndael256, simpira) into FILE.S and FILE.h.
 
     Examples: aesgen generate ecb,ctr32,cbc --isa avx512 --width 512 --depth 8 -o out/aes.S;
     aesgen generate ctr32 --target skylake -o skl.S

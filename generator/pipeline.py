@@ -44,7 +44,7 @@ C_TYPES = {
 RETURNS_INT = {"cpu_supported", "set_encrypt_key", "set_decrypt_key", "gcm_set_key", "gcm_encrypt", "gcm_decrypt",
                "gcm_start", "gcmsiv_set_key", "gcmsiv_encrypt", "gcmsiv_decrypt", "xts_set_key",
                "ocb_set_key", "ocb_encrypt", "ocb_decrypt", "otr_set_key", "otr_encrypt", "otr_decrypt",
-               "rijndael256_set_encrypt_key"}
+               "rijndael256_set_encrypt_key", "rijndael256_set_decrypt_key"}
 # Functions whose C parameters are not the shared names above.
 PROTOTYPE_ARGS = {
     "gcm_encrypt": ("const void *gkey, const uint8_t *iv, size_t ivlen, const uint8_t *aad, size_t aadlen, "
@@ -75,10 +75,13 @@ PROTOTYPE_ARGS = {
     "otr_decrypt": ("const void *tkey, const uint8_t *nonce, size_t noncelen, const uint8_t *aad, size_t aadlen, "
                     "const uint8_t *in, uint8_t *out, size_t len, const uint8_t tag[16]"),
     "gfdouble_le": "const uint8_t tweak[16], uint8_t *out, size_t nblocks",
-    "rijndael256_set_encrypt_key": "const uint8_t *user_key, unsigned bits, void *rkey",
-    "rijndael256_ecb_encrypt": "const void *rkey, const uint8_t *in, uint8_t *out, size_t nblocks",
-    "simpira256_permute": "const uint8_t *in, uint8_t *out, size_t nblocks",
     "gfdouble_be": "const uint8_t tweak[16], uint8_t *out, size_t nblocks",
+    "rijndael256_set_encrypt_key": "const uint8_t *user_key, unsigned bits, void *rkey",
+    "rijndael256_set_decrypt_key": "const uint8_t *user_key, unsigned bits, void *rkey",
+    "rijndael256_ecb_encrypt": "const void *rkey, const uint8_t *in, uint8_t *out, size_t nblocks",
+    "rijndael256_ecb_decrypt": "const void *rkey, const uint8_t *in, uint8_t *out, size_t nblocks",
+    "simpira256_permute": "const uint8_t *in, uint8_t *out, size_t nblocks",
+    "simpira256_inverse": "const uint8_t *in, uint8_t *out, size_t nblocks",
 }
 
 

@@ -36,8 +36,9 @@ MODE_FUNCTIONS = {
     "gfdouble": ("gfdouble_le", "gfdouble_be"),
     "ocb": ("ocb_set_key", "ocb_encrypt", "ocb_decrypt"),
     # 256-bit blocks on the AES round instructions (kernels/wideblock.py)
-    "rijndael256": ("rijndael256_set_encrypt_key", "rijndael256_ecb_encrypt"),
-    "simpira": ("simpira256_permute",),
+    "rijndael256": ("rijndael256_set_encrypt_key", "rijndael256_set_decrypt_key", "rijndael256_ecb_encrypt",
+                    "rijndael256_ecb_decrypt"),
+    "simpira": ("simpira256_permute", "simpira256_inverse"),
 }
 # Modes that multiply by powers of the GHASH key stored after the AES schedule.
 GHASH_TABLE_MODES = ("ghash", "gcm")
@@ -62,7 +63,7 @@ FEATURES_BY_ISA = {
 def mode_of(function: str) -> str | None:
     """The mode whose width/depth a C function runs at (None: the file's default)."""
     if function in ("gcm_set_key", "gcmsiv_set_key", "xts_set_key", "ocb_set_key", "otr_set_key",
-                    "rijndael256_set_encrypt_key"):  # key setup: the file's width
+                    "rijndael256_set_encrypt_key", "rijndael256_set_decrypt_key"):  # key setup: the file's width
         return None
     return next((m for m, fs in MODE_FUNCTIONS.items() if function in fs), None)
 

@@ -21,6 +21,19 @@ MODES = ("rijndael256", "simpira")
 # ---------------------------------------------------------------- the references
 
 
+def test_reference_decryption_and_inverse_undo_encryption_and_permutation():
+    import random
+
+    from aesgen.verify.wideblock_ref import rijndael_decrypt
+    rng = random.Random(3)
+    for block_len in (16, 20, 24, 28, 32):
+        for key_len in (16, 24, 32):
+            key, block = rng.randbytes(key_len), rng.randbytes(block_len)
+            assert rijndael_decrypt(key, rijndael_encrypt(key, block)) == block
+    x = rng.randbytes(32)
+    assert simpira256(simpira256(x), inverse=True) == x and simpira256(x) != x
+
+
 def test_references_reproduce_every_published_vector():
     vectors = checks.load_vectors()
     assert {v.kind for v in vectors} == {"rijndael", "simpira256"}
@@ -40,14 +53,17 @@ def test_the_kernels_run_the_256_256_vector_and_simpira_of_zero():
 # ---------------------------------------------------------------- constants vs definitions
 
 
-def rijndael256_shift_rows(state: bytes) -> bytes:
-    """Rijndael, Nb = 8: row r of column c takes row r of column (c + (0, 1, 3, 4)[r]) mod 8."""
-    return bytes(state[r + 4 * ((c + (0, 1, 3, 4)[r]) % 8)] for c in range(8) for r in range(4))
+def rijndael256_shift_rows(state: bytes, inverse: bool = False) -> bytes:
+    """Rijndael, Nb = 8: row r of column c takes row r of column (c + (0, 1, 3, 4)[r]) mod 8
+    (InvShiftRows: c - (0, 1, 3, 4)[r])."""
+    way = -1 if inverse else 1
+    return bytes(state[r + 4 * ((c + way * (0, 1, 3, 4)[r]) % 8)] for c in range(8) for r in range(4))
 
 
-def aes_shift_rows(half: bytes) -> bytes:
-    """FIPS-197 ShiftRows of one 16-byte state (what AESENC does first)."""
-    return bytes(half[r + 4 * ((c + r) % 4)] for c in range(4) for r in range(4))
+def aes_shift_rows(half: bytes, inverse: bool = False) -> bytes:
+    """FIPS-197 ShiftRows (what AESENC does first), or InvShiftRows (AESDEC), of 16 bytes."""
+    way = -1 if inverse else 1
+    return bytes(half[r + 4 * ((c + way * r) % 4)] for c in range(4) for r in range(4))
 
 
 def pshufb(x: bytes, control: bytes) -> bytes:
@@ -59,12 +75,13 @@ def blend(a: bytes, b: bytes, mask: bytes) -> bytes:
     return bytes((x & ~m | y & m) & 0xFF for x, y, m in zip(a, b, mask))
 
 
-def test_blend_and_shuffle_then_aesenc_shiftrows_is_rijndael256_shiftrows():
-    mask, control = wideblock.shift_compensation()
+@pytest.mark.parametrize("decrypt", [False, True])
+def test_blend_and_shuffle_then_the_instructions_shiftrows_is_rijndael256s(decrypt):
+    mask, control = wideblock.shift_compensation(decrypt)
     state = bytes(range(32))
     h0, h1 = state[:16], state[16:]
     t0, t1 = pshufb(blend(h0, h1, mask), control), pshufb(blend(h1, h0, mask), control)
-    assert aes_shift_rows(t0) + aes_shift_rows(t1) == rijndael256_shift_rows(state)
+    assert aes_shift_rows(t0, decrypt) + aes_shift_rows(t1, decrypt) == rijndael256_shift_rows(state, decrypt)
 
 
 def vpermt2b(table1: bytes, index: bytes, table2: bytes) -> bytes:
@@ -73,15 +90,16 @@ def vpermt2b(table1: bytes, index: bytes, table2: bytes) -> bytes:
     return bytes(both[k % len(both)] for k in index)
 
 
+@pytest.mark.parametrize("decrypt", [False, True])
 @pytest.mark.parametrize("lanes", [1, 2, 4])
-def test_two_table_indices_then_aesenc_shiftrows_is_rijndael256_shiftrows(lanes):
-    index = wideblock.two_table_index(lanes).data
+def test_two_table_indices_then_the_instructions_shiftrows_is_rijndael256s(lanes, decrypt):
+    index = wideblock.two_table_index(lanes, decrypt).data
     blocks = [bytes(range(32 * k, 32 * k + 32)) for k in range(lanes)]
     halves = [b"".join(blk[16 * p:16 * p + 16] for blk in blocks) for p in (0, 1)]  # dealt
     y = [vpermt2b(halves[p], index, halves[1 - p]) for p in (0, 1)]
     for k, blk in enumerate(blocks):
-        got = aes_shift_rows(y[0][16 * k:16 * k + 16]) + aes_shift_rows(y[1][16 * k:16 * k + 16])
-        assert got == rijndael256_shift_rows(blk)
+        got = aes_shift_rows(y[0][16 * k:16 * k + 16], decrypt) + aes_shift_rows(y[1][16 * k:16 * k + 16], decrypt)
+        assert got == rijndael256_shift_rows(blk, decrypt)
 
 
 def test_simulated_blendv_takes_bytes_where_the_mask_byte_has_its_top_bit_set():
@@ -140,6 +158,8 @@ def test_header_states_the_schedule_size_and_prototypes():
     assert f"int {spec.prefix}_rijndael256_set_encrypt_key(const uint8_t *user_key, unsigned bits, void *rkey);" \
         in header
     assert f"void {spec.prefix}_simpira256_permute(const uint8_t *in, uint8_t *out, size_t nblocks);" in header
+    assert f"void {spec.prefix}_rijndael256_ecb_decrypt(const void *rkey, const uint8_t *in" in header
+    assert f"void {spec.prefix}_simpira256_inverse(const uint8_t *in, uint8_t *out, size_t nblocks);" in header
 
 
 def test_generation_is_deterministic():
@@ -150,7 +170,7 @@ def test_generation_is_deterministic():
 def test_a_wrong_shuffle_is_caught_by_the_verifier(tmp_path, monkeypatch):
     mask, control = wideblock.shift_compensation()
     swapped = control[:4] + control[8:12] + control[4:8] + control[12:]
-    monkeypatch.setattr(wideblock, "shift_compensation", lambda: (mask, swapped))
+    monkeypatch.setattr(wideblock, "shift_compensation", lambda decrypt=False: (mask, swapped))
     spec = KernelSpec(("rijndael256",), "avx", 128, 2)
     path = tmp_path / "kernel.S"
     path.write_text(generate(spec, path.name).asm)
@@ -168,10 +188,12 @@ CONFIGS = [("sse", 128, 3), ("avx", 128, 5), ("avx2", 256, 2), ("avx2", 256, 5),
 def test_generated_file_verifies(tmp_path, isa, width, depth):
     results = verify_generated(tmp_path, KernelSpec(MODES, isa, width, depth), quick=True)
     names = {r.name for r in results}
-    for fn in (checks.ECB, checks.PERMUTE):
+    for fn in (checks.ECB, checks.ECB_DECRYPT, checks.PERMUTE, checks.INVERSE):
         assert {f"ct {fn}", f"kat {fn}", f"diff {fn}", f"simulate {fn}", f"abi {fn}", f"guard {fn} after",
                 f"guard {fn} before", f"guard {fn} len0"} <= names
-    assert {"roundtrip", f"kat {checks.SET_KEY}", f"badargs {checks.SET_KEY}", f"guard {checks.SET_KEY} after"} <= names
+    for setup in (checks.SET_KEY, checks.SET_DKEY):
+        assert {f"kat {setup}", f"badargs {setup}", f"guard {setup} after"} <= names
+    assert "roundtrip" in names
 
 
 @pytest.mark.full
@@ -179,3 +201,34 @@ def test_generated_file_verifies(tmp_path, isa, width, depth):
                                                         ("avx512", 512, 10), ("avx512", 256, 3)])
 def test_generated_file_verifies_full(tmp_path, isa, width, depth):
     verify_generated(tmp_path, KernelSpec(MODES, isa, width, depth))
+
+
+# ---------------------------------------------------------------- bench bookkeeping (no timing asserted)
+
+
+def test_bench_ceiling_counts_the_aes_rounds_per_32_byte_block_whatever_the_key_bits():
+    from aesgen.verify.bench import op_ceiling
+    from aesgen.verify.ceiling import Ceiling, InstructionCost
+
+    ceiling = Ceiling(tsc_hz=2e9, core_hz=3e9, costs=[InstructionCost("vaesenc", 512, 1.0, 4.0, 0.0)])
+    spec = KernelSpec(MODES, "avx512", 512, 4)
+    for bits in (128, 256):  # 64 bytes per zmm: 2 x 14 (Rijndael-256) or 15 x 2 (Simpira) zmm rounds per 2 zmm
+        assert op_ceiling(ceiling, spec, checks.ECB, bits).bytes_per_cycle == pytest.approx(64 / 14)
+        assert op_ceiling(ceiling, spec, checks.PERMUTE, bits).bytes_per_cycle == pytest.approx(64 / 15)
+
+
+def test_bench_times_whole_32_byte_blocks_with_no_peer(tmp_path):
+    from aesgen.cpu import missing_features
+    from aesgen.verify.bench import bench
+
+    spec = KernelSpec(MODES, "avx", 128, 2)
+    missing = missing_features(spec.features)
+    if missing:
+        pytest.skip(f"CPU lacks {' '.join(missing)}")
+    path = tmp_path / "k.S"
+    path.write_text(generate(spec).asm)
+    r = bench(spec, path, ops=[checks.ECB, checks.PERMUTE], sizes=[16, 64, 96], peers=("openssl",), trials=3)
+    assert sorted({(m.op, m.size) for m in r.measurements}) == [(checks.ECB, 64), (checks.ECB, 96),
+                                                                (checks.PERMUTE, 64), (checks.PERMUTE, 96)]
+    assert {m.impl for m in r.measurements} == {"aesgen"}
+    assert r.peers["openssl"].startswith("n/a (no Rijndael-256 / Simpira")

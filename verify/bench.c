@@ -7,7 +7,8 @@
  *     xts_encrypt xts_decrypt (two keys of KEYBITS each) gfdouble_le gfdouble_be (SIZE / 16 doublings)
  *     ocb_encrypt ocb_decrypt otr_encrypt otr_decrypt (12-byte nonce, no AAD, 16-byte tag; a
  *     decryption gets a valid message, so it does the whole work)
- *     rijndael256_ecb_encrypt (a 256-bit key whatever KEYBITS) simpira256_permute (SIZE / 32 blocks)
+ *     rijndael256_ecb_encrypt rijndael256_ecb_decrypt (a 256-bit key whatever KEYBITS)
+ *     simpira256_permute simpira256_inverse (SIZE / 32 blocks)
  * SIZES: comma list of message sizes in bytes; PEERS: comma list of openssl, ipsec-mb,
  * openssl-noaesni (OpenSSL with AES-NI masked off, run in a child process: bench_peer_process.c),
  * or "-".
@@ -56,7 +57,7 @@ static const uint8_t aead_nonce[12] = {0xa0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0x0b
 #define NO_OTR "no AES-OTR in OpenSSL / intel-ipsec-mb"
 /* 256-bit blocks: Rijndael-256 (keyed) and Simpira-256 (a keyless permutation) */
 static int is_rijndael256_op(void) { return strncmp(op, "rijndael256_", 12) == 0; }
-static int is_simpira_op(void) { return strcmp(op, "simpira256_permute") == 0; }
+static int is_simpira_op(void) { return strncmp(op, "simpira256_", 11) == 0; }
 static int is_wide_op(void) { return is_rijndael256_op() || is_simpira_op(); }
 #define NO_WIDE "no Rijndael-256 / Simpira in OpenSSL / intel-ipsec-mb"
 
@@ -122,7 +123,7 @@ static void setup_ours(struct impl *im, const char *so, const char *prefix) {
     snprintf(name, sizeof name, "%s_%s", prefix,
              strcmp(op, "ghash") == 0 || is_gcm_op() ? "gcm_set_key"
              : is_xts_op() ? "xts_set_key" : is_ocb_op() ? "ocb_set_key" : is_otr_op() ? "otr_set_key"
-             : is_rijndael256_op() ? "rijndael256_set_encrypt_key"
+             : is_rijndael256_op() ? (is_decrypt() ? "rijndael256_set_decrypt_key" : "rijndael256_set_encrypt_key")
              : is_decrypt() ? "set_decrypt_key" : "set_encrypt_key");
     void *setter = dlsym(h, name);
     int (*set_key)(const uint8_t *, unsigned, void *) = is_xts_op() ? NULL : (int (*)(const uint8_t *, unsigned, void *))setter;

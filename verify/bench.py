@@ -26,8 +26,8 @@ OPS_BY_MODE = {"ecb": ("ecb_encrypt", "ecb_decrypt"), "ctr32": ("ctr32_encrypt",
                "cbc": ("cbc_encrypt", "cbc_decrypt"), "ghash": ("ghash",), "polyval": ("polyval",),
                "gcm": ("gcm_encrypt",), "xts": ("xts_encrypt", "xts_decrypt"),
                "gfdouble": ("gfdouble_le", "gfdouble_be"), "ocb": ("ocb_encrypt", "ocb_decrypt"),
-               "otr": ("otr_encrypt", "otr_decrypt"), "rijndael256": ("rijndael256_ecb_encrypt",),
-               "simpira": ("simpira256_permute",)}
+               "otr": ("otr_encrypt", "otr_decrypt"), "rijndael256": ("rijndael256_ecb_encrypt", "rijndael256_ecb_decrypt"),
+               "simpira": ("simpira256_permute", "simpira256_inverse")}
 # Tweak sequences alone: SIZE bytes = SIZE / 16 doublings, reported per block; no peer has them.
 DOUBLING_OPS = ("gfdouble_le", "gfdouble_be")
 # openssl-noaesni: OpenSSL's EVP with AES-NI masked off (its bsaes/vpaes code), run by the harness in a
@@ -39,8 +39,10 @@ ROUNDS = {128: 10, 192: 12, 256: 14}
 # 256-bit-block ops: AES rounds per 16 bytes whatever --key-bits (Rijndael-256: 14 rounds of two
 # AESENC per 32-byte block, the same count per byte as AES-256; Simpira-256: 15 Feistel rounds of
 # two AESENC on one half), and how the ceiling line names them.
-WIDE_BLOCK_ROUNDS = {"rijndael256_ecb_encrypt": (14, "Rijndael-256: 2 x 14 AES rounds per 32-byte block"),
-                     "simpira256_permute": (15, "Simpira-256: 15 x 2 AES rounds per 32-byte block")}
+WIDE_BLOCK_ROUNDS = {op: (14, "Rijndael-256: 2 x 14 AES rounds per 32-byte block")
+                     for op in ("rijndael256_ecb_encrypt", "rijndael256_ecb_decrypt")} | \
+                    {op: (15, "Simpira-256: 15 x 2 AES rounds per 32-byte block")
+                     for op in ("simpira256_permute", "simpira256_inverse")}
 
 
 @dataclass
@@ -168,7 +170,10 @@ def bench(spec: KernelSpec, asm_path: Path, *, ops: list[str], sizes: list[int],
     result = BenchResult(spec=json.loads(spec.to_json()), key_bits=key_bits, tsc_hz=0.0, machine=machine_info())
     cpu = pin_cpu() if cpu is None else cpu
     for op in ops:
-        tsc, info, ms = run_op(spec, so, op, sizes, () if op in DOUBLING_OPS else peers, key_bits, trials, cpu)
+        op_sizes = [n for n in sizes if n % 32 == 0] if op in WIDE_BLOCK_ROUNDS else sizes  # whole 32-byte blocks
+        if not op_sizes:
+            continue
+        tsc, info, ms = run_op(spec, so, op, op_sizes, () if op in DOUBLING_OPS else peers, key_bits, trials, cpu)
         result.tsc_hz = result.tsc_hz or tsc  # one TSC rate for the whole result
         result.op_peers[op] = dict(info)
         for peer, detail in info.items():  # a peer that runs some op keeps its description

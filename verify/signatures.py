@@ -230,8 +230,11 @@ SIGNATURES: dict[str, Signature] = {s.name: s for s in (
     _otr("otr_decrypt", decrypt=True),
     # 256-bit blocks (kernels/wideblock.py)
     _setup("rijndael256_set_encrypt_key", _RKEY, (256,)),
+    _setup("rijndael256_set_decrypt_key", _RKEY, (256,)),
     _wideblock("rijndael256_ecb_encrypt", _RKEY, setup="rijndael256_set_encrypt_key"),
+    _wideblock("rijndael256_ecb_decrypt", _RKEY, setup="rijndael256_set_decrypt_key"),
     _wideblock("simpira256_permute"),
+    _wideblock("simpira256_inverse"),
 )}
 
 AEAD_FAMILIES = (GCM, GCM_STREAM, HASH, GCMSIV)
@@ -330,7 +333,7 @@ def check_groups(fn: str) -> list[str]:
         groups = [f"abi {fn}", f"guard {fn} after", f"guard {fn} before"]
         if fn in ("set_encrypt_key", "set_decrypt_key"):
             return ["keyschedule"] + groups
-        if fn == "rijndael256_set_encrypt_key":
+        if fn in ("rijndael256_set_encrypt_key", "rijndael256_set_decrypt_key"):
             return [f"kat {fn}", f"badargs {fn}"] + groups
         return [f"badargs {fn}"] + groups
     if fam == BLOCK:

@@ -1,15 +1,16 @@
 """Checks for the 256-bit-block kernels: Rijndael-256 (ECB) and Simpira v2 (b = 2).
 
 Check names:
-  kat rijndael256_set_encrypt_key   the schedule against the reference key expansion
-                                    (30 half round keys, each replicated per lane)
-  kat rijndael256_ecb_encrypt       Gladman's published 256/256 vector, alone and repeated
-                                    over every lane and group of a main-loop iteration, in place
-  kat simpira256_permute            the published Simpira-256 of zero, alone and repeated
-  diff rijndael256_ecb_encrypt      random keys, 0..N blocks, misaligned, in place, vs
+  kat rijndael256_set_{en,de}crypt_key  the schedule against the reference key expansion
+                                    (30 half round keys, each replicated per lane; decrypting,
+                                    the equivalent inverse cipher's: InvMixColumns, reversed)
+  kat rijndael256_ecb_{en,de}crypt  Gladman's published 256/256 vector (decrypting: its
+                                    ciphertext back), alone and repeated over every lane and
+                                    group of a main-loop iteration, in place
+  kat simpira256_permute|inverse    the published Simpira-256 of zero (and back), alone and repeated
+  diff <each function>              random keys, 0..N blocks, misaligned, in place, vs
                                     verify/wideblock_ref.py (written from the specification)
-  diff simpira256_permute           the same for the permutation
-  badargs rijndael256_set_encrypt_key  every key size but 256 returns -1
+  badargs rijndael256_set_{en,de}crypt_key  every key size but 256 returns -1
   abi / guard / simulate            through verify/aead.py's scenes (SCENES below)
 
 The references reproduce every published vector in verify/data/wideblock_vectors.txt (all
@@ -25,9 +26,14 @@ from pathlib import Path
 from aesgen.verify.aead import HeapMem, Scene, SceneError, _fill, _io_alias, _make_key, _maybe, _result, invoke
 from aesgen.verify.build import Kernel
 from aesgen.verify.runner import CheckResult, Probe, Unit
+from aesgen.aesref import inv_mix_columns
 from aesgen.verify.wideblock_ref import expand_key, rijndael256_ecb, simpira256_many
 
-SET_KEY, ECB, PERMUTE = "rijndael256_set_encrypt_key", "rijndael256_ecb_encrypt", "simpira256_permute"
+SET_KEY, SET_DKEY = "rijndael256_set_encrypt_key", "rijndael256_set_decrypt_key"
+ECB, ECB_DECRYPT = "rijndael256_ecb_encrypt", "rijndael256_ecb_decrypt"
+PERMUTE, INVERSE = "simpira256_permute", "simpira256_inverse"
+INVERSES = (ECB_DECRYPT, INVERSE)  # run a published vector backwards
+KEY_SETUP = {ECB: SET_KEY, ECB_DECRYPT: SET_DKEY}
 BLOCK = 32
 BAD_BITS = (0, 128, 192, 255, 257, 512)
 VECTORS = Path(__file__).with_name("data") / "wideblock_vectors.txt"
@@ -55,58 +61,67 @@ def load_vectors() -> tuple[Vector, ...]:
 
 
 def kernel_vectors(fn: str) -> list[Vector]:
-    """The published vectors the kernel `fn` can run (256-bit block, 256-bit key)."""
-    if fn == PERMUTE:
-        return [v for v in load_vectors() if v.kind == "simpira256"]
-    return [v for v in load_vectors() if v.kind == "rijndael" and len(v.key) == len(v.given) == BLOCK]
+    """The published vectors the kernel `fn` can run (256-bit block, 256-bit key), turned
+    around for the inverse functions."""
+    if fn in (PERMUTE, INVERSE):
+        found = [v for v in load_vectors() if v.kind == "simpira256"]
+    else:
+        found = [v for v in load_vectors() if v.kind == "rijndael" and len(v.key) == len(v.given) == BLOCK]
+    return [Vector(v.kind, v.key, v.want, v.given) for v in found] if fn in INVERSES else found
 
 
 def group_blocks(kernel: Kernel, fn: str) -> int:
     """Blocks one main-loop iteration takes: depth x lanes."""
-    mode = "simpira" if fn == PERMUTE else "rijndael256"
+    mode = "simpira" if fn in (PERMUTE, INVERSE) else "rijndael256"
     return kernel.spec.depth_for(mode) * kernel.spec.width_for(mode) // 128
 
 
 # ================================================================ calls
 
 
-def make_rkey(kernel: Kernel, mem, key: bytes, caller=None):
-    ret, rkey = _make_key(kernel, mem, SET_KEY, key, caller=caller)
+def make_rkey(kernel: Kernel, mem, key: bytes, setup: str = SET_KEY, caller=None):
+    ret, rkey = _make_key(kernel, mem, setup, key, caller=caller)
     if ret != 0:
-        raise SceneError(f"{SET_KEY}(bits={8 * len(key)}) returned {ret}")
+        raise SceneError(f"{setup}(bits={8 * len(key)}) returned {ret}")
     return rkey
 
 
 def run(kernel: Kernel, fn: str, mem, data: bytes, rng: random.Random, *, key: bytes = b"",
         in_place: bool = False, caller=None):
     args = {"in": data, "out": _fill(rng, len(data)), "nblocks": len(data) // BLOCK}
-    if fn == ECB:
-        args["rkey"] = make_rkey(kernel, mem, key)
+    if fn in KEY_SETUP:
+        args["rkey"] = make_rkey(kernel, mem, key, KEY_SETUP[fn])
     return invoke(kernel, fn, mem, args, caller=caller, alias={"out": "in"} if in_place else None)
 
 
 def reference(fn: str, key: bytes, data: bytes) -> bytes:
-    return simpira256_many(data) if fn == PERMUTE else rijndael256_ecb(key, data)
+    if fn in (PERMUTE, INVERSE):
+        return simpira256_many(data, inverse=fn == INVERSE)
+    return rijndael256_ecb(key, data, decrypt=fn == ECB_DECRYPT)
 
 
 # ================================================================ checks
 
 
-def kat_schedule(kernel: Kernel, probe: Probe, *, seed: int) -> CheckResult:
-    name = f"kat {SET_KEY}"
+def kat_schedule(kernel: Kernel, setup: str, probe: Probe, *, seed: int) -> CheckResult:
+    name = f"kat {setup}"
     rng = random.Random(f"{seed}:{name}")
     stride, lanes = kernel.spec.key_stride, kernel.spec.width // 128
     errors: list[str] = []
     keys = [v.key for v in kernel_vectors(ECB)] + [rng.randbytes(32) for _ in range(4)] + [bytes(32), b"\xff" * 32]
     for key in keys:
         probe.note(name, key.hex())
-        got = make_rkey(kernel, HeapMem(rng), key).read()
-        halves = [half for rk in expand_key(key) for half in (rk[:16], rk[16:])]
+        got = make_rkey(kernel, HeapMem(rng), key, setup).read()
+        rks = expand_key(key)
+        if setup == SET_DKEY:  # the equivalent inverse cipher: dk[r] = InvMixColumns(ek[14 - r])
+            rks = [rks[-1]] + [bytes(inv_mix_columns(list(k))) for k in rks[-2:0:-1]] + [rks[0]]
+        halves = [half for rk in rks for half in (rk[:16], rk[16:])]
         want = b"".join(h * lanes for h in halves)
         if got[:len(want)] != want:
             i = next(k for k in range(len(want)) if got[k] != want[k]) // stride
             errors.append(f"key {key.hex()[:16]}...: half round key {i} differs")
-    return _result(name, errors, f"{len(keys)} keys: 30 half round keys vs the reference expansion")
+    what = "InvMixColumns of the reference expansion, reversed" if setup == SET_DKEY else "the reference expansion"
+    return _result(name, errors, f"{len(keys)} keys: 30 half round keys vs {what}")
 
 
 def kat(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResult:
@@ -152,13 +167,13 @@ def diff(kernel: Kernel, fn: str, probe: Probe, *, n: int, quick: bool, seed: in
                    "vs verify/wideblock_ref.py")
 
 
-def badargs(kernel: Kernel, probe: Probe, *, seed: int) -> CheckResult:
-    name = f"badargs {SET_KEY}"
+def badargs(kernel: Kernel, setup: str, probe: Probe, *, seed: int) -> CheckResult:
+    name = f"badargs {setup}"
     rng = random.Random(f"{seed}:{name}")
     probe.note(name, "")
     errors = []
     for bits in BAD_BITS:
-        ret, _ = _make_key(kernel, HeapMem(rng), SET_KEY, rng.randbytes(64), bits=bits)
+        ret, _ = _make_key(kernel, HeapMem(rng), setup, rng.randbytes(64), bits=bits)
         if ret != -1:
             errors.append(f"bits={bits} returned {ret}, want -1")
     return _result(name, errors, f"bits {', '.join(map(str, BAD_BITS))} rejected")
@@ -168,7 +183,7 @@ def badargs(kernel: Kernel, probe: Probe, *, seed: int) -> CheckResult:
 
 
 def scene_ecb(sc: Scene, fn: str, size: int, aux: int) -> tuple:
-    _, rkey = sc.key(SET_KEY, 256)
+    _, rkey = sc.key(KEY_SETUP[fn], 256)
     data = sc.rng.randbytes(BLOCK * size)
     inv = sc.call(fn, {"rkey": rkey, "in": data, "out": _fill(sc.rng, BLOCK * size), "nblocks": size},
                   test=True, alias=_io_alias(sc))
@@ -182,7 +197,7 @@ def scene_permute(sc: Scene, fn: str, size: int, aux: int) -> tuple:
     return (_maybe(inv, "out"),)
 
 
-SCENES = {ECB: scene_ecb, PERMUTE: scene_permute}
+SCENES = {ECB: scene_ecb, ECB_DECRYPT: scene_ecb, PERMUTE: scene_permute, INVERSE: scene_permute}
 
 
 # ================================================================ units
@@ -191,11 +206,12 @@ SCENES = {ECB: scene_ecb, PERMUTE: scene_permute}
 def units(kernel: Kernel, *, n: int, quick: bool, seed: int) -> list[tuple[str, Unit]]:
     have = set(kernel.fn)
     out: list[tuple[str, Unit]] = []
-    if SET_KEY in have:
-        out.append((f"kat {SET_KEY}", lambda p: iter([kat_schedule(kernel, p, seed=seed)])))
-        out.append((f"badargs {SET_KEY}", lambda p: iter([badargs(kernel, p, seed=seed)])))
-    for fn in (ECB, PERMUTE):
-        if fn in have and (fn != ECB or SET_KEY in have):
+    for setup in (SET_KEY, SET_DKEY):
+        if setup in have:
+            out.append((f"kat {setup}", lambda p, s=setup: iter([kat_schedule(kernel, s, p, seed=seed)])))
+            out.append((f"badargs {setup}", lambda p, s=setup: iter([badargs(kernel, s, p, seed=seed)])))
+    for fn in (ECB, ECB_DECRYPT, PERMUTE, INVERSE):
+        if fn in have and KEY_SETUP.get(fn, fn) in have:
             out.append((f"kat {fn}", lambda p, fn=fn: iter([kat(kernel, fn, p, seed=seed)])))
             out.append((f"diff {fn}", lambda p, fn=fn: iter([diff(kernel, fn, p, n=n, quick=quick, seed=seed)])))
     return out

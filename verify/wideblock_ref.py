@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from aesgen.aesref import gf256_mul, mix_columns, sbox
+from aesgen.aesref import gf256_mul, inv_mix_columns, inv_sbox, mix_columns, sbox
 
 RIJNDAEL256_ROUNDS = 14
 RIJNDAEL256_BLOCK = 32
@@ -33,6 +33,12 @@ def shift_rows(s: list[int], nb: int) -> list[int]:
     """Row r rotates left by C_r columns: new[r][c] = old[r][(c + C_r) mod Nb]."""
     off = SHIFT_OFFSETS[nb]
     return [s[r + 4 * ((c + off[r]) % nb)] for c in range(nb) for r in range(4)]
+
+
+def inv_shift_rows(s: list[int], nb: int) -> list[int]:
+    """Row r rotates right by C_r columns: new[r][c] = old[r][(c - C_r) mod Nb]."""
+    off = SHIFT_OFFSETS[nb]
+    return [s[r + 4 * ((c - off[r]) % nb)] for c in range(nb) for r in range(4)]
 
 
 def add_round_key(s: list[int], k: bytes) -> list[int]:
@@ -83,6 +89,20 @@ def rijndael_encrypt(key: bytes, block: bytes) -> bytes:
     return bytes(rijndael_round(s, rk[-1], nb, last=True))
 
 
+def rijndael_decrypt(key: bytes, block: bytes) -> bytes:
+    """The inverse cipher, straight from the proposal: the rounds undone in reverse order."""
+    nb = len(block) // 4
+    rk = expand_key(key, nb)
+    box = inv_sbox()
+    s = add_round_key(list(block), rk[-1])
+    for r in range(len(rk) - 2, -1, -1):
+        s = [box[x] for x in inv_shift_rows(s, nb)]
+        s = add_round_key(s, rk[r])
+        if r:
+            s = inv_mix_columns(s)
+    return bytes(s)
+
+
 def rijndael256_encrypt(key: bytes, block: bytes) -> bytes:
     """One 32-byte block under a 32-byte key."""
     if len(key) != 32 or len(block) != RIJNDAEL256_BLOCK:
@@ -90,8 +110,9 @@ def rijndael256_encrypt(key: bytes, block: bytes) -> bytes:
     return rijndael_encrypt(key, block)
 
 
-def rijndael256_ecb(key: bytes, data: bytes) -> bytes:
-    return b"".join(rijndael256_encrypt(key, data[i:i + 32]) for i in range(0, len(data), 32))
+def rijndael256_ecb(key: bytes, data: bytes, decrypt: bool = False) -> bytes:
+    one = rijndael_decrypt if decrypt else rijndael256_encrypt
+    return b"".join(one(key, data[i:i + 32]) for i in range(0, len(data), 32))
 
 
 @lru_cache(maxsize=None)
@@ -106,16 +127,17 @@ def simpira_f(x: bytes, c: int, b: int = SIMPIRA_B) -> bytes:
     return bytes(rijndael_round(s, bytes(16), 4))
 
 
-def simpira256(block: bytes) -> bytes:
+def simpira256(block: bytes, inverse: bool = False) -> bytes:
     """Simpira v2, b = 2: round c = 1..15 XORs F_{c,2} of one branch into the other,
-    branch 0 into 1 on odd c, 1 into 0 on even c."""
+    branch 0 into 1 on odd c, 1 into 0 on even c. The inverse runs c = 15..1."""
     x = [bytes(block[:16]), bytes(block[16:32])]
-    for c in range(1, SIMPIRA_ROUNDS + 1):
+    rounds = range(1, SIMPIRA_ROUNDS + 1)
+    for c in reversed(rounds) if inverse else rounds:
         src = (c - 1) % 2
         f = simpira_f(x[src], c)
         x[1 - src] = bytes(a ^ d for a, d in zip(x[1 - src], f))
     return x[0] + x[1]
 
 
-def simpira256_many(data: bytes) -> bytes:
-    return b"".join(simpira256(data[i:i + 32]) for i in range(0, len(data), 32))
+def simpira256_many(data: bytes, inverse: bool = False) -> bytes:
+    return b"".join(simpira256(data[i:i + 32], inverse) for i in range(0, len(data), 32))
