@@ -292,21 +292,26 @@ def list_() -> None:
 
     console.print(f"modes: {', '.join(MODES)}  "
                   f"({'; '.join(f'{m}: ' + ', '.join(fs) for m, fs in MODE_FUNCTIONS.items())})")
-    table = Table(title="ISA x width (depth 1..max; max limited by the register file)")
-    table.add_column("isa", no_wrap=True)  # never truncated, however many mode columns follow
-    table.add_column("width", no_wrap=True)
+    configs = [(isa, width) for isa in ISAS for width in WIDTHS_BY_ISA[isa]]
+    table = Table(title="max depth per mode and ISA x width (limited by the register file); "
+                        "[red]-[/] this CPU cannot run it")
+    table.add_column("mode", no_wrap=True)
+    for isa, width in configs:
+        table.add_column(f"{isa}\n{width}", justify="right", no_wrap=True)
+    lacking: dict[tuple[str, ...], set[str]] = {}
     for m in MODES:
-        table.add_column(f"max depth {m}")
-    table.add_column("this CPU")
-    for isa in ISAS:
-        for width in WIDTHS_BY_ISA[isa]:
-            missing = missing_features(FEATURES_BY_ISA[isa])
-            hashing = missing_features(required_features(isa, width, ("ghash",)))
-            runs = ("[green]yes[/]" if not hashing else f"[yellow]ciphers only (hashing lacks {' '.join(hashing)})[/]") \
-                if not missing else f"[red]no (missing {' '.join(missing)})[/]"
-            depths = [str(max_depth(isa, width, m)) for m in MODES]
-            table.add_row(isa, str(width), *depths, runs)
+        cells = []
+        for isa, width in configs:
+            need = missing_features(required_features(isa, width, (m,)))
+            if need:
+                lacking.setdefault(need, set()).add(f"{m} on {isa} {width}")
+            cells.append(f"[red]-[/] {max_depth(isa, width, m)}" if need else str(max_depth(isa, width, m)))
+        table.add_row(m, *cells)
     console.print(table)
+    for need, where in lacking.items():
+        console.print(f"this CPU lacks {' '.join(need)} for: {', '.join(sorted(where))}")
+    if not lacking:
+        console.print("this CPU runs every mode at every ISA and width")
 
 
 @main.command(name="targets")

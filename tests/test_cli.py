@@ -167,12 +167,16 @@ def test_verify_errors_are_one_line(tmp_path: Path) -> None:
 def test_list_mentions_every_isa_and_width() -> None:
     p = aesgen("list")
     assert p.returncode == 0, p.stderr
-    rows = [l for l in p.stdout.splitlines() if "│" in l or "|" in l]
-    for isa, widths in (("sse", (128,)), ("avx", (128,)), ("avx2", (256,)), ("avx512", (128, 256, 512))):
-        for w in widths:
-            assert any(re.search(rf"\b{isa}\b.*\b{w}\b", r) for r in rows), f"no row for {isa}/{w}"
-    for mode in ("ecb", "ctr32", "cbc"):
-        assert mode in p.stdout
+    lines = p.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if "mode" in line and "┃" in line)  # the widths' line
+    isas, widths = lines[header - 1].split("┃")[2:-1], lines[header].split("┃")[2:-1]
+    columns = [f"{i.strip()} {w.strip()}" for i, w in zip(isas, widths)]
+    assert columns == ["sse 128", "avx 128", "avx2 256", "avx512 128", "avx512 256", "avx512 512"]
+    rows = {line.split("│")[1].strip(): line.split("│")[2:-1] for line in lines if line.startswith("│")}
+    for mode in ("ecb", "ctr32", "cbc", "xts", "ocb", "simpira"):
+        assert mode in rows and len(rows[mode]) == len(columns), mode
+        assert all(re.fullmatch(r"(- )?\d+", c.strip()) for c in rows[mode]), rows[mode]
+    assert "this CPU" in p.stdout
 
 
 # ---------------------------------------------------------------- simulate
