@@ -36,7 +36,8 @@ def config_options(f):
     f = click.option("--prefix", default=None, help="Symbol prefix (a C identifier). "
                      "Default: aesgen_<backend>_<isa>_<width>x<depth>, or aesgen_<target>.")(f)
     f = click.option("--backend", default="aesni", show_default=True,
-                     help="Kernel family: aesni (AES-NI/VAES) or gfni (AES from GF2P8AFFINEINVQB, no AES-NI).")(f)
+                     help="Kernel family: aesni (AES-NI/VAES), gfni (AES from GF2P8AFFINEINVQB, no AES-NI) or "
+                          "bitsliced (logic ops and byte shuffles only; ecb, ctr32, cbc; depth 1).")(f)
     f = click.option("--depth", "-d", type=int, default=None,
                      help=f"Independent block groups interleaved (1..{MAX_DEPTH}; default 8, "
                           "or the target model's choice).")(f)
@@ -57,6 +58,9 @@ def config_options(f):
     f = click.option("--allow-table-lookups", "table_lookups", is_flag=True,
                      help="Allow methods that load from data-dependent addresses (NOT constant-time; "
                           "the static check reports them as warnings).")(f)
+    f = click.option("--no-ternlog", "no_ternlog", is_flag=True,
+                     help="--backend bitsliced on avx512: no VPTERNLOGD (three-operand S-box and XOR linear "
+                          "layers), to measure what ternary logic buys.")(f)
     f = click.option("--tuned", is_flag=True, help="With --target native: use the `aesgen tune` result.")(f)
     f = click.option("--profile", type=click.Choice(["bulk", "short"]), default="bulk", show_default=True,
                      help="With --tuned: the configs tuned for bulk (16 KiB) or short (256 B) messages.")(f)
@@ -66,10 +70,17 @@ def config_options(f):
 def spec_from_options(modes: str, isa: str | None = None, width: int | None = None, depth: int | None = None,
                       backend: str = "aesni", prefix: str | None = None, target: str | None = None,
                       tuned: bool = False, profile: str = "bulk", per_mode: tuple[str, ...] = (),
-                      karatsuba: bool = False, gfdouble: str = "", table_lookups: bool = False) -> KernelSpec:
+                      karatsuba: bool = False, gfdouble: str = "", table_lookups: bool = False,
+                      no_ternlog: bool = False) -> KernelSpec:
+    if depth is None and backend == "bitsliced" and target is None:
+        depth = 1  # one set of bit-planes: its own interleave (8 blocks per 128-bit lane)
     spec = _spec_from_options(modes, isa, width, depth, backend, prefix, target, tuned, profile, per_mode)
     if karatsuba:
         spec = replace(spec, karatsuba=True)
+    if no_ternlog:
+        if backend != "bitsliced" or spec.isa != "avx512":
+            raise UsageFailure("--no-ternlog applies to --backend bitsliced --isa avx512 only")
+        spec = replace(spec, no_ternlog=True)
     try:
         return with_doubling(spec, gfdouble, table_lookups)
     except ConfigError as e:

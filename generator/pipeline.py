@@ -91,6 +91,7 @@ def command_line(spec: KernelSpec, output: str = "FILE.S") -> str:
     per_mode += " --karatsuba" if spec.karatsuba else ""
     per_mode += f" --gfdouble {spec.gfdouble}" if spec.gfdouble else ""
     per_mode += " --allow-table-lookups" if spec.table_lookups else ""
+    per_mode += " --no-ternlog" if spec.no_ternlog else ""
     return (f"aesgen generate {','.join(spec.modes)} --isa {spec.isa} --width {spec.width} "
             f"--depth {spec.depth}{per_mode} --backend {spec.backend} --prefix {spec.prefix} -o {output}")
 

@@ -1,0 +1,77 @@
+"""The bitsliced layout: where each bit of 8 AES blocks sits in 8 vector registers, and the
+constants that move it, each computed from its definition.
+
+Per 128-bit lane, 8 blocks make one set of 8 registers ("planes"). Plane p holds bit 7 - p
+of every state byte (plane p is the S-box circuits' input U_p / output S_p: U0 is the top
+bit); in each plane, byte q = 4 * row + col is state byte (row, col), row-major, and bit j
+of that byte belongs to block 7 - j. Row-major order makes MixColumns' row rotation a
+dword rotation (pshufd) and ShiftRows a byte shuffle within each dword (pshufb).
+
+The transposition into planes: a pshufb per block (column-major -> row-major, a 4x4 byte
+transpose), then the 8x8 bit transpose of every byte position by three layers of swapmove
+(shifts 1, 2, 4 with masks 0x55, 0x33, 0x0f). The network is its own inverse, so leaving
+the planes is the same network, then the same byte transpose.
+"""
+from __future__ import annotations
+
+from aesgen.aesref import gf256_mul
+
+from .ir import Const
+
+# swapmove layers: (shift, byte mask, (a, b) pairs): b's bits under the mask swap with a's bits n above.
+SWAPMOVE_LAYERS = (
+    (1, 0x55, ((1, 0), (3, 2), (5, 4), (7, 6))),
+    (2, 0x33, ((2, 0), (3, 1), (6, 4), (7, 5))),
+    (4, 0x0F, ((4, 0), (5, 1), (6, 2), (7, 3))),
+)
+
+
+def position(row: int, col: int) -> int:
+    """Byte of a plane holding state byte (row, col)."""
+    return 4 * row + col
+
+
+def byte_transpose() -> bytes:
+    """pshufb control: memory order (byte 4 * col + row) to plane order (4 * row + col)."""
+    return bytes(4 * (q % 4) + q // 4 for q in range(16))
+
+
+def shift_rows(inverse: bool = False) -> bytes:
+    """pshufb control of ShiftRows in plane order: row r turns left by r (right when inverse)."""
+    turn = -1 if inverse else 1
+    return bytes(position(q // 4, (q % 4 + turn * (q // 4)) % 4) for q in range(16))
+
+
+def rotate_rows(n: int) -> int:
+    """pshufd immediate: row r of every column takes row r + n (dword r <- dword r + n)."""
+    return sum(((r + n) % 4) << (2 * r) for r in range(4))
+
+
+def times_matrix(c: int) -> tuple[tuple[int, ...], ...]:
+    """Multiplication by c in GF(2^8) as a GF(2) matrix on planes: output plane p is the XOR
+    of the input planes listed (plane p = bit 7 - p)."""
+    rows = []
+    for p in range(8):
+        bit = 7 - p
+        rows.append(tuple(7 - j for j in range(8) if gf256_mul(c, 1 << j) >> bit & 1))
+    return tuple(rows)
+
+
+def replicated(name: str, pattern: bytes, width: int) -> Const:
+    """A constant of `pattern` repeated to `width` bits (one copy per 16 bytes or byte)."""
+    return Const(f"bs_{name}_x{width // 128}", pattern * (width // 8 // len(pattern)))
+
+
+def planes_of_block(block: bytes) -> list[bytes]:
+    """The 8 planes (16 bytes each) of 8 copies of one 16-byte block: a round key as the
+    schedule stores it (per lane). Byte q of plane p is 0xff when bit 7 - p of the state
+    byte at plane position q is set."""
+    out = []
+    for p in range(8):
+        plane = bytearray(16)
+        for q in range(16):
+            row, col = divmod(q, 4)
+            if block[4 * col + row] >> (7 - p) & 1:
+                plane[q] = 0xFF
+        out.append(bytes(plane))
+    return out
