@@ -243,11 +243,12 @@ def ctr32_function(b: FunctionBuilder) -> None:
     out = bt.run(False)
     b.s("cmp", length, imm=16 * bt.blocks)
     b.branch("b", tail)
+    spare = bt.temps(out)[0]
     for j, n in enumerate(out):
         at = Mem(inp, j * bt.vbytes)
         if bt.p.two_op:  # legacy SSE: no unaligned memory operand
-            bt.vec("vload", x(8), at)
-            bt.vec("vxor", x(n), x(n), x(8))
+            bt.vec("vload", x(spare), at)
+            bt.vec("vxor", x(n), x(n), x(spare))
         else:
             bt.vec("vxor", x(n), x(n), at, comment="keystream ^ input" if j == 0 else "")
         bt.vec("vstore", Mem(outp, j * bt.vbytes), x(n))
