@@ -45,19 +45,22 @@ class Planes:
     """Emits bitsliced code into a FunctionBuilder at one vector width.
 
     `slots` is where the S-box programs' spill slots live (a stack offset, width/8 bytes each).
+    A set of planes owns registers base .. base + nregs - 1 (two sets share AVX-512's 32);
+    code refers to them by local numbers 0 .. nregs - 1.
     """
 
-    def __init__(self, b: FunctionBuilder, spec: KernelSpec, width: int, slots: int) -> None:
+    def __init__(self, b: FunctionBuilder, spec: KernelSpec, width: int, slots: int, base: int = 0,
+                 nregs: int | None = None) -> None:
         self.b, self.spec, self.width, self.slots = b, spec, width, slots
-        self.nregs = 32 if spec.isa == "avx512" else 16
+        self.base = base
+        self.nregs = nregs or (32 if spec.isa == "avx512" else 16)
         self.two_op = spec.isa == "sse"
         self.pass_name = circuit_pass(spec)
         self.ternlog = self.pass_name == "ternlog"
 
     # -- emitting ---------------------------------------------------------------
-    @staticmethod
-    def r(n: int, role: str = "") -> Phys:
-        return Phys(n, role)
+    def r(self, n: int, role: str = "") -> Phys:
+        return Phys(self.base + n, role)
 
     def op(self, name: str, dst, *srcs, imm: int | None = None, comment: str = "") -> None:
         self.b._items.append(Insn(name, dst, tuple(srcs), imm=imm, width=self.width, comment=comment))

@@ -20,6 +20,7 @@ Key setup: r11 is the only secret GPR (the word being computed).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, TypeVar
 
 from aesgen.bitsliced_code import PLANES, Planes, circuit_pass, sbox_program
 from aesgen.consts import bswap_mask, counter_step, lane_index
@@ -32,6 +33,7 @@ from .aes import ROUNDS_BY_BITS, finish
 from .modes import return_if_zero
 
 BLOCK_REGS = list(range(PLANES))
+T = TypeVar("T")
 WORDS = 64  # key setup: room for the 60 words of an AES-256 schedule
 
 
@@ -40,32 +42,29 @@ class Frame:
     """The stack frame below the return address (rsp 16-byte aligned after `sub`)."""
 
     buf: int  # a batch of blocks (partial batches, CBC results)
-    slots: int  # the S-box programs' spill slots
+    slots: int  # the S-box programs' spill slots, one area per set of planes
     chain: int  # 16 bytes: CTR's byte-reversed counter block, CBC's chaining value
     size: int  # what `sub rsp` takes (payload + 8: keeps rsp 16-byte aligned)
     payload: int
 
 
-def spill_slots(spec: KernelSpec) -> int:
-    regs = 32 if spec.isa == "avx512" else 16
+def spill_slots(spec: KernelSpec, regs: int) -> int:
     return max(sbox_program(c, circuit_pass(spec), regs).slots() for c in ("sbox_bp113", "inv_sbox_bp121"))
 
 
-def make_frame(spec: KernelSpec, width: int, buf_bytes: int, slot_bytes: int) -> Frame:
-    vb = width // 8
-    slots = buf_bytes
-    chain = slots + spill_slots(spec) * slot_bytes
-    payload = -(-(chain + 16) // vb) * vb
-    return Frame(0, slots, chain, payload + 8, payload)
+def registers_per_set(spec: KernelSpec) -> int:
+    return (32 if spec.isa == "avx512" else 16) // spec.depth
 
 
 def check_config(spec: KernelSpec) -> None:
     others = [m for m in spec.modes if m not in BITSLICED_MODES]
     if others:
         raise BuildError(f"the bitsliced backend implements {', '.join(BITSLICED_MODES)}, not {', '.join(others)}")
-    if spec.depth != 1 or spec.overrides:
-        raise BuildError(f"the bitsliced backend runs one set of 8 bit-planes per batch: depth 1 "
-                         f"(got depth {spec.depth}{' and per-mode overrides' if spec.overrides else ''})")
+    most = 2 if spec.isa == "avx512" else 1
+    if not 1 <= spec.depth <= most or spec.overrides:
+        raise BuildError(f"bitsliced on {spec.isa}: depth is the number of 8-plane sets interleaved, "
+                         f"1{' or 2 (16 registers each)' if most == 2 else ' (16 registers hold one set)'}; "
+                         f"got {spec.depth}{' and per-mode overrides' if spec.overrides else ''}")
 
 
 def x(n: int) -> Phys:
@@ -73,19 +72,41 @@ def x(n: int) -> Phys:
 
 
 class Batch:
-    """A mode function's bitsliced batch: planes in, rounds, planes out."""
+    """A mode function's bitsliced batch: `depth` sets of 8 vectors, turned into planes, through
+    the rounds and back; the sets' instructions are interleaved one by one (independent work
+    that hides each circuit's dependency chains)."""
 
     def __init__(self, b: FunctionBuilder) -> None:
         check_config(b.spec)
         self.b, self.spec, self.width = b, b.spec, b.width
         self.lanes = self.width // 128
-        self.blocks = PLANES * self.lanes  # per batch
+        self.vectors = PLANES * self.spec.depth
+        self.blocks = self.vectors * self.lanes  # per batch
         self.vbytes = self.width // 8
-        self.frame = make_frame(self.spec, self.width, 16 * self.blocks, self.vbytes)
-        self.p = Planes(b, self.spec, self.width, self.frame.slots)
+        regs = registers_per_set(self.spec)
+        area = spill_slots(self.spec, regs) * self.vbytes
+        buf = 16 * self.blocks
+        chain = buf + area * self.spec.depth
+        payload = -(-(chain + 16) // self.vbytes) * self.vbytes
+        self.frame = Frame(0, buf, chain, payload + 8, payload)
+        self.sets = [Planes(b, self.spec, self.width, buf + k * area, base=k * regs, nregs=regs)
+                     for k in range(self.spec.depth)]
+        self.p = self.sets[0]
 
     def vec(self, op: str, dst, *srcs, width: int | None = None, imm: int | None = None, comment: str = "") -> None:
         self.b._items.append(Insn(op, dst, tuple(srcs), imm=imm, width=width or self.width, comment=comment))
+
+    def each(self, step: Callable[[Planes], T]) -> list[T]:
+        """step(p) for every set, the sets' instructions interleaved one by one."""
+        outer, lists, results = self.b._items, [], []
+        for p in self.sets:
+            self.b._items = []
+            results.append(step(p))
+            lists.append(self.b._items)
+        self.b._items = outer
+        for k in range(max(map(len, lists))):
+            outer.extend(li[k] for li in lists if k < len(li))
+        return results
 
     # -- frame ----------------------------------------------------------------------
     def enter(self) -> None:
@@ -115,54 +136,66 @@ class Batch:
         b.branch("b", top)
 
     # -- the batch ----------------------------------------------------------------------
+    def at(self, base: Mem, k: int, j: int) -> Mem:
+        """Vector j of set k in a batch at `base`."""
+        return Mem(base.base, base.disp + (PLANES * k + j) * self.vbytes, base.index, base.scale)
+
     def load(self, src: Mem) -> None:
-        for j in BLOCK_REGS:
-            self.vec("vload", x(j), Mem(src.base, src.disp + j * self.vbytes),
-                     comment=f"{self.lanes} block(s) per vector, 8 vectors" if j == 0 else "")
+        for k, p in enumerate(self.sets):
+            for j in BLOCK_REGS:
+                self.vec("vload", p.r(j), self.at(src, k, j),
+                         comment=f"{self.lanes} block(s) per vector, {self.vectors} vectors" if j + k == 0 else "")
 
-    def store(self, regs: list[int], dst: Mem) -> None:
-        for j, n in enumerate(regs):
-            self.vec("vstore", Mem(dst.base, dst.disp + j * self.vbytes), x(n))
+    def store(self, outs: list[list[int]], dst: Mem) -> None:
+        for k, (p, regs) in enumerate(zip(self.sets, outs)):
+            for j, n in enumerate(regs):
+                self.vec("vstore", self.at(dst, k, j), p.r(n))
 
-    def temps(self, used: list[int]) -> list[int]:
-        return [n for n in range(self.p.nregs) if n not in used][:4]
+    @staticmethod
+    def temps(p: Planes, used: list[int]) -> list[int]:
+        return [n for n in range(p.nregs) if n not in used][:4]
 
-    def run(self, decrypt: bool, key: str = "rdi") -> list[int]:
-        """Blocks in registers 0..7 -> the cipher's output blocks (returns their registers)."""
-        self.p.to_planes(BLOCK_REGS, self.temps(BLOCK_REGS))
-        out = self.rounds(decrypt, key)
-        self.p.from_planes(out, self.temps(out))
-        return out
+    def run(self, decrypt: bool, key: str = "rdi") -> list[list[int]]:
+        """Blocks in registers 0..7 of every set -> the output blocks (their local registers, per set)."""
+        self.each(lambda p: p.to_planes(BLOCK_REGS, self.temps(p, BLOCK_REGS)))
+        outs = self.rounds(decrypt, key)
+        self.each(lambda p: p.from_planes(outs[self.sets.index(p)], self.temps(p, outs[self.sets.index(p)])))
+        return outs
 
-    def rounds(self, decrypt: bool, key: str) -> list[int]:
-        b, p, W = self.b, self.p, self.width
+    def rounds(self, decrypt: bool, key: str) -> list[list[int]]:
+        b, W = self.b, self.width
         top, last = b.label_name("round"), b.label_name("last_round")
+        rk = Mem("r10", 0)
         b.s("mov32", "eax", Mem(key, self.spec.rounds_offset, bits=32), comment="round count (public)")
         b.s("mov", "r10", key, comment="round-key pointer")
-        p.add_round_key(BLOCK_REGS, Mem("r10", 0))
+        self.each(lambda p: p.add_round_key(BLOCK_REGS, rk))
         b.s("add", "r10", imm=W)
         b.label(top)
         if decrypt:
-            p.shift_rows(BLOCK_REGS, inverse=True)
-            out = p.sbox(inverse=True)
-            p.add_round_key(out, Mem("r10", 0))
+            self.each(lambda p: p.shift_rows(BLOCK_REGS, inverse=True))
+            outs = self.each(lambda p: p.sbox(inverse=True))
+            self.each(lambda p: p.add_round_key(outs[self.sets.index(p)], rk))
             b.s("sub", "rax", imm=1)
             b.branch("e", last)
-            res = p.inv_mix_columns(out)
+            res = self.each(lambda p: p.inv_mix_columns(outs[self.sets.index(p)]))
         else:
-            out = p.sbox()
-            p.shift_rows(out)
+            outs = self.each(lambda p: p.sbox())
+            self.each(lambda p: p.shift_rows(outs[self.sets.index(p)]))
             b.s("sub", "rax", imm=1)
             b.branch("e", last)
-            res = p.mix_columns(out, key=Mem("r10", 0))
-        spare = next((n for n in range(p.nregs) if n not in res and n not in BLOCK_REGS), -1)
-        p.permute(res, BLOCK_REGS, spare)
+            res = self.each(lambda p: p.mix_columns(outs[self.sets.index(p)], key=rk))
+
+        def back(p: Planes) -> None:
+            r = res[self.sets.index(p)]
+            spare = next((n for n in range(p.nregs) if n not in r and n not in BLOCK_REGS), -1)
+            p.permute(r, BLOCK_REGS, spare)
+        self.each(back)
         b.s("add", "r10", imm=W, comment="next round key")
         b.branch("jmp", top)
         b.label(last)
         if not decrypt:
-            p.add_round_key(out, Mem("r10", 0))
-        return out
+            self.each(lambda p: p.add_round_key(outs[self.sets.index(p)], rk))
+        return outs
 
 
 # ----------------------------------------------------------------------------- ECB
@@ -229,36 +262,38 @@ def ctr32_function(b: FunctionBuilder) -> None:
     else:
         bt.vec("vload_bcast", base, chain, comment="this batch's first counter, every lane")
         bt.vec("paddd", base, base, lane_index(L), comment="lane l: + l")
-    for j in BLOCK_REGS:
-        if bt.p.two_op:
-            bt.vec("vmov", x(j), base)
-            bt.vec("pshufb", x(j), x(j), bswap_mask(L))
-        else:
-            bt.vec("pshufb", x(j), base, bswap_mask(L), comment="counter blocks, big-endian" if j == 0 else "")
-        if j < PLANES - 1:
-            bt.vec("paddd", base, base, counter_step(L, L))
-    bt.vec("vload", x(0 + 8), chain, width=128)
+    for k, p in enumerate(bt.sets):
+        for j in BLOCK_REGS:
+            if p.two_op:
+                bt.vec("vmov", p.r(j), base)
+                bt.vec("pshufb", p.r(j), p.r(j), bswap_mask(L))
+            else:
+                bt.vec("pshufb", p.r(j), base, bswap_mask(L), comment="counter blocks, big-endian" if j + k == 0 else "")
+            if PLANES * k + j < bt.vectors - 1:
+                bt.vec("paddd", base, base, counter_step(L, L))
+    bt.vec("vload", x(8), chain, width=128)
     bt.vec("paddd", x(8), x(8), counter_step(bt.blocks, 1), width=128, comment="counter + blocks per batch")
     bt.vec("vstore", chain, x(8), width=128)
-    out = bt.run(False)
+    outs = bt.run(False)
     b.s("cmp", length, imm=16 * bt.blocks)
     b.branch("b", tail)
-    spare = bt.temps(out)[0]
-    for j, n in enumerate(out):
-        at = Mem(inp, j * bt.vbytes)
-        if bt.p.two_op:  # legacy SSE: no unaligned memory operand
-            bt.vec("vload", x(spare), at)
-            bt.vec("vxor", x(n), x(n), x(spare))
-        else:
-            bt.vec("vxor", x(n), x(n), at, comment="keystream ^ input" if j == 0 else "")
-        bt.vec("vstore", Mem(outp, j * bt.vbytes), x(n))
+    for k, (p, out) in enumerate(zip(bt.sets, outs)):
+        spare = p.r(bt.temps(p, out)[0])
+        for j, n in enumerate(out):
+            at = bt.at(Mem(inp, 0), k, j)
+            if p.two_op:  # legacy SSE: no unaligned memory operand
+                bt.vec("vload", spare, at)
+                bt.vec("vxor", p.r(n), p.r(n), spare)
+            else:
+                bt.vec("vxor", p.r(n), p.r(n), at, comment="keystream ^ input" if j + k == 0 else "")
+            bt.vec("vstore", bt.at(Mem(outp, 0), k, j), p.r(n))
     b.s("add", inp, imm=16 * bt.blocks)
     b.s("add", outp, imm=16 * bt.blocks)
     b.s("sub", length, imm=16 * bt.blocks)
     b.branch("e", done)
     b.branch("jmp", top)
     b.label(tail)
-    bt.store(out, Mem("rsp", bt.frame.buf))
+    bt.store(outs, Mem("rsp", bt.frame.buf))
     loop = b.label_name("tail_byte")
     b.s("xor32", "eax", "eax")
     b.label(loop)
@@ -291,8 +326,8 @@ def cbc_encrypt_function(b: FunctionBuilder) -> None:
     bt.vec("vxor", x(0), x(0), chain, width=128, comment="P_i ^ C_(i-1)")
     bt.vec("vstore", buf, x(0), width=128)
     bt.load(buf)
-    out = bt.run(False)
-    bt.vec("vstore", buf, x(out[0]), width=128)
+    outs = bt.run(False)
+    bt.vec("vstore", buf, bt.p.r(outs[0][0]), width=128)
     bt.vec("vload", x(0), buf, width=128)
     bt.vec("vstore", Mem(outp, 0), x(0), width=128)
     bt.vec("vstore", chain, x(0), width=128)
@@ -374,7 +409,7 @@ def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
     spec = b.spec
     W = b.width
     words_at, word_slot, slots = 0, 4 * WORDS, 4 * WORDS + 16
-    payload = -(-(slots + 16 * spill_slots(spec)) // (W // 8)) * (W // 8)
+    payload = -(-(slots + 16 * spill_slots(spec, 32 if spec.isa == "avx512" else 16)) // (W // 8)) * (W // 8)
     size = payload + 8
     labels = {bits: b.label_name(f"bits{bits}_") for bits in ROUNDS_BY_BITS}
     go, loop, not_first, sub, no_sub, done_words, conv = (b.label_name(s) for s in (
