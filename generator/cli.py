@@ -37,7 +37,8 @@ def config_options(f):
                      "Default: aesgen_<backend>_<isa>_<width>x<depth>, or aesgen_<target>.")(f)
     f = click.option("--backend", default="aesni", show_default=True,
                      help="Kernel family: aesni (AES-NI/VAES), gfni (AES from GF2P8AFFINEINVQB, no AES-NI) or "
-                          "bitsliced (logic ops and byte shuffles only; ecb, ctr32, cbc; depth 1).")(f)
+                          "bitsliced (logic ops and byte shuffles only; ecb, ctr32, cbc; depth = sets of 8 "
+                          "bit-planes: 1, or 2 on avx512, the default there).")(f)
     f = click.option("--depth", "-d", type=int, default=None,
                      help=f"Independent block groups interleaved (1..{MAX_DEPTH}; default 8, "
                           "or the target model's choice).")(f)
@@ -73,7 +74,8 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
                       karatsuba: bool = False, gfdouble: str = "", table_lookups: bool = False,
                       no_ternlog: bool = False) -> KernelSpec:
     if depth is None and backend == "bitsliced" and target is None:
-        depth = 1  # one set of bit-planes: its own interleave (8 blocks per 128-bit lane)
+        # sets of 8 bit-planes interleaved: two fit AVX-512's 32 registers, one the others' 16
+        depth = 2 if (isa or "avx512") == "avx512" else 1
     spec = _spec_from_options(modes, isa, width, depth, backend, prefix, target, tuned, profile, per_mode)
     if karatsuba:
         spec = replace(spec, karatsuba=True)
