@@ -536,7 +536,24 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
                             progress=lambda s: progress.update(task, description=s), methods=method_list,
                             backend=backend)
     print_exploration(result)
+    if backend == "bitsliced":
+        print_round_counts(mode, t.isa, sorted({(p.width, p.depth) for p in result.points
+                                                if p.status not in ("infeasible", "unsupported")}))
     write_exploration(ex, result, json_path, plot_path)
+
+
+def print_round_counts(mode: str, isa: str, configs: list[tuple[int, int]]) -> None:
+    """Bitsliced files: the instructions of one round (the loop body), per width and depth."""
+    from aesgen.kernels.bitsliced import round_counts
+
+    function = MODE_FUNCTIONS[mode][0]
+    for width, depth in configs:
+        use = isa if width in WIDTHS_BY_ISA[isa] else next(i for i in ISAS if width in WIDTHS_BY_ISA[i])
+        counts = round_counts(KernelSpec((mode,), use, width, depth, backend="bitsliced"), function)
+        vector = sum(n for op, n in counts.items() if op not in ("add", "sub"))
+        detail = ", ".join(f"{n} {op}" for op, n in counts.items())
+        console.print(f"{width}-bit x depth {depth} ({use}): {vector} vector instructions per round "
+                      f"({vector / depth:.0f} per set of 8 planes): {detail}")
 
 
 def write_exploration(module, result, json_path: Path | None, plot_path: Path | None) -> None:

@@ -530,3 +530,20 @@ FUNCTIONS = {
     "cbc_encrypt": cbc_encrypt_function,
     "cbc_decrypt": cbc_decrypt_function,
 }
+
+
+def round_counts(spec: KernelSpec, function: str = "ctr32_encrypt") -> dict[str, int]:
+    """Instructions in one pass of `function`'s round loop (all sets of planes), by mnemonic
+    family: what `aesgen explore --backend bitsliced` reports per round."""
+    from aesgen.ir import Branch, Label
+
+    from . import build_function
+
+    items = build_function(spec, function).entry
+    start = next(k for k, it in enumerate(items) if isinstance(it, Label) and "_round" in it.name)
+    end = next(k for k, it in enumerate(items) if isinstance(it, Branch) and it.target == items[start].name)
+    counts: dict[str, int] = {}
+    for it in items[start:end]:
+        if isinstance(it, Insn):
+            counts[it.op] = counts.get(it.op, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
