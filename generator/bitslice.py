@@ -62,16 +62,79 @@ def replicated(name: str, pattern: bytes, width: int) -> Const:
     return Const(f"bs_{name}_x{width // 128}", pattern * (width // 8 // len(pattern)))
 
 
-def planes_of_block(block: bytes) -> list[bytes]:
+def planes_of_block(block: bytes, turn: int = 0) -> list[bytes]:
     """The 8 planes (16 bytes each) of 8 copies of one 16-byte block: a round key as the
-    schedule stores it (per lane). Byte q of plane p is 0xff when bit 7 - p of the state
-    byte at plane position q is set."""
+    schedule stores it (per lane), in the coordinate ShiftRows^turn. Byte q = (row, col) of
+    plane p is 0xff when bit 7 - p of the key byte at (row, col - turn * row) is set."""
     out = []
     for p in range(8):
         plane = bytearray(16)
         for q in range(16):
             row, col = divmod(q, 4)
+            col = (col - turn * row) % 4
             if block[4 * col + row] >> (7 - p) & 1:
                 plane[q] = 0xFF
         out.append(bytes(plane))
     return out
+
+
+# -- the drifting coordinate: ShiftRows without shuffles ------------------------------------
+# A round never moves bytes for ShiftRows: after round r the planes hold the state with its
+# positions permuted by Q_r = ShiftRows^r (InvShiftRows^r when decrypting). MixColumns' row
+# rotations are then taken in that coordinate (Q_r^-1 rot Q_r, one pshufb each), round key r is
+# stored permuted by Q_r^-1, and the last shuffle out of the planes applies Q_nr with the byte
+# transpose. Controls are pshufb's: out[q] = in[control[q]].
+ROUNDS_MAX = 14
+
+
+def compose(first: bytes, then: bytes) -> bytes:
+    """The control of shuffling by `first`, then by `then`."""
+    return bytes(first[then[q]] for q in range(16))
+
+
+def inverse(control: bytes) -> bytes:
+    out = bytearray(16)
+    for q, src in enumerate(control):
+        out[src] = q
+    return bytes(out)
+
+
+def rows_turned(turn: int) -> bytes:
+    """Q = ShiftRows^turn in plane order: row r takes its bytes from column (c + turn * r) mod 4."""
+    return bytes(position(q // 4, (q % 4 + turn * (q // 4)) % 4) for q in range(16))
+
+
+def rotate_rows_bytes(n: int) -> bytes:
+    """rot_n as a byte control: row r of every column takes row r + n."""
+    return bytes(position((q // 4 + n) % 4, q % 4) for q in range(16))
+
+
+def drift_turn(r: int, decrypt: bool) -> int:
+    """The coordinate after round r: ShiftRows^turn."""
+    return -r if decrypt else r
+
+
+def drift_entry(r: int, decrypt: bool) -> tuple[bytes, bytes, bytes]:
+    """Round r's controls: rot1 and rot2 in its coordinate, and the shuffle out of it
+    (Q_r, then plane order back to memory order)."""
+    q = rows_turned(drift_turn(r, decrypt))
+    conj = [compose(compose(q, rotate_rows_bytes(n)), inverse(q)) for n in (1, 2)]
+    return conj[0], conj[1], compose(q, byte_transpose())
+
+
+def key_entry(r: int, decrypt: bool) -> bytes:
+    """Round key r into its coordinate: memory order -> plane order -> Q_r^-1."""
+    return compose(byte_transpose(), inverse(rows_turned(drift_turn(r, decrypt))))
+
+
+def drift_table(decrypt: bool, width: int) -> Const:
+    """Rounds 0..14: rot1, rot2 and the way out, each replicated to `width` bits."""
+    reps = width // 128
+    data = b"".join(c * reps for r in range(ROUNDS_MAX + 1) for c in drift_entry(r, decrypt))
+    return Const(f"bs_{'dec' if decrypt else 'enc'}_rounds_x{reps}", data)
+
+
+def key_table(decrypt: bool, width: int) -> Const:
+    reps = width // 128
+    data = b"".join(key_entry(r, decrypt) * reps for r in range(ROUNDS_MAX + 1))
+    return Const(f"bs_{'dec' if decrypt else 'enc'}_keys_x{reps}", data)

@@ -90,8 +90,16 @@ class Planes:
                 terms = terms[1:]
             comment = ""
 
-    def shuffle_dwords(self, dst: Phys, src: Phys, imm: int, comment: str = "") -> None:
-        self.op("pshufd", dst, src, imm=imm, comment=comment)
+    def rotate(self, dst: Phys, src: Phys, n: int, rot: tuple[Mem, Mem] | None, comment: str = "") -> None:
+        """dst = rows of src rotated by n: pshufd, or the pshufb control rot[n - 1] (the
+        round's coordinate, see bitslice.drift_entry)."""
+        if rot is None:
+            self.op("pshufd", dst, src, imm=bitslice.rotate_rows(n), comment=comment)
+            return
+        if self.two_op:
+            self.move(dst, src)
+            src = dst
+        self.op("pshufb", dst, src, rot[n - 1], comment=comment)
 
     def move(self, dst: Phys, src: Phys) -> None:
         if dst.num != src.num:
@@ -115,8 +123,8 @@ class Planes:
             cur[p] = free
 
     # -- the transposition --------------------------------------------------------
-    def byte_transpose(self, regs: list[int]) -> None:
-        ctl = self.const("byte_transpose", bitslice.byte_transpose())
+    def byte_transpose(self, regs: list[int], control: Const | Mem | None = None) -> None:
+        ctl = control or self.const("byte_transpose", bitslice.byte_transpose())
         for n in regs:
             self.binary("pshufb", self.r(n), self.r(n), ctl, comment="column-major <-> row-major bytes")
 
@@ -141,14 +149,16 @@ class Planes:
                 self.op("psllq", t, t, imm=shift)
                 self.binary("vxor", xa, xa, t)
 
-    def to_planes(self, regs: list[int], temps: list[int]) -> None:
-        """8 registers of blocks -> 8 planes (regs[p] = plane p)."""
-        self.byte_transpose(regs)
+    def to_planes(self, regs: list[int], temps: list[int], control: Const | Mem | None = None) -> None:
+        """8 registers of blocks -> 8 planes (regs[p] = plane p); `control`: the byte shuffle
+        (default: memory order to plane order)."""
+        self.byte_transpose(regs, control)
         self.swapmoves(regs, temps)
 
-    def from_planes(self, regs: list[int], temps: list[int]) -> None:
+    def from_planes(self, regs: list[int], temps: list[int], control: Const | Mem | None = None) -> None:
+        """Planes -> blocks; `control`: the byte shuffle out (it commutes with the bit transpose)."""
         self.swapmoves(regs, temps)
-        self.byte_transpose(regs)
+        self.byte_transpose(regs, control)
 
     # -- SubBytes ---------------------------------------------------------------------
     def slot(self, n: int) -> Mem:
@@ -184,12 +194,6 @@ class Planes:
         return [prog.outputs[f"S{p}"].n for p in range(PLANES)]
 
     # -- the linear layers --------------------------------------------------------------
-    def shift_rows(self, regs: list[int], inverse: bool = False) -> None:
-        ctl = self.const("inv_shift_rows" if inverse else "shift_rows", bitslice.shift_rows(inverse))
-        for n in regs:
-            self.binary("pshufb", self.r(n), self.r(n), ctl,
-                        comment=("InvShiftRows" if inverse else "ShiftRows") if n == regs[0] else "")
-
     def add_round_key(self, regs: list[int], key: Mem) -> None:
         for p, n in enumerate(regs):
             self.binary("vxor", self.r(n), self.r(n), self.key_plane(key, p),
@@ -201,7 +205,7 @@ class Planes:
     def free_registers(self, used: list[int]) -> list[int]:
         return [n for n in range(self.nregs) if n not in used]
 
-    def mix_columns(self, s: list[int], key: Mem | None = None) -> list[int]:
+    def mix_columns(self, s: list[int], key: Mem | None = None, rot: tuple[Mem, Mem] | None = None) -> list[int]:
         """MixColumns (then AddRoundKey with `key`) on planes s; returns the output registers.
 
         out = 2u + rot1(s) + rot2(u) with u = s + rot1(s): per column row r gets
@@ -210,16 +214,14 @@ class Planes:
         r1 = free[:PLANES]
         two = bitslice.times_matrix(2)
         for p in range(PLANES):
-            self.shuffle_dwords(self.r(r1[p]), self.r(s[p]), bitslice.rotate_rows(1),
-                                comment="MixColumns: rot1(s)" if p == 0 else "")
+            self.rotate(self.r(r1[p]), self.r(s[p]), 1, rot, comment="MixColumns: rot1(s)" if p == 0 else "")
         for p in range(PLANES):
             self.binary("vxor", self.r(s[p]), self.r(s[p]), self.r(r1[p]), comment="u = s + rot1(s)" if p == 0 else "")
         keyed = [self.key_plane(key, p) if key is not None else None for p in range(PLANES)]
         if self.ternlog and len(free) >= 2 * PLANES:
             r2 = free[PLANES:2 * PLANES]
             for p in range(PLANES):
-                self.shuffle_dwords(self.r(r2[p]), self.r(s[p]), bitslice.rotate_rows(2),
-                                    comment="rot2(u)" if p == 0 else "")
+                self.rotate(self.r(r2[p]), self.r(s[p]), 2, rot, comment="rot2(u)" if p == 0 else "")
             for p in range(PLANES):
                 terms = [self.r(r2[p])] + [self.r(s[j]) for j in two[p]] + ([keyed[p]] if key is not None else [])
                 self.xor_all(self.r(r1[p]), terms, comment="2u + rot1(s) + rot2(u) + key" if p == 0 else "")
@@ -228,22 +230,21 @@ class Planes:
             terms = [self.r(s[j]) for j in two[p]] + ([keyed[p]] if key is not None else [])
             self.xor_all(self.r(r1[p]), terms, comment="rot1(s) + 2u (+ key)" if p == 0 else "")
         for p in range(PLANES):
-            self.shuffle_dwords(self.r(s[p]), self.r(s[p]), bitslice.rotate_rows(2), comment="rot2(u)" if p == 0 else "")
+            self.rotate(self.r(s[p]), self.r(s[p]), 2, rot, comment="rot2(u)" if p == 0 else "")
         for p in range(PLANES):
             self.binary("vxor", self.r(s[p]), self.r(s[p]), self.r(r1[p]), comment="+ rot2(u)" if p == 0 else "")
         return s
 
-    def inv_mix_columns(self, s: list[int]) -> list[int]:
+    def inv_mix_columns(self, s: list[int], rot: tuple[Mem, Mem] | None = None) -> list[int]:
         """InvMixColumns = MixColumns after t = s + 4 (s + rot2(s)) (the column polynomial
         0b x^3 + 0d x^2 + 09 x + 0e is (03 x^3 + x^2 + x + 02)(04 x^2 + 05))."""
         free = self.free_registers(s)
         a = free[:PLANES]
         four = bitslice.times_matrix(4)
         for p in range(PLANES):
-            self.shuffle_dwords(self.r(a[p]), self.r(s[p]), bitslice.rotate_rows(2),
-                                comment="InvMixColumns: rot2(s)" if p == 0 else "")
+            self.rotate(self.r(a[p]), self.r(s[p]), 2, rot, comment="InvMixColumns: rot2(s)" if p == 0 else "")
         for p in range(PLANES):
             self.binary("vxor", self.r(a[p]), self.r(a[p]), self.r(s[p]), comment="a = s + rot2(s)" if p == 0 else "")
         for p in range(PLANES):
             self.xor_all(self.r(s[p]), [self.r(a[j]) for j in four[p]], comment="s + 4a" if p == 0 else "")
-        return self.mix_columns(s)
+        return self.mix_columns(s, rot=rot)

@@ -13,8 +13,10 @@ runs the same S-box circuit on one block (8 copies of it transposed: every plane
 (key i at i * width bytes; the round count at 15 * width). set_decrypt_key stores the same
 keys in reverse order: decryption is the straightforward inverse cipher.
 
-GPR roles. Modes: rax round counter / copy index, r10 round-key pointer, r9/r11 the batch's
-source and destination (ECB, CBC decrypt); in CTR r9 carries secret bytes and nothing else.
+GPR roles. Modes: rax round counter / copy index, r10 round-key pointer, r8 (ECB, CTR) or r11
+(CBC) the round's shuffle controls (ShiftRows drifts: bitslice.drift_entry), r9/r11 the
+batch's source and destination (ECB), r9 its source (CBC decrypt); in CTR r9 carries secret
+bytes and nothing else.
 Key setup: r11 is the only secret GPR (the word being computed).
 """
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
+from aesgen import bitslice
 from aesgen.bitsliced_code import PLANES, Planes, circuit_pass, sbox_program
 from aesgen.consts import bswap_mask, counter_step, lane_index
 from aesgen.dsl import BuildError, FunctionBuilder
@@ -76,8 +79,10 @@ class Batch:
     the rounds and back; the sets' instructions are interleaved one by one (independent work
     that hides each circuit's dependency chains)."""
 
-    def __init__(self, b: FunctionBuilder) -> None:
+    def __init__(self, b: FunctionBuilder, controls: str) -> None:
+        """`controls`: a GPR free during the batch, for the per-round shuffle controls."""
         check_config(b.spec)
+        self.controls = controls
         self.b, self.spec, self.width = b, b.spec, b.width
         self.lanes = self.width // 128
         self.vectors = PLANES * self.spec.depth
@@ -159,7 +164,8 @@ class Batch:
         """Blocks in registers 0..7 of every set -> the output blocks (their local registers, per set)."""
         self.each(lambda p: p.to_planes(BLOCK_REGS, self.temps(p, BLOCK_REGS)))
         outs = self.rounds(decrypt, key)
-        self.each(lambda p: p.from_planes(outs[self.sets.index(p)], self.temps(p, outs[self.sets.index(p)])))
+        way_out = Mem(self.controls, 2 * self.vbytes)  # the last round's coordinate, then memory order
+        self.each(lambda p: p.from_planes(outs[self.sets.index(p)], self.temps(p, outs[self.sets.index(p)]), way_out))
         return outs
 
     def rounds(self, decrypt: bool, key: str) -> list[list[int]]:
@@ -168,22 +174,26 @@ class Batch:
         rk = Mem("r10", 0)
         b.s("mov32", "eax", Mem(key, self.spec.rounds_offset, bits=32), comment="round count (public)")
         b.s("mov", "r10", key, comment="round-key pointer")
+        entry = 3 * self.vbytes
+        c = self.controls
+        b.s("lea", c, bitslice.drift_table(decrypt, W), comment="per round: rot1, rot2, way out")
+        b.s("add", c, imm=entry, comment="round 1's")
+        rot = (Mem(c, 0), Mem(c, self.vbytes))
         self.each(lambda p: p.add_round_key(BLOCK_REGS, rk))
         b.s("add", "r10", imm=W)
         b.label(top)
+        # (no ShiftRows: the planes' byte order drifts with it, see bitslice.drift_entry)
         if decrypt:
-            self.each(lambda p: p.shift_rows(BLOCK_REGS, inverse=True))
             outs = self.each(lambda p: p.sbox(inverse=True))
             self.each(lambda p: p.add_round_key(outs[self.sets.index(p)], rk))
             b.s("sub", "rax", imm=1)
             b.branch("e", last)
-            res = self.each(lambda p: p.inv_mix_columns(outs[self.sets.index(p)]))
+            res = self.each(lambda p: p.inv_mix_columns(outs[self.sets.index(p)], rot))
         else:
             outs = self.each(lambda p: p.sbox())
-            self.each(lambda p: p.shift_rows(outs[self.sets.index(p)]))
             b.s("sub", "rax", imm=1)
             b.branch("e", last)
-            res = self.each(lambda p: p.mix_columns(outs[self.sets.index(p)], key=rk))
+            res = self.each(lambda p: p.mix_columns(outs[self.sets.index(p)], key=rk, rot=rot))
 
         def back(p: Planes) -> None:
             r = res[self.sets.index(p)]
@@ -191,6 +201,7 @@ class Batch:
             p.permute(r, BLOCK_REGS, spare)
         self.each(back)
         b.s("add", "r10", imm=W, comment="next round key")
+        b.s("add", c, imm=entry)
         b.branch("jmp", top)
         b.label(last)
         if not decrypt:
@@ -200,7 +211,7 @@ class Batch:
 
 # ----------------------------------------------------------------------------- ECB
 def ecb_function(b: FunctionBuilder, decrypt: bool) -> None:
-    bt = Batch(b)
+    bt = Batch(b, "r8")
     inp, outp, n = (b.reg[a] for a in ("in", "out", "nblocks"))
     top, full, body, tail, done = (b.label_name(s) for s in ("batch", "full", "body", "tail_out", "done"))
     return_if_zero(b, n)
@@ -236,7 +247,7 @@ def ecb_function(b: FunctionBuilder, decrypt: bool) -> None:
 
 # ----------------------------------------------------------------------------- CTR32
 def ctr32_function(b: FunctionBuilder) -> None:
-    bt = Batch(b)
+    bt = Batch(b, "r8")  # (ctr is read and written at entry)
     inp, outp, length, ctr = (b.reg[a] for a in ("in", "out", "len", "ctr"))
     L, W = bt.lanes, bt.width
     top, tail, done = (b.label_name(s) for s in ("batch", "tail", "done"))
@@ -310,7 +321,7 @@ def ctr32_function(b: FunctionBuilder) -> None:
 # ----------------------------------------------------------------------------- CBC
 def cbc_encrypt_function(b: FunctionBuilder) -> None:
     """Serial: each block is one batch of which only block 0 counts (correct, not fast)."""
-    bt = Batch(b)
+    bt = Batch(b, "r11")
     inp, outp, n, iv = (b.reg[a] for a in ("in", "out", "nblocks", "iv"))
     top = b.label_name("block")
     return_if_zero(b, n)
@@ -342,7 +353,7 @@ def cbc_encrypt_function(b: FunctionBuilder) -> None:
 def cbc_decrypt_function(b: FunctionBuilder) -> None:
     """Parallel: a batch of ciphertext decrypted into the buffer, then P_j = D(C_j) ^ C_(j-1),
     last block first (in == out: C_(j-1) is read before P_(j-1) overwrites it)."""
-    bt = Batch(b)
+    bt = Batch(b, "r11")  # (r11 is the chaining pass's limit, after the batch)
     inp, outp, n, iv = (b.reg[a] for a in ("in", "out", "nblocks", "iv"))
     top, full, body, short, have, chained, first, done = (b.label_name(s) for s in (
         "batch", "full", "body", "short", "have", "chained", "first", "done"))
@@ -482,6 +493,12 @@ def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
         b.s("add_r", "r10", "rdx")
     else:
         b.s("mov", "r10", "rdx")
+    vb = W // 8
+    b.s("lea", "r8", bitslice.key_table(decrypt, W), comment="per round key: into plane order and its coordinate")
+    if decrypt:
+        b.s("mov", "rax", "rsi")
+        b.s("shl", "rax", imm=vb.bit_length() - 1)
+        b.s("add_r", "r8", "rax", comment="key Nr's (stored first)")
     b.s("xor32", "ecx", "ecx")
     p = Planes(b, spec, W, slots)
     b.label(conv)
@@ -490,12 +507,13 @@ def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
                          comment="round key, every lane"))
     for j in BLOCK_REGS[1:]:
         p.move(x(j), x(0))
-    p.to_planes(BLOCK_REGS, [8, 9, 10, 11])
+    p.to_planes(BLOCK_REGS, [8, 9, 10, 11], Mem("r8", 0))
     for j in BLOCK_REGS:
         b._items.append(Insn("vstore_key", Mem("r10", j * W // 8), (x(j),), width=W,
                              comment=f"plane {j} (bit {7 - j})"))
     b.s("add", "rcx", imm=16)
     b.s("sub" if decrypt else "add", "r10", imm=W)
+    b.s("sub" if decrypt else "add", "r8", imm=vb)
     b.s("cmpr", "rcx", "r9")
     b.branch("b", conv)
     b.s("store32", Mem("rdx", spec.rounds_offset, bits=32), "esi", comment="round count")

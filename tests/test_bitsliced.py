@@ -100,8 +100,26 @@ def test_swapmove_network_transposes_bits_as_documented():
 def test_key_planes_layout_agrees_with_the_verifier():
     from aesgen.verify.kat import bit_planes
 
-    for rk in expand_key(bytes(range(16))):
-        assert b"".join(bitslice.planes_of_block(rk)) == bit_planes(rk, 1)
+    for turn, rk in enumerate(expand_key(bytes(range(16)))):
+        for t in (turn, -turn):
+            assert b"".join(bitslice.planes_of_block(rk, t)) == bit_planes(rk, 1, t)
+
+
+@pytest.mark.parametrize("decrypt", [False, True])
+def test_drifting_coordinate_controls(decrypt):
+    """After round r the true byte (row, col) sits at (row, col + turn * row), turn = r (-r
+    decrypting): rot_n there takes (row + n, col + n * turn); the way out applies the turn and
+    the byte transpose; round keys go in the other way."""
+    t = bitslice.byte_transpose()
+    for r in range(15):
+        turn = -r if decrypt else r
+        rot1, rot2, out = bitslice.drift_entry(r, decrypt)
+        for n, got in ((1, rot1), (2, rot2)):
+            assert got == bytes(4 * ((q // 4 + n) % 4) + (q % 4 + n * turn) % 4 for q in range(16))
+        block = random.Random(r).randbytes(16)  # a true state in memory order
+        stored = bytes(shuffle(block, t)[4 * (q // 4) + (q % 4 - turn * (q // 4)) % 4] for q in range(16))
+        assert shuffle(stored, out) == block
+        assert shuffle(block, bitslice.key_entry(r, decrypt)) == stored
 
 
 def test_features_need_no_aes_ni():

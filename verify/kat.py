@@ -85,13 +85,14 @@ def decrypt_round_keys(key: bytes) -> list[bytes]:
     return [ek[nr]] + [inv_mix_columns(ek[nr - i]) for i in range(1, nr)] + [ek[0]]
 
 
-def bit_planes(rk: bytes, lanes: int) -> bytes:
+def bit_planes(rk: bytes, lanes: int, turn: int = 0) -> bytes:
     """A round key as the bitsliced backend stores it (docs/abi.md): planes p = 0..7, each a
     16-byte row per lane whose byte 4 * row + col is 0xff when bit 7 - p of the key byte at
-    (row, col) is set."""
+    (row, col - turn * row mod 4) is set (key i: turn i, or -i in a decryption schedule)."""
     planes = b""
     for p in range(8):
-        row = bytes(0xFF if rk[4 * (q % 4) + q // 4] >> (7 - p) & 1 else 0 for q in range(16))
+        row = bytes(0xFF if rk[4 * ((q % 4 - turn * (q // 4)) % 4) + q // 4] >> (7 - p) & 1 else 0
+                    for q in range(16))
         planes += row * lanes
     return planes
 
@@ -103,7 +104,7 @@ def schedule_regions(stride: int, rounds_offset: int, key: bytes, decrypt: bool,
     if bitsliced:
         ek = expand_key(key)
         rks = ek[::-1] if decrypt else ek
-        regions = [(i * stride, bit_planes(rk, stride // 128)) for i, rk in enumerate(rks)]
+        regions = [(i * stride, bit_planes(rk, stride // 128, -i if decrypt else i)) for i, rk in enumerate(rks)]
         regions.append((rounds_offset, (len(rks) - 1).to_bytes(4, "little")))
         return regions
     rks = decrypt_round_keys(key) if decrypt else expand_key(key)
