@@ -4,8 +4,7 @@ constants that move it, each computed from its definition.
 Per 128-bit lane, 8 blocks make one set of 8 registers ("planes"). Plane p holds bit 7 - p
 of every state byte (plane p is the S-box circuits' input U_p / output S_p: U0 is the top
 bit); in each plane, byte q = 4 * row + col is state byte (row, col), row-major, and bit j
-of that byte belongs to block 7 - j. Row-major order makes MixColumns' row rotation a
-dword rotation (pshufd) and ShiftRows a byte shuffle within each dword (pshufb).
+of that byte belongs to block 7 - j. Row-major order keeps each row in one dword.
 
 The transposition into planes: a pshufb per block (column-major -> row-major, a 4x4 byte
 transpose), then the 8x8 bit transpose of every byte position by three layers of swapmove
@@ -34,17 +33,6 @@ def position(row: int, col: int) -> int:
 def byte_transpose() -> bytes:
     """pshufb control: memory order (byte 4 * col + row) to plane order (4 * row + col)."""
     return bytes(4 * (q % 4) + q // 4 for q in range(16))
-
-
-def shift_rows(inverse: bool = False) -> bytes:
-    """pshufb control of ShiftRows in plane order: row r turns left by r (right when inverse)."""
-    turn = -1 if inverse else 1
-    return bytes(position(q // 4, (q % 4 + turn * (q // 4)) % 4) for q in range(16))
-
-
-def rotate_rows(n: int) -> int:
-    """pshufd immediate: row r of every column takes row r + n (dword r <- dword r + n)."""
-    return sum(((r + n) % 4) << (2 * r) for r in range(4))
 
 
 def times_matrix(c: int) -> tuple[tuple[int, ...], ...]:

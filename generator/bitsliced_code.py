@@ -1,5 +1,6 @@
-"""Bitsliced AES on physical vector registers: the transposition, the S-box circuits, the
-linear layers and AddRoundKey, as instructions for one set of 8 planes.
+"""Bitsliced AES on physical vector registers: the transposition, the S-box circuits,
+MixColumns and AddRoundKey, as instructions for one set of 8 planes (ShiftRows needs none:
+bitslice.drift_entry).
 
 The S-box programs come from the circuit compilers (generator/circuits), already allocated
 onto the register file, so this code works on register numbers (`Phys`) rather than the
@@ -90,12 +91,9 @@ class Planes:
                 terms = terms[1:]
             comment = ""
 
-    def rotate(self, dst: Phys, src: Phys, n: int, rot: tuple[Mem, Mem] | None, comment: str = "") -> None:
-        """dst = rows of src rotated by n: pshufd, or the pshufb control rot[n - 1] (the
+    def rotate(self, dst: Phys, src: Phys, n: int, rot: tuple[Mem, Mem], comment: str = "") -> None:
+        """dst = rows of src rotated by n: the pshufb control rot[n - 1] (rotation in the
         round's coordinate, see bitslice.drift_entry)."""
-        if rot is None:
-            self.op("pshufd", dst, src, imm=bitslice.rotate_rows(n), comment=comment)
-            return
         if self.two_op:
             self.move(dst, src)
             src = dst
@@ -205,7 +203,7 @@ class Planes:
     def free_registers(self, used: list[int]) -> list[int]:
         return [n for n in range(self.nregs) if n not in used]
 
-    def mix_columns(self, s: list[int], key: Mem | None = None, rot: tuple[Mem, Mem] | None = None) -> list[int]:
+    def mix_columns(self, s: list[int], rot: tuple[Mem, Mem], key: Mem | None = None) -> list[int]:
         """MixColumns (then AddRoundKey with `key`) on planes s; returns the output registers.
 
         out = 2u + rot1(s) + rot2(u) with u = s + rot1(s): per column row r gets
@@ -235,7 +233,7 @@ class Planes:
             self.binary("vxor", self.r(s[p]), self.r(s[p]), self.r(r1[p]), comment="+ rot2(u)" if p == 0 else "")
         return s
 
-    def inv_mix_columns(self, s: list[int], rot: tuple[Mem, Mem] | None = None) -> list[int]:
+    def inv_mix_columns(self, s: list[int], rot: tuple[Mem, Mem]) -> list[int]:
         """InvMixColumns = MixColumns after t = s + 4 (s + rot2(s)) (the column polynomial
         0b x^3 + 0d x^2 + 09 x + 0e is (03 x^3 + x^2 + x + 02)(04 x^2 + 05))."""
         free = self.free_registers(s)
@@ -247,4 +245,4 @@ class Planes:
             self.binary("vxor", self.r(a[p]), self.r(a[p]), self.r(s[p]), comment="a = s + rot2(s)" if p == 0 else "")
         for p in range(PLANES):
             self.xor_all(self.r(s[p]), [self.r(a[j]) for j in four[p]], comment="s + 4a" if p == 0 else "")
-        return self.mix_columns(s, rot=rot)
+        return self.mix_columns(s, rot)

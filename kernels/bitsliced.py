@@ -193,7 +193,7 @@ class Batch:
             outs = self.each(lambda p: p.sbox())
             b.s("sub", "rax", imm=1)
             b.branch("e", last)
-            res = self.each(lambda p: p.mix_columns(outs[self.sets.index(p)], key=rk, rot=rot))
+            res = self.each(lambda p: p.mix_columns(outs[self.sets.index(p)], rot, key=rk))
 
         def back(p: Planes) -> None:
             r = res[self.sets.index(p)]

@@ -30,22 +30,20 @@ def shuffle(data: bytes, control: bytes) -> bytes:
     return bytes(data[i] for i in control)
 
 
-def test_byte_transpose_and_shift_rows_match_fips197():
+def test_byte_transpose_and_row_turns_match_fips197():
     rng = random.Random(1)
     t = bitslice.byte_transpose()
+    turn = bitslice.rows_turned
     for _ in range(20):
         block = rng.randbytes(16)
         assert shuffle(shuffle(block, t), t) == block  # its own inverse
         planes = shuffle(block, t)
         assert planes[4 * 1 + 2] == block[4 * 2 + 1]  # row 1, column 2
-        moved = shuffle(shuffle(planes, bitslice.shift_rows()), t)
-        assert moved == shift_rows_fips(block)
-        back = shuffle(shuffle(shuffle(planes, bitslice.shift_rows()), bitslice.shift_rows(inverse=True)), t)
-        assert back == block
-
-
-def test_row_rotation_immediates():
-    assert bitslice.rotate_rows(1) == 0b00_11_10_01 and bitslice.rotate_rows(2) == 0b01_00_11_10
+        assert shuffle(shuffle(planes, turn(1)), t) == shift_rows_fips(block)
+        assert shuffle(shuffle(planes, turn(2)), t) == shift_rows_fips(shift_rows_fips(block))
+        assert shuffle(shuffle(planes, turn(1)), turn(-1)) == planes
+        rotated = shuffle(shuffle(planes, bitslice.rotate_rows_bytes(1)), t)
+        assert rotated == bytes(block[4 * c + (r + 1) % 4] for c in range(4) for r in range(4))
 
 
 @pytest.mark.parametrize("c", [2, 4])
