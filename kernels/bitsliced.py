@@ -55,8 +55,8 @@ def spill_slots(spec: KernelSpec, regs: int) -> int:
     return max(sbox_program(c, circuit_pass(spec), regs).slots() for c in ("sbox_bp113", "inv_sbox_bp121"))
 
 
-def registers_per_set(spec: KernelSpec) -> int:
-    return (32 if spec.isa == "avx512" else 16) // spec.depth
+def registers_per_set(spec: KernelSpec, depth: int) -> int:
+    return (32 if spec.isa == "avx512" else 16) // depth
 
 
 def check_config(spec: KernelSpec) -> None:
@@ -79,23 +79,26 @@ class Batch:
     the rounds and back; the sets' instructions are interleaved one by one (independent work
     that hides each circuit's dependency chains)."""
 
-    def __init__(self, b: FunctionBuilder, controls: str) -> None:
-        """`controls`: a GPR free during the batch, for the per-round shuffle controls."""
+    def __init__(self, b: FunctionBuilder, controls: str, single: bool = False) -> None:
+        """`controls`: a GPR free during the batch, for the per-round shuffle controls;
+        `single`: one set of xmm planes (8 blocks), whatever the file's width and depth
+        (CBC encryption uses one block of each batch)."""
         check_config(b.spec)
         self.controls = controls
-        self.b, self.spec, self.width = b, b.spec, b.width
+        self.b, self.spec = b, b.spec
+        self.width, self.depth = (128, 1) if single else (b.width, b.spec.depth)
         self.lanes = self.width // 128
-        self.vectors = PLANES * self.spec.depth
+        self.vectors = PLANES * self.depth
         self.blocks = self.vectors * self.lanes  # per batch
         self.vbytes = self.width // 8
-        regs = registers_per_set(self.spec)
+        regs = registers_per_set(self.spec, self.depth)
         area = spill_slots(self.spec, regs) * self.vbytes
         buf = 16 * self.blocks
-        chain = buf + area * self.spec.depth
+        chain = buf + area * self.depth
         payload = -(-(chain + 16) // self.vbytes) * self.vbytes
         self.frame = Frame(0, buf, chain, payload + 8, payload)
         self.sets = [Planes(b, self.spec, self.width, buf + k * area, base=k * regs, nregs=regs)
-                     for k in range(self.spec.depth)]
+                     for k in range(self.depth)]
         self.p = self.sets[0]
 
     def vec(self, op: str, dst, *srcs, width: int | None = None, imm: int | None = None, comment: str = "") -> None:
@@ -169,7 +172,7 @@ class Batch:
         return outs
 
     def rounds(self, decrypt: bool, key: str) -> list[list[int]]:
-        b, W = self.b, self.width
+        b, W, stride = self.b, self.width, self.spec.key_stride
         top, last = b.label_name("round"), b.label_name("last_round")
         rk = Mem("r10", 0)
         b.s("mov32", "eax", Mem(key, self.spec.rounds_offset, bits=32), comment="round count (public)")
@@ -180,7 +183,7 @@ class Batch:
         b.s("add", c, imm=entry, comment="round 1's")
         rot = (Mem(c, 0), Mem(c, self.vbytes))
         self.each(lambda p: p.add_round_key(BLOCK_REGS, rk))
-        b.s("add", "r10", imm=W)
+        b.s("add", "r10", imm=stride)
         b.label(top)
         # (no ShiftRows: the planes' byte order drifts with it, see bitslice.drift_entry)
         if decrypt:
@@ -200,7 +203,7 @@ class Batch:
             spare = next((n for n in range(p.nregs) if n not in r and n not in BLOCK_REGS), -1)
             p.permute(r, BLOCK_REGS, spare)
         self.each(back)
-        b.s("add", "r10", imm=W, comment="next round key")
+        b.s("add", "r10", imm=stride, comment="next round key")
         b.s("add", c, imm=entry)
         b.branch("jmp", top)
         b.label(last)
@@ -320,8 +323,9 @@ def ctr32_function(b: FunctionBuilder) -> None:
 
 # ----------------------------------------------------------------------------- CBC
 def cbc_encrypt_function(b: FunctionBuilder) -> None:
-    """Serial: each block is one batch of which only block 0 counts (correct, not fast)."""
-    bt = Batch(b, "r11")
+    """Serial: each block is one xmm batch (8 blocks) of which only block 0 counts (correct,
+    not fast)."""
+    bt = Batch(b, "r11", single=True)
     inp, outp, n, iv = (b.reg[a] for a in ("in", "out", "nblocks", "iv"))
     top = b.label_name("block")
     return_if_zero(b, n)
