@@ -64,7 +64,7 @@ class Planes:
         return Phys(self.base + n, role)
 
     def op(self, name: str, dst, *srcs, imm: int | None = None, comment: str = "") -> None:
-        self.b._items.append(Insn(name, dst, tuple(srcs), imm=imm, width=self.width, comment=comment))
+        self.b.emit(Insn(name, dst, tuple(srcs), imm=imm, width=self.width, comment=comment))
 
     def const(self, name: str, pattern: bytes) -> Const:
         return bitslice.replicated(name, pattern, self.width)

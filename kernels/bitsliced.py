@@ -102,18 +102,19 @@ class Batch:
         self.p = self.sets[0]
 
     def vec(self, op: str, dst, *srcs, width: int | None = None, imm: int | None = None, comment: str = "") -> None:
-        self.b._items.append(Insn(op, dst, tuple(srcs), imm=imm, width=width or self.width, comment=comment))
+        self.b.emit(Insn(op, dst, tuple(srcs), imm=imm, width=width or self.width, comment=comment))
 
     def each(self, step: Callable[[Planes], T]) -> list[T]:
         """step(p) for every set, the sets' instructions interleaved one by one."""
-        outer, lists, results = self.b._items, [], []
+        lists, results = [], []
         for p in self.sets:
-            self.b._items = []
-            results.append(step(p))
-            lists.append(self.b._items)
-        self.b._items = outer
+            with self.b.collect() as items:
+                results.append(step(p))
+            lists.append(items)
         for k in range(max(map(len, lists))):
-            outer.extend(li[k] for li in lists if k < len(li))
+            for li in lists:
+                if k < len(li):
+                    self.b.emit(li[k])
         return results
 
     # -- frame ----------------------------------------------------------------------
@@ -507,13 +508,13 @@ def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
     p = Planes(b, spec, W, slots)
     b.label(conv)
     src = Mem("rsp", words_at, index="rcx")
-    b._items.append(Insn("vload_bcast" if W > 128 else "vload", x(0), (src,), width=W,
+    b.emit(Insn("vload_bcast" if W > 128 else "vload", x(0), (src,), width=W,
                          comment="round key, every lane"))
     for j in BLOCK_REGS[1:]:
         p.move(x(j), x(0))
     p.to_planes(BLOCK_REGS, [8, 9, 10, 11], Mem("r8", 0))
     for j in BLOCK_REGS:
-        b._items.append(Insn("vstore_key", Mem("r10", j * W // 8), (x(j),), width=W,
+        b.emit(Insn("vstore_key", Mem("r10", j * W // 8), (x(j),), width=W,
                              comment=f"plane {j} (bit {7 - j})"))
     b.s("add", "rcx", imm=16)
     b.s("sub" if decrypt else "add", "r10", imm=W)
@@ -521,9 +522,9 @@ def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
     b.s("cmpr", "rcx", "r9")
     b.branch("b", conv)
     b.s("store32", Mem("rdx", spec.rounds_offset, bits=32), "esi", comment="round count")
-    b._items.append(Insn("vzero", x(0), (), width=W, comment="wipe the frame"))
+    b.emit(Insn("vzero", x(0), (), width=W, comment="wipe the frame"))
     for off in range(0, payload, W // 8):
-        b._items.append(Insn("vstore", Mem("rsp", off), (x(0),), width=W))
+        b.emit(Insn("vstore", Mem("rsp", off), (x(0),), width=W))
     b.s("add", "rsp", imm=size)
     b.s("xor32", "eax", "eax")
     finish(b)
