@@ -300,6 +300,9 @@ def simulate(function: str, key_hex: str, in_hex: str, iv_hex: str | None, **con
         raise UsageFailure(f"simulate cannot run '{function}'; it runs the block-cipher functions: "
                            f"{', '.join(f for m in ('ecb', 'ctr32', 'cbc') for f in MODE_FUNCTIONS[m])}")
     spec = spec_from_options(mode, **config)
+    if spec.backend == "bitsliced":
+        raise UsageFailure("simulate runs DSL descriptions; bitsliced kernels are written on physical "
+                           "registers (aesgen verify checks them against known answers and cryptography)")
     try:
         key, data = bytes.fromhex(key_hex), bytes.fromhex(in_hex)
         chain = bytes.fromhex(iv_hex) if iv_hex is not None else bytes(16)

@@ -138,6 +138,12 @@ def test_refusals_are_one_line_exit_2(tmp_path, args, message):
     assert res.returncode == 2 and message in res.stderr and len(res.stderr.strip().splitlines()) == 1
 
 
+def test_simulate_refuses_bitsliced():
+    res = run(aesgen_command() + ["simulate", "ecb_encrypt", "--backend", "bitsliced", "--key", "00" * 16,
+                                  "--in", "00" * 16])
+    assert res.returncode == 2 and "physical registers" in res.stderr
+
+
 def test_other_modes_are_refused(tmp_path):
     res = run(aesgen_command() + ["generate", "gcm", "--backend", "bitsliced", "-o", str(tmp_path / "k.S")])
     assert res.returncode == 2 and "implements ecb, ctr32, cbc" in res.stderr
