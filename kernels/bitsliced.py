@@ -14,9 +14,10 @@ runs the same S-box circuit on one block (8 copies of it transposed: every plane
 keys in reverse order: decryption is the straightforward inverse cipher.
 
 GPR roles. Modes: rax round counter / copy index, r10 round-key pointer, r8 (ECB, CTR) or r11
-(CBC) the round's shuffle controls (ShiftRows drifts: bitslice.drift_entry), r9/r11 the
-batch's source and destination (ECB), r9 its source (CBC decrypt); in CTR r9 carries secret
-bytes and nothing else.
+(CBC) the round's shuffle controls (ShiftRows drifts: bitslice.drift_entry); in CTR r11
+carries secret bytes and nothing else (not r9: win64's wrapper reads it). rsp is never copied into another register (the
+static constant-time check would then distrust every stack reload, win64's stack
+arguments included).
 Key setup: r11 is the only secret GPR (the word being computed).
 """
 from __future__ import annotations
@@ -93,11 +94,11 @@ class Batch:
         self.vbytes = self.width // 8
         regs = registers_per_set(self.spec, self.depth)
         area = spill_slots(self.spec, regs) * self.vbytes
-        buf = 16 * self.blocks
-        chain = buf + area * self.depth
+        slots = 16 * self.blocks
+        chain = slots + area * self.depth
         payload = -(-(chain + 16) // self.vbytes) * self.vbytes
-        self.frame = Frame(0, buf, chain, payload + 8, payload)
-        self.sets = [Planes(b, self.spec, self.width, buf + k * area, base=k * regs, nregs=regs)
+        self.frame = Frame(0, slots, chain, payload + 8, payload)
+        self.sets = [Planes(b, self.spec, self.width, slots + k * area, base=k * regs, nregs=regs)
                      for k in range(self.depth)]
         self.p = self.sets[0]
 
@@ -124,12 +125,25 @@ class Batch:
     def leave(self) -> None:
         """Wipe the frame (plaintext, keystream, spilled planes), pop it, return."""
         self.vec("vzero", x(0), comment="wipe the frame")
-        for off in range(0, self.frame.payload, self.vbytes):
+        for off in range(self.frame.buf, self.frame.payload, self.vbytes):
             self.vec("vstore", Mem("rsp", off), x(0))
         self.b.s("add", "rsp", imm=self.frame.size)
         finish(self.b)
 
     # -- copies -----------------------------------------------------------------------
+    def copy_in(self, src: Mem, count: str) -> None:
+        """count (0 < count < blocks per batch) blocks from src into the buffer, by fixed
+        displacements (a store at a variable stack address would make the static check
+        distrust every stack reload, win64's stack arguments included)."""
+        b, done = self.b, self.b.label_name("copied")
+        for k in range(self.blocks - 1):
+            if k:
+                b.s("cmp", count, imm=k)
+                b.branch("be", done)
+            self.vec("vload", x(0), Mem(src.base, src.disp + 16 * k), width=128)
+            self.vec("vstore", Mem("rsp", self.frame.buf + 16 * k), x(0), width=128)
+        b.label(done)
+
     def copy_blocks(self, src: Mem, dst: Mem, count: str) -> None:
         """count (> 0) blocks from src to dst, 16 bytes at a time (rax, r10 clobbered)."""
         b = self.b
@@ -227,23 +241,21 @@ def ecb_function(b: FunctionBuilder, decrypt: bool) -> None:
     b.s("test", n, n)
     b.branch("e", done)
     bt.copy_blocks(Mem(inp, 0), buf, n)
-    b.s("lea", "r9", buf, comment="partial batch: on the stack buffer")
-    b.s("mov", "r11", "r9")
+    bt.load(buf)  # partial batch: a copy on the stack (rsp is never copied: see Frame)
     b.branch("jmp", body)
     b.label(full)
-    b.s("mov", "r9", inp)
-    b.s("mov", "r11", outp)
+    bt.load(Mem(inp, 0))
     b.label(body)
-    bt.load(Mem("r9", 0))
     out = bt.run(decrypt)
-    bt.store(out, Mem("r11", 0))
     b.s("cmp", n, imm=bt.blocks)
     b.branch("b", tail)
+    bt.store(out, Mem(outp, 0))
     b.s("add", inp, imm=16 * bt.blocks)
     b.s("add", outp, imm=16 * bt.blocks)
     b.s("sub", n, imm=bt.blocks)
     b.branch("jmp", top)
     b.label(tail)
+    bt.store(out, buf)
     bt.copy_blocks(buf, Mem(outp, 0), n)
     b.label(done)
     bt.leave()
@@ -262,14 +274,14 @@ def ctr32_function(b: FunctionBuilder) -> None:
     bt.vec("pshufb", x(0), x(0), bswap_mask(1), width=128, comment="byte-reversed: the counter in dword 0")
     bt.vec("vstore", chain, x(0), width=128)
     # The counter after the last block used, written back now (ceil(len / 16) blocks).
-    b.s("mov32", "r9d", Mem(ctr, 12, bits=32))
-    b.s("bswap32", "r9d")
+    b.s("mov32", "r11d", Mem(ctr, 12, bits=32))
+    b.s("bswap32", "r11d")
     b.s("mov", "r10", length)
     b.s("add", "r10", imm=15)
     b.s("shr", "r10", imm=4)
-    b.s("add32r", "r9d", "r10d")
-    b.s("bswap32", "r9d")
-    b.s("store32", Mem(ctr, 12, bits=32), "r9d", comment="ctr += blocks (mod 2^32)")
+    b.s("add32r", "r11d", "r10d")
+    b.s("bswap32", "r11d")
+    b.s("store32", Mem(ctr, 12, bits=32), "r11d", comment="ctr += blocks (mod 2^32)")
     b.label(top)
     base = x(8)
     if W == 128:
@@ -312,9 +324,9 @@ def ctr32_function(b: FunctionBuilder) -> None:
     loop = b.label_name("tail_byte")
     b.s("xor32", "eax", "eax")
     b.label(loop)
-    b.s("movzb", "r9d", Mem("rsp", bt.frame.buf, index="rax", bits=8), comment="keystream byte")
-    b.s("xor8m", "r9b", Mem(inp, 0, index="rax", bits=8))
-    b.s("store8", Mem(outp, 0, index="rax", bits=8), "r9b")
+    b.s("movzb", "r11d", Mem("rsp", bt.frame.buf, index="rax", bits=8), comment="keystream byte")
+    b.s("xor8m", "r11b", Mem(inp, 0, index="rax", bits=8))
+    b.s("store8", Mem(outp, 0, index="rax", bits=8), "r11b")
     b.s("add", "rax", imm=1)
     b.s("cmpr", "rax", length)
     b.branch("b", loop)
@@ -333,7 +345,7 @@ def cbc_encrypt_function(b: FunctionBuilder) -> None:
     bt.enter()
     buf, chain = Mem("rsp", bt.frame.buf), Mem("rsp", bt.frame.chain)
     bt.vec("vzero", x(0))
-    for off in range(0, bt.frame.payload, bt.vbytes):  # the batch's unused blocks: defined values
+    for off in range(bt.frame.buf, bt.frame.payload, bt.vbytes):  # the batch's unused blocks: defined values
         bt.vec("vstore", Mem("rsp", off), x(0))
     bt.vec("vload", x(0), Mem(iv, 0), width=128)
     bt.vec("vstore", chain, x(0), width=128, comment="chaining value")
@@ -372,13 +384,12 @@ def cbc_decrypt_function(b: FunctionBuilder) -> None:
     b.branch("ae", full)
     b.s("test", n, n)
     b.branch("e", done)
-    bt.copy_blocks(Mem(inp, 0), buf, n)
-    b.s("lea", "r9", buf, comment="partial batch: decrypt a copy")
+    bt.copy_in(Mem(inp, 0), n)
+    bt.load(buf)  # partial batch: decrypt a copy
     b.branch("jmp", body)
     b.label(full)
-    b.s("mov", "r9", inp)
+    bt.load(Mem(inp, 0))
     b.label(body)
-    bt.load(Mem("r9", 0))
     out = bt.run(True)
     bt.store(out, buf)
     # r11 = 16 * min(n, blocks per batch)
@@ -424,7 +435,8 @@ def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
     stored as 8 planes; decryption's schedule in reverse order."""
     spec = b.spec
     W = b.width
-    words_at, word_slot, slots = 0, 4 * WORDS, 4 * WORDS + 16
+    # (the words start 16 bytes up: w[i-1] is read at rsp + 12 + 4i, never below rsp)
+    words_at, word_slot, slots = 16, 16 + 4 * WORDS, 32 + 4 * WORDS
     payload = -(-(slots + 16 * spill_slots(spec, 32 if spec.isa == "avx512" else 16)) // (W // 8)) * (W // 8)
     size = payload + 8
     labels = {bits: b.label_name(f"bits{bits}_") for bits in ROUNDS_BY_BITS}

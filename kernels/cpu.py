@@ -14,6 +14,7 @@ CPUID_BITS = {
     "avx512f": (7, "ebx", 16),
     "avx512bw": (7, "ebx", 30),
     "avx512vl": (7, "ebx", 31),
+    "avx512vbmi": (7, "ecx", 1),
     "vaes": (7, "ecx", 9),
     "vpclmulqdq": (7, "ecx", 10),
     "gfni": (7, "ecx", 8),

@@ -173,6 +173,11 @@ def test_generated_file_verifies(tmp_path, isa, width, depth):
         assert {"ct ctr32_encrypt", "roundtrip", "keyschedule 256"} <= names
 
 
+@pytest.mark.parametrize("isa,width,depth", [("sse", 128, 1), ("avx512", 256, 2)])
+def test_win64_file_verifies(tmp_path, isa, width, depth):
+    verify_generated(tmp_path, KernelSpec(MODES, isa, width, depth, backend="bitsliced", abi="win64"), quick=True)
+
+
 def test_no_ternlog_file_verifies(tmp_path):
     verify_generated(tmp_path, KernelSpec(MODES, "avx512", 512, 2, backend="bitsliced", no_ternlog=True),
                      quick=True)
