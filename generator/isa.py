@@ -272,10 +272,14 @@ class Assembler:
             return Instruction.create_reg_mem(C("MOV_R64_RM64"), gpr(d), self.mem(s[0]))
         if op == "store64":
             return Instruction.create_mem_reg(C("MOV_RM64_R64"), self.mem(d), gpr(s[0]))
+        if op == "movbe_store64":  # a store with its bytes reversed
+            return Instruction.create_mem_reg(C("MOVBE_M64_R64"), self.mem(d), gpr(s[0]))
         if op == "bswap64":
             return Instruction.create_reg(C("BSWAP_R64"), gpr(d))
         if op == "neg":
             return Instruction.create_reg(C("NEG_RM64"), gpr(d))
+        if op == "adc_r":
+            return Instruction.create_reg_reg(C("ADC_RM64_R64"), gpr(d), gpr(s[0]))
         if op == "sbb_r":
             return Instruction.create_reg_reg(C("SBB_RM64_R64"), gpr(d), gpr(s[0]))
         if op == "or8r":

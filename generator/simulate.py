@@ -422,8 +422,10 @@ SCALAR = {
     "add32r": lambda it, i: _alu(it, i, lambda a, b: a + b, 32),
     "load64": lambda it, i: it.m.put(i.dst, _load(it, i, 8)),
     "store64": lambda it, i: _store(it, i, it.m.get(i.srcs[0]), 8),
+    "movbe_store64": lambda it, i: _store(it, i, int.from_bytes(it.m.get(i.srcs[0]).to_bytes(8, "little"), "big"), 8),
     "bswap64": lambda it, i: it.m.put(i.dst, int.from_bytes(it.m.get(i.dst).to_bytes(8, "little"), "big")),
     "neg": lambda it, i: _neg(it, i),
+    "adc_r": lambda it, i: _alu(it, i, lambda a, b: a + b + it.m.flags[0]),
     "sbb_r": lambda it, i: it.m.put(i.dst, (-1 if it.m.flags[0] else 0) & M64),  # sbb r, r: -CF
     "or8r": lambda it, i: it.m.put(i.dst, it.m.get(i.dst) | it.m.get(i.srcs[0])),
     "or_r": lambda it, i: _alu(it, i, lambda a, b: a | b),

@@ -7,6 +7,7 @@ from aesgen.dsl import FunctionBuilder
 CPUID_BITS = {
     "pclmulqdq": (1, "ecx", 1),
     "ssse3": (1, "ecx", 9),
+    "movbe": (1, "ecx", 22),
     "aes": (1, "ecx", 25),
     "avx": (1, "ecx", 28),
     "avx2": (7, "ebx", 5),
