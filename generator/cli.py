@@ -36,7 +36,9 @@ def config_options(f):
     f = click.option("--prefix", default=None, help="Symbol prefix (a C identifier). "
                      "Default: aesgen_<backend>_<isa>_<width>x<depth>, or aesgen_<target>.")(f)
     f = click.option("--backend", default="aesni", show_default=True,
-                     help="Kernel family: aesni (AES-NI/VAES) or gfni (AES from GF2P8AFFINEINVQB, no AES-NI).")(f)
+                     help="Kernel family: aesni (AES-NI/VAES), gfni (AES from GF2P8AFFINEINVQB, no AES-NI) or "
+                          "bitsliced (logic ops and byte shuffles only; ecb, ctr32, cbc; depth = sets of 8 "
+                          "bit-planes: 1, or 2 on avx512, the default there).")(f)
     f = click.option("--depth", "-d", type=int, default=None,
                      help=f"Independent block groups interleaved (1..{MAX_DEPTH}; default 8, "
                           "or the target model's choice).")(f)
@@ -57,6 +59,9 @@ def config_options(f):
     f = click.option("--allow-table-lookups", "table_lookups", is_flag=True,
                      help="Allow methods that load from data-dependent addresses (NOT constant-time; "
                           "the static check reports them as warnings).")(f)
+    f = click.option("--no-ternlog", "no_ternlog", is_flag=True,
+                     help="--backend bitsliced on avx512: no VPTERNLOGD (three-operand S-box and XOR linear "
+                          "layers), to measure what ternary logic buys.")(f)
     f = click.option("--tuned", is_flag=True, help="With --target native: use the `aesgen tune` result.")(f)
     f = click.option("--abi", type=click.Choice(ABIS), default="sysv", show_default=True,
                      help="Calling convention: sysv (Linux, BSD, macOS) or win64 (Microsoft x64: rcx/rdx/r8/r9, "
@@ -70,10 +75,17 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
                       backend: str = "aesni", prefix: str | None = None, target: str | None = None,
                       tuned: bool = False, profile: str = "bulk", per_mode: tuple[str, ...] = (),
                       karatsuba: bool = False, gfdouble: str = "", table_lookups: bool = False,
-                      abi: str = "sysv") -> KernelSpec:
+                      no_ternlog: bool = False, abi: str = "sysv") -> KernelSpec:
+    if depth is None and backend == "bitsliced" and target is None:
+        # sets of 8 bit-planes interleaved: two fit AVX-512's 32 registers, one the others' 16
+        depth = 2 if (isa or "avx512") == "avx512" else 1
     spec = _spec_from_options(modes, isa, width, depth, backend, prefix, target, tuned, profile, per_mode)
     if karatsuba:
         spec = replace(spec, karatsuba=True)
+    if no_ternlog:
+        if backend != "bitsliced" or spec.isa != "avx512":
+            raise UsageFailure("--no-ternlog applies to --backend bitsliced --isa avx512 only")
+        spec = replace(spec, no_ternlog=True)
     if abi != spec.abi:
         spec = replace(spec, abi=abi)
     try:
@@ -354,6 +366,9 @@ def simulate(function: str, key_hex: str, in_hex: str, iv_hex: str | None, **con
     spec = spec_from_options(mode, **config)
     if spec.abi != "sysv":
         raise UsageFailure("simulate runs the SysV kernel description; --abi changes only the wrapper")
+    if spec.backend == "bitsliced":
+        raise UsageFailure("simulate runs DSL descriptions; bitsliced kernels are written on physical "
+                           "registers (aesgen verify checks them against known answers and cryptography)")
     try:
         key, data = bytes.fromhex(key_hex), bytes.fromhex(in_hex)
         chain = bytes.fromhex(iv_hex) if iv_hex is not None else bytes(16)
@@ -592,7 +607,24 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
                             progress=lambda s: progress.update(task, description=s), methods=method_list,
                             backend=backend)
     print_exploration(result)
+    if backend == "bitsliced":
+        print_round_counts(mode, t.isa, sorted({(p.width, p.depth) for p in result.points
+                                                if p.status not in ("infeasible", "unsupported")}))
     write_exploration(ex, result, json_path, plot_path)
+
+
+def print_round_counts(mode: str, isa: str, configs: list[tuple[int, int]]) -> None:
+    """Bitsliced files: the instructions of one round (the loop body), per width and depth."""
+    from aesgen.kernels.bitsliced import round_counts
+
+    function = MODE_FUNCTIONS[mode][0]
+    for width, depth in configs:
+        use = isa if width in WIDTHS_BY_ISA[isa] else next(i for i in ISAS if width in WIDTHS_BY_ISA[i])
+        counts = round_counts(KernelSpec((mode,), use, width, depth, backend="bitsliced"), function)
+        vector = sum(n for op, n in counts.items() if op not in ("add", "sub"))
+        detail = ", ".join(f"{n} {op}" for op, n in counts.items())
+        console.print(f"{width}-bit x depth {depth} ({use}): {vector} vector instructions per round "
+                      f"({vector / depth:.0f} per set of 8 planes): {detail}")
 
 
 def write_exploration(module, result, json_path: Path | None, plot_path: Path | None) -> None:

@@ -94,6 +94,19 @@ class FunctionBuilder:
         self._items.append(Insn(op, mem, (src,), width=width or self.width, mask=mask,
                                 mask_elem=mask_elem, comment=comment))
 
+    def emit(self, insn: Insn) -> None:
+        """Append a ready-made instruction (code written on physical registers: bitsliced)."""
+        self._items.append(insn)
+
+    @contextmanager
+    def collect(self) -> Iterator[list]:
+        """What is emitted inside goes to the yielded list instead (for the caller to merge)."""
+        saved, self._items = self._items, []
+        try:
+            yield self._items
+        finally:
+            self._items = saved
+
     def assign(self, dst: VReg, src: VReg, width: int | None = None, comment: str = "") -> None:
         self.v("vmov", src, dst=dst, width=width, comment=comment)
 

@@ -160,9 +160,9 @@ VECTOR_OPS = {
     "prev_lanes", "top_lane", "widen", "vzero",
     "clmul", "psllq", "psrlq", "psrad", "pand", "upper_half", "ternlog",
     "paddq", "psrldq", "psllvq", "psrlvq", "gf2p8affineqb", "gf2p8affineinvqb", "prord",
-    "next_lanes", "deal_lanes", "zip_lanes", "permt2b", "blendv",
+    "next_lanes", "deal_lanes", "zip_lanes", "permt2b", "blendv", "por", "pandn",
 }
-COMMUTATIVE = {"vxor", "paddd", "paddq", "pand"}
+COMMUTATIVE = {"vxor", "paddd", "paddq", "pand", "por"}
 # Ops whose destination is also their first input in every encoding (vpternlogd, vpermi2q,
 # vpermt2b: its first table).
 ALWAYS_TIED = {"ternlog", "vpermi2q", "permt2b"}

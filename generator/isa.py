@@ -67,6 +67,9 @@ VECTOR_FORMS: dict[str, tuple[str | None, str | None, str | None]] = {
     "psrlq": ("PSRLQ_XMM_IMM8", "VEX_VPSRLQ_{R}_{R}_IMM8", "EVEX_VPSRLQ_{R}_K1Z_{R}M{W}B64_IMM8"),
     "psrad": ("PSRAD_XMM_IMM8", "VEX_VPSRAD_{R}_{R}_IMM8", "EVEX_VPSRAD_{R}_K1Z_{R}M{W}B32_IMM8"),
     "pand": ("PAND_XMM_XMMM128", "VEX_VPAND_{R}_{R}_{R}M{W}", "EVEX_VPANDD_{R}_K1Z_{R}_{R}M{W}B32"),
+    "por": ("POR_XMM_XMMM128", "VEX_VPOR_{R}_{R}_{R}M{W}", "EVEX_VPORD_{R}_K1Z_{R}_{R}M{W}B32"),
+    # dst = ~first & second (bitsliced S-box gates)
+    "pandn": ("PANDN_XMM_XMMM128", "VEX_VPANDN_{R}_{R}_{R}M{W}", "EVEX_VPANDND_{R}_K1Z_{R}_{R}M{W}B32"),
     "paddq": ("PADDQ_XMM_XMMM128", "VEX_VPADDQ_{R}_{R}_{R}M{W}", "EVEX_VPADDQ_{R}_K1Z_{R}_{R}M{W}B64"),
     "psrldq": ("PSRLDQ_XMM_IMM8", "VEX_VPSRLDQ_{R}_{R}_IMM8", "EVEX_VPSRLDQ_{R}_{R}M{W}_IMM8"),
     # per-qword shifts by per-qword counts (AVX2): counts >= 64 give 0
@@ -304,6 +307,13 @@ class Assembler:
             return Instruction.create_reg_reg(C("TEST_RM64_R64"), gpr(d), gpr(s[0]))
         if op == "xor32":
             return Instruction.create_reg_reg(C("XOR_RM32_R32"), gpr(d), gpr(s[0]))
+        if op == "xor32m":
+            return Instruction.create_reg_mem(C("XOR_R32_RM32"), gpr(d), self.mem(s[0]))
+        if op == "xor32i":
+            form = "XOR_RM32_IMM8" if _fits8(imm) else "XOR_RM32_IMM32"
+            return Instruction.create_reg_i32(C(form), gpr(d), imm)
+        if op == "ror32":
+            return Instruction.create_reg_u32(C("ROR_RM32_IMM8"), gpr(d), imm)
         if op in ("shl", "shr"):
             if imm == 1:
                 return Instruction.create_reg_i32(C(f"{op.upper()}_RM64_1"), gpr(d), 1)

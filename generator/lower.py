@@ -60,7 +60,8 @@ class Lowerer:
             if spec.isa == "avx512":
                 return [replace(i, op="vshufi32x4", srcs=(i.srcs[0], i.srcs[0]), imm=0)]
             return [replace(i, op="vinserti128", srcs=(i.srcs[0], i.srcs[0]), imm=1)]
-        if spec.isa == "sse" and not i.op.startswith(("vload", "vstore")):
+        # (bitsliced code is allocated already and keeps its legacy memory operands aligned)
+        if spec.isa == "sse" and spec.backend != "bitsliced" and not i.op.startswith(("vload", "vstore")):
             out: list[Insn] = []
             srcs = []
             for s in i.srcs:

@@ -35,6 +35,18 @@ ISA_LINES = {
     "avx2": "avx2: VEX-encoded VAES on ymm, 16 registers",
     "avx512": "avx512: VAES with EVEX where needed, 32 registers, opmask tails",
 }
+
+
+def isa_line(spec: KernelSpec) -> str:
+    if spec.backend != "bitsliced":
+        return ISA_LINES[spec.isa]
+    from .bitsliced_code import circuit_pass
+
+    regs = 32 if spec.isa == "avx512" else 16
+    return (f"{spec.isa}: bitsliced AES from logic ops and byte shuffles ({circuit_pass(spec)} S-box "
+            f"circuit), {regs} registers; no AES-NI")
+
+
 C_TYPES = {
     "user_key": "const uint8_t *user_key", "bits": "unsigned bits", "key": "const void *key",
     "in": "const uint8_t *in", "out": "uint8_t *out", "nblocks": "size_t nblocks", "len": "size_t len",
@@ -99,6 +111,7 @@ def command_line(spec: KernelSpec, output: str = "FILE.S") -> str:
     per_mode += " --karatsuba" if spec.karatsuba else ""
     per_mode += f" --gfdouble {spec.gfdouble}" if spec.gfdouble else ""
     per_mode += " --allow-table-lookups" if spec.table_lookups else ""
+    per_mode += " --no-ternlog" if spec.no_ternlog else ""
     per_mode += f" --abi {spec.abi}" if spec.abi != "sysv" else ""
     return (f"aesgen generate {','.join(spec.modes)} --isa {spec.isa} --width {spec.width} "
             f"--depth {spec.depth}{per_mode} --backend {spec.backend} --prefix {spec.prefix} -o {output}")
@@ -316,7 +329,7 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
     spec_json = spec.to_json()
     context = {
         "title": title, "version": __version__, "command": command_line(spec, output_name), "spec": spec,
-        "isa_line": ISA_LINES[spec.isa], "register_notes": emitter.notes, "spec_line": SPEC_MARKER + spec_json,
+        "isa_line": isa_line(spec), "bitsliced": spec.backend == "bitsliced", "register_notes": emitter.notes, "spec_line": SPEC_MARKER + spec_json,
         "functions": fn_views, "constants": const_views,
         "spec_hash": hashlib.sha256(spec_json.encode()).hexdigest()[:16],
         "instruction_count": len(instructions), "guard": f"AESGEN_{spec.prefix.upper()}",

@@ -18,7 +18,7 @@ from .ir import ALWAYS_TIED, Branch, Insn, KeyRef, Label, Mem, VReg, commutative
 # Ops whose legacy SSE form overwrites the first source.
 TIED_LEGACY = {"vxor", "paddd", "pshufb", "aesenc", "aesenclast", "aesdec", "aesdeclast",
                "pslldq", "punpcklqdq", "palignr", "clmul", "psllq", "psrlq", "psrad", "pand",
-               "paddq", "psrldq", "gf2p8affineqb", "gf2p8affineinvqb"}
+               "paddq", "psrldq", "gf2p8affineqb", "gf2p8affineinvqb", "por", "pandn"}
 
 
 class RegisterPressure(BuildError):

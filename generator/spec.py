@@ -48,7 +48,9 @@ COMMON_FUNCTIONS = ("cpu_supported", "set_encrypt_key", "set_decrypt_key")
 
 ISAS = ("sse", "avx", "avx2", "avx512")
 WIDTHS_BY_ISA = {"sse": (128,), "avx": (128,), "avx2": (256,), "avx512": (128, 256, 512)}
-BACKENDS = ("aesni", "gfni")
+BACKENDS = ("aesni", "gfni", "bitsliced")
+# The modes the bitsliced backend implements (kernels/bitsliced.py).
+BITSLICED_MODES = ("ecb", "ctr32", "cbc")
 ABIS = ("sysv", "win64")  # calling conventions (win64: generator/win64.py)
 MAX_DEPTH = 16
 
@@ -78,6 +80,8 @@ def required_features(isa: str, width: int, modes: tuple[str, ...], gfdouble: st
     feats = list(FEATURES_BY_ISA[isa])
     if backend == "gfni":
         feats = [f for f in feats if f not in ("aes", "vaes")] + ["gfni"]
+    if backend == "bitsliced":  # logic ops and byte shuffles only: no AES-NI, VAES or GFNI
+        feats = [f for f in feats if f not in ("aes", "vaes")]
     if isa == "avx512" and "rijndael256" in modes:  # vpermt2b: Rijndael-256's ShiftRows in one op per half
         feats.append("avx512vbmi")
     doubling_clmul = any(m in DOUBLING_MODES for m in modes) and needs_clmul(gfdouble, width)
@@ -112,6 +116,9 @@ class KernelSpec:
     gfdouble: str = ""
     # Allow methods that load from data-dependent addresses (not constant-time).
     table_lookups: bool = False
+    # Bitsliced backend on avx512: no VPTERNLOGD (S-box by the three-operand circuit compiler,
+    # linear layers by two-input XORs) -- the comparison point for what ternary logic buys.
+    no_ternlog: bool = False
 
     def __post_init__(self) -> None:
         if self.abi not in ABIS:
@@ -147,8 +154,9 @@ class KernelSpec:
 
     @property
     def key_stride(self) -> int:
-        """Bytes between round keys in the opaque schedule (a key replicated per lane)."""
-        return self.width // 8
+        """Bytes between round keys in the opaque schedule (a key replicated per lane; bitsliced:
+        its 8 bit-planes of width / 8 bytes each)."""
+        return self.width if self.backend == "bitsliced" else self.width // 8
 
     @property
     def rounds_offset(self) -> int:
@@ -253,7 +261,7 @@ class KernelSpec:
         d["modes"] = list(self.modes)
         d["features"] = list(self.features)
         d["overrides"] = [list(o) for o in self.overrides]
-        for name in ("gfdouble", "table_lookups"):  # only where they apply: older files stay as they were
+        for name in ("gfdouble", "table_lookups", "no_ternlog"):  # only where they apply: older files stay as they were
             if not d[name]:
                 del d[name]
         return json.dumps(d, sort_keys=True, separators=(",", ":"))

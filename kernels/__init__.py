@@ -97,6 +97,10 @@ FUNCTIONS = {
 def build_function(spec: KernelSpec, name: str, compact: bool = False) -> Function:
     """`compact`: the variant for when the default's schedule needs too many registers."""
     args, describe, summary = FUNCTIONS[name]
+    if spec.backend == "bitsliced" and name != "cpu_supported":
+        from .bitsliced import FUNCTIONS as BITSLICED, check_config  # (imports the circuit compilers)
+        check_config(spec)
+        describe = BITSLICED[name]
     b = FunctionBuilder(spec, name, args, comment=summary, compact=compact)
     describe(b)
     return b.fn

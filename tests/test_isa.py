@@ -44,6 +44,7 @@ MNEMONICS = {
     "vextract256": (None, None, "VEXTRACTI64X4"), "clmul": ("PCLMULQDQ", "VPCLMULQDQ", "VPCLMULQDQ"),
     "psllq": ("PSLLQ", "VPSLLQ", "VPSLLQ"), "psrlq": ("PSRLQ", "VPSRLQ", "VPSRLQ"),
     "psrad": ("PSRAD", "VPSRAD", "VPSRAD"), "pand": ("PAND", "VPAND", "VPANDD"),
+    "por": ("POR", "VPOR", "VPORD"), "pandn": ("PANDN", "VPANDN", "VPANDND"),
     "ternlog": (None, None, "VPTERNLOGD"),
     "paddq": ("PADDQ", "VPADDQ", "VPADDQ"), "psrldq": ("PSRLDQ", "VPSRLDQ", "VPSRLDQ"),
     "psllvq": (None, "VPSLLVQ", "VPSLLVQ"), "psrlvq": (None, "VPSRLVQ", "VPSRLVQ"),

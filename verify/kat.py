@@ -85,8 +85,28 @@ def decrypt_round_keys(key: bytes) -> list[bytes]:
     return [ek[nr]] + [inv_mix_columns(ek[nr - i]) for i in range(1, nr)] + [ek[0]]
 
 
-def schedule_regions(stride: int, rounds_offset: int, key: bytes, decrypt: bool) -> list[tuple[int, bytes]]:
-    """(offset, bytes) pairs the ABI defines in a key schedule; the rest is unspecified."""
+def bit_planes(rk: bytes, lanes: int, turn: int = 0) -> bytes:
+    """A round key as the bitsliced backend stores it (docs/abi.md): planes p = 0..7, each a
+    16-byte row per lane whose byte 4 * row + col is 0xff when bit 7 - p of the key byte at
+    (row, col - turn * row mod 4) is set (key i: turn i, or -i in a decryption schedule)."""
+    planes = b""
+    for p in range(8):
+        row = bytes(0xFF if rk[4 * ((q % 4 - turn * (q // 4)) % 4) + q // 4] >> (7 - p) & 1 else 0
+                    for q in range(16))
+        planes += row * lanes
+    return planes
+
+
+def schedule_regions(stride: int, rounds_offset: int, key: bytes, decrypt: bool,
+                     bitsliced: bool = False) -> list[tuple[int, bytes]]:
+    """(offset, bytes) pairs the ABI defines in a key schedule; the rest is unspecified.
+    Bitsliced schedules hold the encryption keys as planes, in reverse order for decryption."""
+    if bitsliced:
+        ek = expand_key(key)
+        rks = ek[::-1] if decrypt else ek
+        regions = [(i * stride, bit_planes(rk, stride // 128, -i if decrypt else i)) for i, rk in enumerate(rks)]
+        regions.append((rounds_offset, (len(rks) - 1).to_bytes(4, "little")))
+        return regions
     rks = decrypt_round_keys(key) if decrypt else expand_key(key)
     regions = [(i * stride, rk * (stride // 16)) for i, rk in enumerate(rks)]
     regions.append((rounds_offset, (len(rks) - 1).to_bytes(4, "little")))
@@ -115,7 +135,8 @@ def check_key_schedule(kernel: Kernel, probe: Probe, *, seed: int, quick: bool) 
                     errors.append(f"{which}(bits={bits}) returned {ks.ret}")
                     continue
                 raw = ks.raw()
-                for off, want in schedule_regions(spec.key_stride, spec.rounds_offset, key, decrypt):
+                for off, want in schedule_regions(spec.key_stride, spec.rounds_offset, key, decrypt,
+                                                 spec.backend == "bitsliced"):
                     got = raw[off:off + len(want)]
                     if got != want:
                         what = "round count" if off == spec.rounds_offset else f"round key {off // spec.key_stride}"
