@@ -27,7 +27,8 @@ T = TypeVar("T")
 
 MODE_TITLES = {"ecb": "ECB", "ctr32": "CTR32", "cbc": "CBC", "ghash": "GHASH", "polyval": "POLYVAL",
                "gcm": "GCM", "gcm-siv": "GCM-SIV", "xts": "XTS", "gfdouble": "GF(2^128) doubling",
-               "ocb": "OCB3", "otr": "OTR"}
+               "ocb": "OCB3", "otr": "OTR", "multikey": "multi-key ECB", "fixed-key-hash": "fixed-key hash",
+               "cbc-multi": "multi-stream CBC"}
 ISA_LINES = {
     "sse": "sse: legacy AES-NI, two-operand SSE encoding, 16 xmm registers",
     "avx": "avx: VEX-encoded AES-NI, three-operand, 16 xmm registers",
@@ -42,7 +43,8 @@ C_TYPES = {
 }
 RETURNS_INT = {"cpu_supported", "set_encrypt_key", "set_decrypt_key", "gcm_set_key", "gcm_encrypt", "gcm_decrypt",
                "gcm_start", "gcmsiv_set_key", "gcmsiv_encrypt", "gcmsiv_decrypt", "xts_set_key",
-               "ocb_set_key", "ocb_encrypt", "ocb_decrypt", "otr_set_key", "otr_encrypt", "otr_decrypt"}
+               "ocb_set_key", "ocb_encrypt", "ocb_decrypt", "otr_set_key", "otr_encrypt", "otr_decrypt",
+               "set_encrypt_keys"}
 # Functions whose C parameters are not the shared names above.
 PROTOTYPE_ARGS = {
     "gcm_encrypt": ("const void *gkey, const uint8_t *iv, size_t ivlen, const uint8_t *aad, size_t aadlen, "
@@ -72,6 +74,12 @@ PROTOTYPE_ARGS = {
                     "const uint8_t *in, uint8_t *out, size_t len, uint8_t tag[16]"),
     "otr_decrypt": ("const void *tkey, const uint8_t *nonce, size_t noncelen, const uint8_t *aad, size_t aadlen, "
                     "const uint8_t *in, uint8_t *out, size_t len, const uint8_t tag[16]"),
+    "set_encrypt_keys": "const uint8_t *user_keys, unsigned bits, unsigned nkeys, void *keys",
+    "ecb_encrypt_multikey": ("const void *keys, unsigned nkeys, const uint8_t *in, uint8_t *out, "
+                             "size_t blocks_per_key"),
+    "fixed_key_hash": "const void *key, const uint8_t *in, uint8_t *out, size_t nblocks",
+    "cbc_encrypt_multi": ("const void *const *keys, const uint8_t *const *in, uint8_t *const *out, "
+                          "size_t nblocks, uint8_t *const *ivs, unsigned nstreams"),
     "gfdouble_le": "const uint8_t tweak[16], uint8_t *out, size_t nblocks",
     "gfdouble_be": "const uint8_t tweak[16], uint8_t *out, size_t nblocks",
 }

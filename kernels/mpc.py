@@ -1,0 +1,323 @@
+"""Batched AES for MPC / garbling, and multi-stream CBC encryption, in the DSL.
+
+The multikey schedule (P_set_encrypt_keys, P_ecb_encrypt_multikey) stores keys in groups of
+L = lanes of the multikey width (P_MULTIKEY_LANES), 256 * L bytes per group:
+
+    group g, row r (r = 0..14): the round keys r of keys gL .. gL+L-1, 16 bytes each
+        at  g * 256L + 16L * r + 16 * (k mod L)
+    row 15: each key's round count (a 32-bit 10/12/14 in the first 4 bytes of its slot)
+
+so one vector load of row r feeds its L lanes the round keys of L different keys. A key's
+share is P_MULTIKEY_BYTES = 256 bytes; the last group is whole even when nkeys is not a
+multiple of L (its unused slots are never read for data that is stored).
+
+The vectors of both batched kernels hold one block of a different key (stream) per lane:
+lane l is read with an xmm load (lane 0) or a 128-bit insert, and written with a store of
+lane 0 or a 128-bit extract; the loads of a whole batch come before its rounds and the
+stores after, so the rounds of D vectors run interleaved with nothing between them.
+
+fixed_key_hash is ECB with sigma before and after (see `sigma`).
+"""
+from __future__ import annotations
+
+from aesgen.dsl import FunctionBuilder, key
+from aesgen.ir import Mem, VReg
+from aesgen.regalloc import MARK_LABEL
+from aesgen.spec import MULTIKEY_BYTES
+
+from .aes import EXPANDERS, encrypt_rounds, finish, key_size_paths
+from .modes import ecb_function, return_if_zero
+
+ROW = 16  # one round key of one key
+
+
+def _r32(reg: str) -> str:
+    return reg + "d" if reg[1:].isdigit() else "e" + reg[1:]
+
+
+def zero_extend(b: FunctionBuilder, reg: str) -> None:
+    """An `unsigned` argument: the caller may leave garbage in the upper 32 bits."""
+    b.s("mov32r", _r32(reg), _r32(reg), comment="unsigned: clear the upper 32 bits")
+
+
+def public_pointer(b: FunctionBuilder, reg: str, slot: Mem) -> None:
+    """reg = a caller's pointer from an array (public: declassified for the static CT check)."""
+    b.label(b.label_name(MARK_LABEL).lstrip("."))
+    b.s("load64", reg, Mem(slot.base, slot.disp, bits=64))
+
+
+def gather_lanes(b: FunctionBuilder, at, count: int, lanes: int, dst: list[VReg] | None = None,
+                 width: int | None = None) -> list[VReg]:
+    """`count` vectors of `lanes` blocks; block m (vector m // lanes, lane m % lanes) from the
+    address `at(m)` (a Mem, after whatever pointer arithmetic `at` emits)."""
+    vecs: list[VReg] = []
+    for m in range(count * lanes):
+        j, lane = divmod(m, lanes)
+        mem = at(m)
+        if lane == 0:
+            d = dst[j] if dst else None
+            vecs.append(b.v("vload", mem, width=128, dst=d, role="blk", comment=f"vector {j}: lane 0"))
+        else:
+            vecs[j] = b.v("insert_lane", vecs[j], mem, imm=lane, width=width, role="blk", comment=f"lane {lane}")
+    return vecs
+
+
+def scatter_lanes(b: FunctionBuilder, vecs: list[VReg], lanes: int, at, width: int | None = None) -> None:
+    """Lane l of vecs[j] to the address `at(j * lanes + l)`."""
+    for m in range(len(vecs) * lanes):
+        j, lane = divmod(m, lanes)
+        if lane == 0:
+            b.store(at(m), vecs[j], width=128, comment=f"vector {j}: lane 0")
+        else:
+            b.store(at(m), vecs[j], width=width, op="vstore_lane", imm=lane, comment=f"lane {lane}")
+
+
+# ----------------------------------------------------------------------------- key setup
+class ColumnWriter:
+    """Round key i of one key into its column of a multikey group (row stride 16L)."""
+
+    def __init__(self, b: FunctionBuilder, base: str, row_bytes: int) -> None:
+        self.b, self.base, self.row = b, base, row_bytes
+
+    def __call__(self, i: int, k: VReg) -> None:
+        self.b.store(Mem(self.base, i * self.row), k, width=128, comment=f"ek[{i}]")
+
+
+def set_encrypt_keys_function(b: FunctionBuilder) -> None:
+    """P_set_encrypt_keys(user_keys, bits, nkeys, keys): nkeys keys of bits/8 bytes each, one
+    after the other, into the multikey schedule; 0, or -1 when bits is not 128/192/256."""
+    L = b.lanes
+    user, n, col = b.reg["user_keys"], b.reg["nkeys"], b.reg["keys"]
+    zero_extend(b, n)
+
+    def expand(bits: int, nr: int) -> None:
+        top, done = b.label_name("key"), b.label_name("keys_done")
+        b.s("xor32", "r11d", "r11d", comment="lane of the next key in its group")
+        b.label(top)
+        b.s("test", n, n)
+        b.branch("e", done)
+        EXPANDERS[bits](b, user, ColumnWriter(b, col, ROW * L))
+        b.s("store32i", Mem(col, 15 * ROW * L, bits=32), imm=nr, comment="round count")
+        b.s("add", user, imm=bits // 8)
+        b.s("add", col, imm=ROW, comment="the next key's column")
+        if L > 1:
+            same = b.label_name("same_group")
+            b.s("add", "r11", imm=1)
+            b.s("cmp", "r11", imm=L)
+            b.branch("b", same)
+            b.s("xor32", "r11d", "r11d")
+            b.s("add", col, imm=(MULTIKEY_BYTES - ROW) * L, comment="the next group")
+            b.label(same)
+        else:
+            b.s("add", col, imm=MULTIKEY_BYTES - ROW, comment="the next group")
+        b.s("sub", n, imm=1)
+        b.branch("jmp", top)
+        b.label(done)
+
+    key_size_paths(b, expand=expand)
+
+
+# ----------------------------------------------------------------------------- multikey ECB
+def ecb_multikey_function(b: FunctionBuilder) -> None:
+    """P_ecb_encrypt_multikey(keys, nkeys, in, out, blocks_per_key): block i of key k at
+    in[(k * blocks_per_key + i) * 16]. A batch of D vectors takes D*L keys, lane l of vector j
+    the key jL + l; round r of all its lanes is one memory operand (row r of group j)."""
+    L, D = b.lanes, b.depth
+    keys, n, inp, outp, bpk = (b.reg[a] for a in ("keys", "nkeys", "in", "out", "blocks_per_key"))
+    group = MULTIKEY_BYTES * L
+    zero_extend(b, n)
+    return_if_zero(b, n)
+    return_if_zero(b, bpk)
+    stride = "r9"
+    b.s("mov", stride, bpk)
+    b.s("shl", stride, imm=4, comment="bytes of one key's blocks")
+
+    def path(nr: int) -> None:
+        def batch(g: int) -> None:
+            top, out = b.label_name(f"keys{g}x_"), b.label_name(f"keys_end{g}x_")
+            b.label(top)
+            b.s("cmp", n, imm=g * L)
+            b.branch("b", out)
+            b.s("mov", "rax", bpk)
+            blocks = b.label_name("block")
+            b.label(blocks)
+            b.s("mov", "r10", inp)
+            b.s("mov", "r11", outp)
+
+            def walk(ptr: str):
+                def at(m: int) -> Mem:
+                    if m:
+                        b.s("add_r", ptr, stride, comment="the next key's block")
+                    return Mem(ptr, 0)
+                return at
+
+            xs = gather_lanes(b, walk("r10"), g, L)
+            ys: list[VReg] = []
+
+            def block(j: int) -> None:
+                def key_at(r: int) -> Mem:
+                    return Mem(keys, j * group + ROW * L * r)
+                ys.append(encrypt_rounds(b, xs[j], nr, key_at=key_at))
+            b.groups(g, block, comment=f"{g} vector(s) of {L} keys, one block each")
+            scatter_lanes(b, ys, L, walk("r11"))
+            b.s("add", inp, imm=16)
+            b.s("add", outp, imm=16)
+            b.s("sub", "rax", imm=1)
+            b.branch("ne", blocks)
+            # r10/r11 point at the last key's last block: the next batch starts one block on
+            b.s("lea", inp, Mem("r10", 16))
+            b.s("lea", outp, Mem("r11", 16))
+            b.s("add", keys, imm=g * group)
+            b.s("sub", n, imm=g * L)
+            b.branch("jmp", top)
+            b.label(out)
+
+        for g in ((D, 1) if D > 1 else (1,)):
+            batch(g)
+        if L > 1:
+            tail_keys(b, nr, keys, n, inp, outp, bpk)
+        finish(b)
+
+    b.key_paths("keys", path, count_at=b.spec.multikey_rounds_offset)
+
+
+def tail_keys(b: FunctionBuilder, nr: int, keys: str, n: str, inp: str, outp: str, bpk: str) -> None:
+    """The last nkeys mod L keys, one at a time: ECB of its blocks (contiguous) on xmm, D blocks
+    interleaved; its round keys are its column of the last group."""
+    L, D = b.lanes, b.depth
+    top, done = b.label_name("tail_key"), b.label_name("tail_done")
+    b.label(top)
+    b.s("test", n, n)
+    b.branch("e", done)
+    b.s("mov", "rax", bpk)
+    with b.at_width(128):
+        for g in ((D, 1) if D > 1 else (1,)):
+            loop, end = b.label_name(f"tail{g}x_"), b.label_name(f"tail_end{g}x_")
+            b.label(loop)
+            b.s("cmp", "rax", imm=g)
+            b.branch("b", end)
+
+            def block(j: int) -> None:
+                x = b.v("vload", Mem(inp, 16 * j), role="blk")
+                y = encrypt_rounds(b, x, nr, key_at=lambda r: Mem(keys, ROW * L * r))
+                b.final()
+                b.store(Mem(outp, 16 * j), y)
+            b.groups(g, block, comment=f"{g} block(s) of one key")
+            b.s("add", inp, imm=16 * g)
+            b.s("add", outp, imm=16 * g)
+            b.s("sub", "rax", imm=g)
+            b.branch("jmp", loop)
+            b.label(end)
+    b.s("add", keys, imm=ROW, comment="the next key's column")
+    b.s("sub", n, imm=1)
+    b.branch("jmp", top)
+    b.label(done)
+
+
+# ----------------------------------------------------------------------------- fixed-key hash
+def sigma(b: FunctionBuilder, x: VReg, width: int | None = None) -> VReg:
+    """sigma(xL || xR) = (xL ^ xR) || xL per block, xL = bytes 0..7, xR = bytes 8..15:
+    [q0, q0] ^ [q1, 0] in qwords (the half-gates orthomorphism)."""
+    lo = b.v("pshufd", x, imm=0x44, width=width, comment="xL || xL")
+    hi = b.v("psrldq", x, imm=8, width=width, comment="xR || 0")
+    return b.v("vxor", lo, hi, width=width, comment="sigma(x) = (xL ^ xR) || xL")
+
+
+def fixed_key_hash_rounds(b: FunctionBuilder, x: VReg, nr: int, width: int | None = None) -> VReg:
+    """pi(sigma(x)) ^ sigma(x): sigma folded into the last round key (aesenclast ends with XOR)."""
+    s = sigma(b, x, width)
+    y = encrypt_rounds(b, s, nr, width=width, last=False)
+    k = b.v("vxor", s, key(nr), width=width, comment="sigma folded into the last round key")
+    return b.v("aesenclast", y, k, width=width, comment=f"round {nr} (last)")
+
+
+def fixed_key_hash_function(b: FunctionBuilder) -> None:
+    ecb_function(b, False, cipher=fixed_key_hash_rounds)
+
+
+# ----------------------------------------------------------------------------- multi-stream CBC
+KEY_ROWS = 15  # round keys a stream's copied schedule has room for
+
+
+def cbc_multi_function(b: FunctionBuilder) -> None:
+    """P_cbc_encrypt_multi(keys, in, out, nblocks, ivs, nstreams): nstreams independent CBC
+    encryptions of nblocks blocks, stream s with the schedule keys[s] (all of one key size),
+    from in[s] to out[s], chained from ivs[s] (which holds its last ciphertext block on return).
+
+    Each batch of D vectors holds D*L streams, lane l of vector j stream jL + l: the chains stay
+    in registers for the whole batch while the blocks go by. At a batch's start the streams'
+    round keys are copied to the stack transposed (row r of vector j: round key r of its L
+    streams) so one memory operand per round feeds every lane; they are wiped on return."""
+    L, D = b.lanes, b.depth
+    keys, ins, outs, n, ivs, ns = (b.reg[a] for a in ("keys", "in", "out", "nblocks", "ivs", "nstreams"))
+    frame = D * L * KEY_ROWS * ROW + 8  # + 8: rsp 16-byte aligned below the return address
+    zero_extend(b, ns)
+    return_if_zero(b, n)
+    return_if_zero(b, ns)
+    public_pointer(b, "r10", Mem(keys, 0))
+
+    def path(nr: int) -> None:
+        chains = [b.pinned(f"CHAIN{j}") for j in range(D)]
+        b.s("shl", n, imm=4, comment="bytes of one stream")
+        b.s("sub", "rsp", imm=frame, comment="room for the batch's transposed round keys")
+        shapes = [(D, L, b.width), (1, L, b.width)] if D > 1 else [(1, L, b.width)]
+        if L > 1:
+            shapes.append((1, 1, 128))
+        for g, lanes, width in shapes:
+            with b.at_width(width):
+                stream_batch(b, nr, chains[:g], lanes, keys, ins, outs, n, ivs, ns)
+        z = b.v("vzero")
+        for off in range(0, frame - 8, b.width // 8):
+            b.store(Mem("rsp", off), z, comment="leave no round keys behind" if off == 0 else "")
+        b.s("add", "rsp", imm=frame)
+        finish(b)
+
+    b.key_paths("r10", path)
+
+
+def stream_batch(b: FunctionBuilder, nr: int, chains: list[VReg], lanes: int, keys: str, ins: str,
+                 outs: str, n: str, ivs: str, ns: str) -> None:
+    """While nstreams allows, batches of len(chains) vectors of `lanes` streams each."""
+    g, span = len(chains), KEY_ROWS * ROW * lanes
+    top, out = b.label_name(f"streams{g}x{lanes}_"), b.label_name(f"streams_end{g}x{lanes}_")
+
+    def pointer(array: str, index: str | None = None):
+        def at(m: int) -> Mem:
+            public_pointer(b, "r10", Mem(array, 8 * m))
+            return Mem("r10", 0, index=index)
+        return at
+
+    b.label(top)
+    b.s("cmp", ns, imm=g * lanes)
+    b.branch("b", out)
+    for s in range(g * lanes):  # the round keys, transposed
+        j, lane = divmod(s, lanes)
+        public_pointer(b, "r10", Mem(keys, 8 * s))
+        for r in range(nr + 1):
+            k = b.v("vload", Mem("r10", r * b.spec.key_stride), width=128)
+            b.store(Mem("rsp", j * span + ROW * lanes * r + ROW * lane), k, width=128,
+                    comment=f"stream {s}: round key {r}" if r == 0 else "")
+    for j, iv in enumerate(gather_lanes(b, pointer(ivs), g, lanes)):
+        b.assign(chains[j], iv, comment="chain = iv")
+    b.s("xor32", "eax", "eax", comment="offset of the block in every stream")
+    blocks = b.label_name("block")
+    b.label(blocks)
+    ps = gather_lanes(b, pointer(ins, "rax"), g, lanes)
+
+    def block(j: int) -> None:
+        def row(r: int) -> Mem:
+            return Mem("rsp", j * span + ROW * lanes * r)
+        pk = b.v("vxor", ps[j], row(0), comment="plaintext ^ round key 0 (off the chain)")
+        x = b.v("vxor", chains[j], pk, dst=chains[j], comment="round 0: chain ^ plaintext ^ k0")
+        encrypt_rounds(b, x, nr, whiten=False, dst=chains[j], key_at=row)
+    b.groups(g, block, comment=f"{g} vector(s) of {lanes} stream(s), one block each")
+    scatter_lanes(b, chains, lanes, pointer(outs, "rax"))
+    b.s("add", "rax", imm=16)
+    b.s("cmpr", "rax", n)
+    b.branch("b", blocks)
+    scatter_lanes(b, chains, lanes, pointer(ivs))
+    for array in (keys, ins, outs, ivs):
+        b.s("add", array, imm=8 * g * lanes)
+    b.s("sub", ns, imm=g * lanes)
+    b.branch("jmp", top)
+    b.label(out)
