@@ -46,30 +46,67 @@ def public_pointer(b: FunctionBuilder, reg: str, slot: Mem) -> None:
     b.s("load64", reg, Mem(slot.base, slot.disp, bits=64))
 
 
-def gather_lanes(b: FunctionBuilder, at, count: int, lanes: int, dst: list[VReg] | None = None,
-                 width: int | None = None) -> list[VReg]:
-    """`count` vectors of `lanes` blocks; block m (vector m // lanes, lane m % lanes) from the
-    address `at(m)` (a Mem, after whatever pointer arithmetic `at` emits)."""
-    vecs: list[VReg] = []
+def gather_lanes(b: FunctionBuilder, at, count: int, lanes: int, steps: int = 1,
+                 width: int | None = None) -> list[list[VReg]]:
+    """steps x count vectors of `lanes` blocks: block t of lane m (vector m // lanes, lane
+    m % lanes) from the address `at(m, t)` (a Mem, after whatever pointer arithmetic `at`
+    emits); a lane's blocks are read one after the other."""
+    vecs: list[list[VReg]] = [[] for _ in range(steps)]
     for m in range(count * lanes):
         j, lane = divmod(m, lanes)
-        mem = at(m)
-        if lane == 0:
-            d = dst[j] if dst else None
-            vecs.append(b.v("vload", mem, width=128, dst=d, role="blk", comment=f"vector {j}: lane 0"))
-        else:
-            vecs[j] = b.v("insert_lane", vecs[j], mem, imm=lane, width=width, role="blk", comment=f"lane {lane}")
+        for t in range(steps):
+            mem = at(m, t)
+            if lane == 0:
+                vecs[t].append(b.v("vload", mem, width=128, role="blk", comment=f"vector {j}: lane 0"))
+            else:
+                vecs[t][j] = b.v("insert_lane", vecs[t][j], mem, imm=lane, width=width, role="blk",
+                                 comment=f"lane {lane}")
     return vecs
 
 
-def scatter_lanes(b: FunctionBuilder, vecs: list[VReg], lanes: int, at, width: int | None = None) -> None:
-    """Lane l of vecs[j] to the address `at(j * lanes + l)`."""
-    for m in range(len(vecs) * lanes):
+def scatter_lanes(b: FunctionBuilder, vecs: list[list[VReg]], lanes: int, at, width: int | None = None) -> None:
+    """Lane l of vecs[t][j] to the address `at(j * lanes + l, t)`, a lane's blocks one after
+    the other."""
+    for m in range(len(vecs[0]) * lanes):
         j, lane = divmod(m, lanes)
-        if lane == 0:
-            b.store(at(m), vecs[j], width=128, comment=f"vector {j}: lane 0")
-        else:
-            b.store(at(m), vecs[j], width=width, op="vstore_lane", imm=lane, comment=f"lane {lane}")
+        for t, step in enumerate(vecs):
+            if lane == 0:
+                b.store(at(m, t), step[j], width=128, comment=f"vector {j}: lane 0")
+            else:
+                b.store(at(m, t), step[j], width=width, op="vstore_lane", imm=lane, comment=f"lane {lane}")
+
+
+def transpose(b: FunctionBuilder, rows: list[VReg], width: int | None = None) -> list[VReg]:
+    """L vectors of L lanes: out[t] lane s = rows[s] lane t (2 or 4 lanes; it is its own
+    inverse). Two levels of deal_lanes ([a[p], a[p+2], b[p], b[p+2]]; with 2 lanes [a[p], b[p]])."""
+    if len(rows) == 2:
+        return [b.v("deal_lanes", rows[0], rows[1], imm=p, width=width, comment=f"lanes {p}") for p in (0, 1)]
+    a, c, e, f = rows
+    x = [b.v("deal_lanes", a, c, imm=p, width=width) for p in (0, 1)]  # [a p, a p+2, c p, c p+2]
+    y = [b.v("deal_lanes", e, f, imm=p, width=width) for p in (0, 1)]
+    out = [b.v("deal_lanes", x[p], y[p], imm=q, width=width, comment=f"lanes {p + 2 * q}")
+           for q in (0, 1) for p in (0, 1)]
+    return out  # [t=0, t=1, t=2, t=3]
+
+
+def gather_rows(b: FunctionBuilder, at, count: int, lanes: int) -> list[list[VReg]]:
+    """`lanes` consecutive blocks of each of count * lanes streams, read whole (one vector per
+    stream from `at(m)`), transposed: out[t][j] lane l = block t of stream j * lanes + l."""
+    out: list[list[VReg]] = [[] for _ in range(lanes)]
+    for j in range(count):
+        rows = [b.v("vload", at(j * lanes + l, 0), role="blk", comment=f"stream {j * lanes + l}: {lanes} blocks")
+                for l in range(lanes)]
+        for t, v in enumerate(transpose(b, rows)):
+            out[t].append(v)
+    return out
+
+
+def scatter_rows(b: FunctionBuilder, vecs: list[list[VReg]], lanes: int, at) -> None:
+    """The inverse of gather_rows: vecs[t][j] transposed back, one whole vector per stream."""
+    for j in range(len(vecs[0])):
+        rows = transpose(b, [vecs[t][j] for t in range(lanes)])
+        for l, v in enumerate(rows):
+            b.store(at(j * lanes + l, 0), v, comment=f"stream {j * lanes + l}: {lanes} blocks")
 
 
 # ----------------------------------------------------------------------------- key setup
@@ -145,13 +182,13 @@ def ecb_multikey_function(b: FunctionBuilder) -> None:
             b.s("mov", "r11", outp)
 
             def walk(ptr: str):
-                def at(m: int) -> Mem:
+                def at(m: int, t: int) -> Mem:
                     if m:
                         b.s("add_r", ptr, stride, comment="the next key's block")
                     return Mem(ptr, 0)
                 return at
 
-            xs = gather_lanes(b, walk("r10"), g, L)
+            xs = gather_lanes(b, walk("r10"), g, L)[0]
             ys: list[VReg] = []
 
             def block(j: int) -> None:
@@ -159,7 +196,7 @@ def ecb_multikey_function(b: FunctionBuilder) -> None:
                     return Mem(keys, j * group + ROW * L * r)
                 ys.append(encrypt_rounds(b, xs[j], nr, key_at=key_at))
             b.groups(g, block, comment=f"{g} vector(s) of {L} keys, one block each")
-            scatter_lanes(b, ys, L, walk("r11"))
+            scatter_lanes(b, [ys], L, walk("r11"))
             b.s("add", inp, imm=16)
             b.s("add", outp, imm=16)
             b.s("sub", "rax", imm=1)
@@ -172,7 +209,7 @@ def ecb_multikey_function(b: FunctionBuilder) -> None:
             b.branch("jmp", top)
             b.label(out)
 
-        for g in ((D, 1) if D > 1 else (1,)):
+        for g in batch_sizes(D):
             batch(g)
         if L > 1:
             tail_keys(b, nr, keys, n, inp, outp, bpk)
@@ -250,7 +287,7 @@ def cbc_multi_function(b: FunctionBuilder) -> None:
     streams) so one memory operand per round feeds every lane; they are wiped on return."""
     L, D = b.lanes, b.depth
     keys, ins, outs, n, ivs, ns = (b.reg[a] for a in ("keys", "in", "out", "nblocks", "ivs", "nstreams"))
-    frame = D * L * KEY_ROWS * ROW + 8  # + 8: rsp 16-byte aligned below the return address
+    frame = -(-D * L * KEY_ROWS * ROW // 64) * 64
     zero_extend(b, ns)
     return_if_zero(b, n)
     return_if_zero(b, ns)
@@ -258,34 +295,81 @@ def cbc_multi_function(b: FunctionBuilder) -> None:
 
     def path(nr: int) -> None:
         chains = [b.pinned(f"CHAIN{j}") for j in range(D)]
+        resident = [[b.pinned(f"KEY{j}_{r}") for r in range(nr + 1)] for j in range(resident_vectors(b, nr))]
         b.s("shl", n, imm=4, comment="bytes of one stream")
+        # (rsp escapes into r11, which is harmless: no GPR is ever reloaded from the stack)
+        b.s("mov", "r11", "rsp")
+        b.s("and", "r11", imm=63)
+        b.s("sub_r", "rsp", "r11", comment="the frame 64-byte aligned: whole-line key rows")
         b.s("sub", "rsp", imm=frame, comment="room for the batch's transposed round keys")
-        shapes = [(D, L, b.width), (1, L, b.width)] if D > 1 else [(1, L, b.width)]
+        shapes = [(g, L, b.width) for g in batch_sizes(D)]
         if L > 1:
             shapes.append((1, 1, 128))
         for g, lanes, width in shapes:
             with b.at_width(width):
-                stream_batch(b, nr, chains[:g], lanes, keys, ins, outs, n, ivs, ns)
+                stream_batch(b, nr, chains[:g], resident, lanes, keys, ins, outs, n, ivs, ns)
         z = b.v("vzero")
-        for off in range(0, frame - 8, b.width // 8):
+        for off in range(0, frame, b.width // 8):
             b.store(Mem("rsp", off), z, comment="leave no round keys behind" if off == 0 else "")
         b.s("add", "rsp", imm=frame)
+        b.s("add_r", "rsp", "r11")
         finish(b)
 
     b.key_paths("r10", path)
 
 
-def stream_batch(b: FunctionBuilder, nr: int, chains: list[VReg], lanes: int, keys: str, ins: str,
-                 outs: str, n: str, ivs: str, ns: str) -> None:
-    """While nstreams allows, batches of len(chains) vectors of `lanes` streams each."""
+def batch_sizes(depth: int) -> list[int]:
+    """Vectors per batch, largest first: the depth, then halves, so a stream count below the
+    depth's still fills as many chains as it can (any count in a handful of batches)."""
+    sizes = [depth]
+    while sizes[-1] > 1:
+        sizes.append(sizes[-1] // 2)
+    return sizes
+
+
+def _needs(g: int, steps: int) -> int:
+    """Vector registers a batch of g vectors uses at `steps` blocks per stream at once: the
+    chains, the gathered blocks, one temporary per vector (with steps > 1 the steps before
+    the last keep their results too) and four more."""
+    return g * (steps + 1 + (steps > 1)) + 4
+
+
+def register_file(b: FunctionBuilder) -> int:
+    return 32 if b.spec.isa == "avx512" else 16
+
+
+def resident_vectors(b: FunctionBuilder, nr: int) -> int:
+    """How many vectors of a batch keep their round keys in registers (the others read them as
+    memory operands, a load each): what is left beside a depth-D batch one block at a time."""
+    return max(0, min(b.depth, (register_file(b) - _needs(b.depth, 1)) // (nr + 1)))
+
+
+def steps_for(b: FunctionBuilder, g: int, pinned: int) -> int:
+    """Blocks per stream gathered at once (4, 2 or 1): a stream's line is read and written in one
+    go, not revisited after every other stream's; as many as the register file allows beside
+    `pinned` registers."""
+    return next((u for u in STEPS if _needs(g, u) + pinned <= register_file(b)), 1)
+
+
+STEPS = (4, 2, 1)
+
+
+def stream_batch(b: FunctionBuilder, nr: int, chains: list[VReg], resident: list[list[VReg]], lanes: int,
+                 keys: str, ins: str, outs: str, n: str, ivs: str, ns: str) -> None:
+    """While nstreams allows, batches of len(chains) vectors of `lanes` streams each; the first
+    len(resident) vectors' round keys in registers."""
     g, span = len(chains), KEY_ROWS * ROW * lanes
     top, out = b.label_name(f"streams{g}x{lanes}_"), b.label_name(f"streams_end{g}x{lanes}_")
 
     def pointer(array: str, index: str | None = None):
-        def at(m: int) -> Mem:
-            public_pointer(b, "r10", Mem(array, 8 * m))
-            return Mem("r10", 0, index=index)
+        def at(m: int, t: int) -> Mem:
+            if t == 0:
+                public_pointer(b, "r10", Mem(array, 8 * m))
+            return Mem("r10", 16 * t, index=index)
         return at
+
+    def row(j: int, r: int) -> Mem | VReg:
+        return resident[j][r] if j < len(resident) else Mem("rsp", j * span + ROW * lanes * r)
 
     b.label(top)
     b.s("cmp", ns, imm=g * lanes)
@@ -297,25 +381,42 @@ def stream_batch(b: FunctionBuilder, nr: int, chains: list[VReg], lanes: int, ke
             k = b.v("vload", Mem("r10", r * b.spec.key_stride), width=128)
             b.store(Mem("rsp", j * span + ROW * lanes * r + ROW * lane), k, width=128,
                     comment=f"stream {s}: round key {r}" if r == 0 else "")
-    for j, iv in enumerate(gather_lanes(b, pointer(ivs), g, lanes)):
+    for j, regs in enumerate(resident[:g]):
+        for r, reg in enumerate(regs):
+            b.v("vload", Mem("rsp", j * span + ROW * lanes * r), dst=reg, comment=f"vector {j}: round key {r}")
+    for j, iv in enumerate(gather_lanes(b, pointer(ivs), g, lanes)[0]):
         b.assign(chains[j], iv, comment="chain = iv")
     b.s("xor32", "eax", "eax", comment="offset of the block in every stream")
-    blocks = b.label_name("block")
-    b.label(blocks)
-    ps = gather_lanes(b, pointer(ins, "rax"), g, lanes)
+    steps = steps_for(b, g, len(resident) * (nr + 1))
+    for u in STEPS[STEPS.index(steps):]:
+        loop, done = b.label_name(f"blocks{u}x_"), b.label_name(f"blocks_end{u}x_")
+        b.label(loop)
+        b.s("lea", "r10", Mem("rax", 16 * u))
+        b.s("cmpr", "r10", n)
+        b.branch("a", done)
+        whole = u == lanes > 1  # a stream's u blocks are one vector: read whole and transposed
+        ps = gather_rows(b, pointer(ins, "rax"), g, lanes) if whole else \
+            gather_lanes(b, pointer(ins, "rax"), g, lanes, steps=u)
+        ys: list[list[VReg]] = []
+        for t in range(u):
+            last = t == u - 1
+            prev = chains if t == 0 else ys[-1]
+            ys.append([])
 
-    def block(j: int) -> None:
-        def row(r: int) -> Mem:
-            return Mem("rsp", j * span + ROW * lanes * r)
-        pk = b.v("vxor", ps[j], row(0), comment="plaintext ^ round key 0 (off the chain)")
-        x = b.v("vxor", chains[j], pk, dst=chains[j], comment="round 0: chain ^ plaintext ^ k0")
-        encrypt_rounds(b, x, nr, whiten=False, dst=chains[j], key_at=row)
-    b.groups(g, block, comment=f"{g} vector(s) of {lanes} stream(s), one block each")
-    scatter_lanes(b, chains, lanes, pointer(outs, "rax"))
-    b.s("add", "rax", imm=16)
-    b.s("cmpr", "rax", n)
-    b.branch("b", blocks)
-    scatter_lanes(b, chains, lanes, pointer(ivs))
+            def block(j: int, t: int = t, last: bool = last, prev: list[VReg] = prev) -> None:
+                dst = chains[j] if last else None
+                pk = b.v("vxor", ps[t][j], row(j, 0), comment="plaintext ^ round key 0 (off the chain)")
+                x = b.v("vxor", prev[j], pk, dst=dst, comment="round 0: chain ^ plaintext ^ k0")
+                ys[t].append(encrypt_rounds(b, x, nr, whiten=False, dst=dst, key_at=lambda r: row(j, r)))
+            b.groups(g, block, comment=f"{g} vector(s) of {lanes} stream(s): block {t} of {u}")
+        if whole:
+            scatter_rows(b, ys, lanes, pointer(outs, "rax"))
+        else:
+            scatter_lanes(b, ys, lanes, pointer(outs, "rax"))
+        b.s("add", "rax", imm=16 * u)
+        b.branch("jmp", loop)
+        b.label(done)
+    scatter_lanes(b, [chains], lanes, pointer(ivs))
     for array in (keys, ins, outs, ivs):
         b.s("add", array, imm=8 * g * lanes)
     b.s("sub", ns, imm=g * lanes)
