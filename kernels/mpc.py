@@ -340,8 +340,8 @@ def register_file(b: FunctionBuilder) -> int:
 
 def resident_vectors(b: FunctionBuilder, nr: int) -> int:
     """How many vectors of a batch keep their round keys in registers (the others read them as
-    memory operands, a load each): what is left beside a depth-D batch one block at a time."""
-    return max(0, min(b.depth, (register_file(b) - _needs(b.depth, 1)) // (nr + 1)))
+    memory operands, a load each): what is left beside a depth-D batch at its most steps."""
+    return max(0, min(b.depth, (register_file(b) - _needs(b.depth, steps_for(b, b.depth, 0))) // (nr + 1)))
 
 
 def steps_for(b: FunctionBuilder, g: int, pinned: int) -> int:
