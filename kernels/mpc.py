@@ -157,8 +157,14 @@ def set_encrypt_keys_function(b: FunctionBuilder) -> None:
 # ----------------------------------------------------------------------------- multikey ECB
 def ecb_multikey_function(b: FunctionBuilder) -> None:
     """P_ecb_encrypt_multikey(keys, nkeys, in, out, blocks_per_key): block i of key k at
-    in[(k * blocks_per_key + i) * 16]. A batch of D vectors takes D*L keys, lane l of vector j
-    the key jL + l; round r of all its lanes is one memory operand (row r of group j)."""
+    in[(k * blocks_per_key + i) * 16]; lane l of a vector holds a block of key jL + l of its
+    batch, and round r of all its lanes is one row of the schedule.
+
+    With at least L blocks per key, batches of K = D / L key vectors take L blocks of each key
+    at once (one whole vector per key, transposed), so D vectors are in flight for only K
+    vectors of round keys, which stay in registers when they fit. Otherwise (and for the keys
+    and blocks left over) a batch of D vectors takes D*L keys one block at a time, each lane
+    read and written on its own, round keys as memory operands."""
     L, D = b.lanes, b.depth
     keys, n, inp, outp, bpk = (b.reg[a] for a in ("keys", "nkeys", "in", "out", "blocks_per_key"))
     group = MULTIKEY_BYTES * L
@@ -169,51 +175,99 @@ def ecb_multikey_function(b: FunctionBuilder) -> None:
     b.s("mov", stride, bpk)
     b.s("shl", stride, imm=4, comment="bytes of one key's blocks")
 
+    def walk(ptr: str, start: str):
+        """Lane m's block: one key further (stride bytes) than lane m - 1's."""
+        def at(m: int, t: int) -> Mem:
+            if m == 0 and t == 0:
+                b.s("mov", ptr, start)
+            elif t == 0:
+                b.s("add_r", ptr, stride, comment="the next key's block")
+            return Mem(ptr, 16 * t)
+        return at
+
+    def rows(j: int, resident: list[list[VReg]]):
+        return lambda r: resident[j][r] if j < len(resident) else Mem(keys, j * group + ROW * L * r)
+
     def path(nr: int) -> None:
-        def batch(g: int) -> None:
-            top, out = b.label_name(f"keys{g}x_"), b.label_name(f"keys_end{g}x_")
+        if L > 1:
+            whole_line_batches(nr)
+        for g in batch_sizes(D):
+            block_batch(nr, g)
+        if L > 1:
+            tail_keys(b, nr, keys, n, inp, outp, bpk)
+        finish(b)
+
+    def next_batch(g: int) -> None:
+        """in/out moved on by one key's blocks in the loop; the batch's other keys' now."""
+        for _ in range(g * L - 1):
+            b.s("add_r", inp, stride)
+            b.s("add_r", outp, stride)
+        b.s("add", keys, imm=g * group)
+        b.s("sub", n, imm=g * L)
+
+    def block_batch(nr: int, g: int, resident: list[list[VReg]] = (), blocks_left: bool = False) -> None:
+        """g vectors of L keys, one block of each key at a time (all the blocks, or with
+        `blocks_left` the rax < L left by whole_line_batches)."""
+        top, out = b.label_name(f"keys{g}x_"), b.label_name(f"keys_end{g}x_")
+        if not blocks_left:
             b.label(top)
             b.s("cmp", n, imm=g * L)
             b.branch("b", out)
             b.s("mov", "rax", bpk)
-            blocks = b.label_name("block")
-            b.label(blocks)
-            b.s("mov", "r10", inp)
-            b.s("mov", "r11", outp)
-
-            def walk(ptr: str):
-                def at(m: int, t: int) -> Mem:
-                    if m:
-                        b.s("add_r", ptr, stride, comment="the next key's block")
-                    return Mem(ptr, 0)
-                return at
-
-            xs = gather_lanes(b, walk("r10"), g, L)[0]
-            ys: list[VReg] = []
-
-            def block(j: int) -> None:
-                def key_at(r: int) -> Mem:
-                    return Mem(keys, j * group + ROW * L * r)
-                ys.append(encrypt_rounds(b, xs[j], nr, key_at=key_at))
-            b.groups(g, block, comment=f"{g} vector(s) of {L} keys, one block each")
-            scatter_lanes(b, [ys], L, walk("r11"))
-            b.s("add", inp, imm=16)
-            b.s("add", outp, imm=16)
-            b.s("sub", "rax", imm=1)
-            b.branch("ne", blocks)
-            # r10/r11 point at the last key's last block: the next batch starts one block on
-            b.s("lea", inp, Mem("r10", 16))
-            b.s("lea", outp, Mem("r11", 16))
-            b.s("add", keys, imm=g * group)
-            b.s("sub", n, imm=g * L)
+        blocks, end = b.label_name("block"), b.label_name("blocks_end")
+        b.label(blocks)
+        b.s("test", "rax", "rax")
+        b.branch("e", end)
+        xs = gather_lanes(b, walk("r10", inp), g, L)[0]
+        ys: list[VReg] = []
+        b.groups(g, lambda j: ys.append(encrypt_rounds(b, xs[j], nr, key_at=rows(j, resident))),
+                 comment=f"{g} vector(s) of {L} keys, one block each")
+        scatter_lanes(b, [ys], L, walk("r11", outp))
+        b.s("add", inp, imm=16)
+        b.s("add", outp, imm=16)
+        b.s("sub", "rax", imm=1)
+        b.branch("jmp", blocks)
+        b.label(end)
+        if not blocks_left:
+            next_batch(g)
             b.branch("jmp", top)
             b.label(out)
 
-        for g in batch_sizes(D):
-            batch(g)
-        if L > 1:
-            tail_keys(b, nr, keys, n, inp, outp, bpk)
-        finish(b)
+    def whole_line_batches(nr: int) -> None:
+        K = max(1, D // L)
+        fits = K * (nr + 1) + K * L + 2 <= register_file(b)
+        resident = [[b.pinned(f"KEY{j}_{r}") for r in range(nr + 1)] for j in range(K if fits else 0)]
+        top, out = b.label_name("line_keys"), b.label_name("line_keys_end")
+        b.s("cmp", bpk, imm=L)
+        b.branch("b", out)
+        b.label(top)
+        b.s("cmp", n, imm=K * L)
+        b.branch("b", out)
+        for j, regs in enumerate(resident):
+            for r, reg in enumerate(regs):
+                b.v("vload_key", Mem(keys, j * group + ROW * L * r), dst=reg, comment=f"keys of vector {j}: round {r}")
+        b.s("mov", "rax", bpk)
+        lines, lines_end = b.label_name("lines"), b.label_name("lines_end")
+        b.label(lines)
+        b.s("cmp", "rax", imm=L)
+        b.branch("b", lines_end)
+        xs = gather_rows(b, walk("r10", inp), K, L)
+        ys: list[list[VReg]] = [[] for _ in range(L)]
+
+        def block(m: int) -> None:
+            t, j = divmod(m, K)
+            ys[t].append(encrypt_rounds(b, xs[t][j], nr, key_at=rows(j, resident)))
+        b.groups(K * L, block, comment=f"{K} vector(s) of {L} keys, {L} blocks of each")
+        scatter_rows(b, ys, L, walk("r11", outp))
+        b.s("add", inp, imm=16 * L)
+        b.s("add", outp, imm=16 * L)
+        b.s("sub", "rax", imm=L)
+        b.branch("jmp", lines)
+        b.label(lines_end)
+        block_batch(nr, K, resident, blocks_left=True)
+        next_batch(K)
+        b.branch("jmp", top)
+        b.label(out)
 
     b.key_paths("keys", path, count_at=b.spec.multikey_rounds_offset)
 
