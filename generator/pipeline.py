@@ -21,7 +21,7 @@ from .isa import Assembler, Emitted
 from .lower import Lowerer
 from .regalloc import RegisterPressure, allocate_path
 from .schedule import flatten
-from .spec import SPEC_MARKER, KernelSpec
+from .spec import MULTIKEY_BYTES, SPEC_MARKER, KernelSpec
 
 T = TypeVar("T")
 
@@ -296,7 +296,7 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
     context = {
         "title": title, "version": __version__, "command": command_line(spec, output_name), "spec": spec,
         "isa_line": ISA_LINES[spec.isa], "register_notes": emitter.notes, "spec_line": SPEC_MARKER + spec_json,
-        "functions": fn_views, "constants": const_views,
+        "functions": fn_views, "constants": const_views, "multikey_bytes": MULTIKEY_BYTES,
         "spec_hash": hashlib.sha256(spec_json.encode()).hexdigest()[:16],
         "instruction_count": len(instructions), "guard": f"AESGEN_{spec.prefix.upper()}",
         "per_mode": ", ".join(f"{MODE_TITLES[m]} {spec.width_for(m)}-bit x depth {spec.depth_for(m)}"
