@@ -7,8 +7,8 @@
  *     xts_encrypt xts_decrypt (two keys of KEYBITS each) gfdouble_le gfdouble_be (SIZE / 16 doublings)
  *     ocb_encrypt ocb_decrypt otr_encrypt otr_decrypt (12-byte nonce, no AAD, 16-byte tag; a
  *     decryption gets a valid message, so it does the whole work)
- *     ecb_encrypt_multikey (SIZE / 16 blocks: MULTIKEY_BLOCKS_PER_KEY blocks under each of SIZE / 64
- *     keys), fixed_key_hash, cbc_encrypt_multi (SIZE bytes as streams of equal length, each with its
+ *     ecb_encrypt_multikey (SIZE / 16 blocks: $AESGEN_BENCH_BLOCKS_PER_KEY blocks, default 4, under each
+ *     of SIZE / 16 / that many keys), fixed_key_hash, cbc_encrypt_multi (SIZE bytes as streams of equal length, each with its
  *     own key and IV: $AESGEN_BENCH_STREAMS streams, default 16, fewer when SIZE has fewer blocks;
  *     the ipsec-mb peer submits one multi-buffer job per stream, then flushes)
  * SIZES: comma list of message sizes in bytes; PEERS: comma list of openssl, ipsec-mb,
@@ -58,7 +58,6 @@ int is_aead_decrypt(void) { return (is_ocb_op() || is_otr_op()) && is_decrypt();
 static int is_multikey_op(void) { return strcmp(op, "ecb_encrypt_multikey") == 0; }
 static int is_multi_cbc_op(void) { return strcmp(op, "cbc_encrypt_multi") == 0; }
 static int is_hash_block_op(void) { return strcmp(op, "fixed_key_hash") == 0; }
-#define MULTIKEY_BLOCKS_PER_KEY 4
 #define MAX_STREAMS 256
 #define NO_BATCH "no multi-key ECB / fixed-key hash API in OpenSSL / intel-ipsec-mb"
 /* cbc_encrypt_multi: how many streams a message of len bytes is cut into */
@@ -109,7 +108,9 @@ struct ours {
 #define MAX_KEYS 4096
 
 static void ours_multikey(struct ours *o, const uint8_t *in, uint8_t *out, size_t len) {
-    size_t blocks = len / 16, bpk = blocks < MULTIKEY_BLOCKS_PER_KEY ? 1 : MULTIKEY_BLOCKS_PER_KEY;
+    const char *env = getenv("AESGEN_BENCH_BLOCKS_PER_KEY");
+    size_t blocks = len / 16, bpk = env ? strtoull(env, NULL, 10) : 4;
+    if (bpk < 1 || bpk > blocks) bpk = 1;
     unsigned nkeys = (unsigned)(blocks / bpk);
     if (nkeys > MAX_KEYS) abort();
     if (nkeys != o->nkeys) { /* untimed the first time (warm-up): the keys are set up per size */
