@@ -6,12 +6,14 @@ the whole verifier on each ISA this CPU has (longer sweeps behind the `full` mar
 """
 from __future__ import annotations
 
+import json
 import random
 import struct
 
 import pytest
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
+from aesgen.cpu import missing_features
 from aesgen.kernels import build_function
 from aesgen.pipeline import generate
 from aesgen.simulate import Machine, call
@@ -185,3 +187,25 @@ def test_verifier_passes(tmp_path, isa, width, depth):
 @pytest.mark.parametrize("isa,width,depth", CONFIGS + MORE)
 def test_verifier_passes_full(tmp_path, isa, width, depth):
     verify_generated(tmp_path, _spec(isa, width, depth))
+
+
+# ---------------------------------------------------------------- aesgen bench (nothing about speed)
+
+BENCHED = KernelSpec(MODES, "avx2", 256, 2)
+
+
+@pytest.mark.skipif(bool(missing_features(BENCHED.features)),
+                    reason=f"CPU lacks {' '.join(missing_features(BENCHED.features))}")
+def test_bench_times_the_batched_ops_and_names_the_peers(tmp_path):
+    js = tmp_path / "bench.json"
+    res = run(aesgen_command() + ["bench", ",".join(MODES), "--isa", "avx2", "--width", "256", "--depth", "2",
+                                  "--sizes", "256", "--trials", "3", "--no-verify", "--compare", "ipsec-mb",
+                                  "--json", str(js)])
+    assert res.returncode == 0, res.stderr
+    d = json.loads(js.read_text())
+    ours = {m["op"] for m in d["measurements"] if m["impl"] == "aesgen"}
+    assert ours == {"ecb_encrypt_multikey", "fixed_key_hash", "cbc_encrypt_multi"}
+    peer = d["op_peers"]
+    assert peer["fixed_key_hash"]["ipsec-mb"].startswith("n/a (no multi-key ECB / fixed-key hash")
+    multi = peer["cbc_encrypt_multi"]["ipsec-mb"]
+    assert "multi-buffer CBC" in multi or multi.startswith("n/a (built without")
