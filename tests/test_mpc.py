@@ -60,6 +60,15 @@ def test_sigma_is_an_orthomorphism():
     assert len(images) == len(diffs) == len(xs)
 
 
+def test_pasted_sp800_38a_figures_match_cryptography():
+    """Guards the pasted SP 800-38A F.1/F.2 figures against a typo before they judge kernels."""
+    from aesgen.verify import vectors
+    for bits in (128, 192, 256):
+        key = vectors.SP800_38A_KEYS[bits]
+        assert ecb(key, vectors.SP800_38A_PLAINTEXT) == vectors.SP800_38A_ECB[bits]
+        assert cbc(key, vectors.SP800_38A_IV, vectors.SP800_38A_PLAINTEXT) == vectors.SP800_38A_CBC[bits]
+
+
 # ---------------------------------------------------------------- the DSL, simulated
 
 def _spec(isa: str, width: int, depth: int) -> KernelSpec:
@@ -209,3 +218,25 @@ def test_bench_times_the_batched_ops_and_names_the_peers(tmp_path):
     assert peer["fixed_key_hash"]["ipsec-mb"].startswith("n/a (no multi-key ECB / fixed-key hash")
     multi = peer["cbc_encrypt_multi"]["ipsec-mb"]
     assert "multi-buffer CBC" in multi or multi.startswith("n/a (built without")
+
+
+def test_the_verifier_catches_lanes_out_of_place(tmp_path, monkeypatch):
+    """A transposition that puts the streams' blocks in the wrong lanes (here: the last two
+    blocks of each stream swapped) must fail the known answers and the differential test."""
+    from aesgen.kernels import mpc as kernels_mpc
+    from aesgen.verify import verify_kernel
+
+    spec = KernelSpec(("cbc-multi",), "avx512", 512, 4)
+    if missing_features(spec.features):
+        pytest.skip(f"CPU lacks {' '.join(missing_features(spec.features))}")
+    right = kernels_mpc.transpose
+
+    def swapped(b, rows, width=None):
+        out = right(b, rows, width)
+        return out[:-2] + [out[-1], out[-2]]
+    monkeypatch.setattr(kernels_mpc, "transpose", swapped)
+    path = tmp_path / "bad.S"
+    path.write_text(generate(spec, path.name).asm)
+    failed = {r.name.split(" ")[0] for r in verify_kernel(path, spec, quick=True)
+              if r.status == "fail" and "cbc_encrypt_multi" in r.name}
+    assert {"kat", "diff"} <= failed

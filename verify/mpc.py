@@ -2,11 +2,13 @@
 cbc_encrypt_multi (kernels/mpc.py).
 
 Check names:
-  kat ecb_encrypt_multikey <file>   FIPS-197 Appendix C and the CAVP ECB files: a file's vectors
+  kat ecb_encrypt_multikey <file>   FIPS-197 Appendix C, SP 800-38A F.1 (each key three times) and
+                                    the CAVP ECB files: a file's vectors
                                     of one length become the keys of one call (block i of key k)
   kat fixed_key_hash <file>         the same vectors through sigma: the input sigma^-1(P) must hash
                                     to C ^ P (pi(sigma(x)) ^ sigma(x) with sigma(x) = P)
-  kat cbc_encrypt_multi <file>      FIPS-197 and the CAVP CBC files: a file's vectors of one length
+  kat cbc_encrypt_multi <file>      FIPS-197, SP 800-38A F.2 (each five times) and the CAVP CBC
+                                    files: a file's vectors of one length
                                     become the streams of one call (own key and IV each); the IVs
                                     must hold the last ciphertext blocks on return
   diff <fn> <bits>                  random keys and data vs `cryptography` (each key's ECB, each
@@ -156,6 +158,8 @@ def block_counts(kernel: Kernel, n: int, quick: bool) -> list[int]:
 def _ecb_files() -> list[tuple[str, list[tuple[bytes, bytes, bytes]]]]:
     """(name, [(key, plaintext, ciphertext)]) : FIPS-197 Appendix C per key size, CAVP ECB files."""
     out = [(f"FIPS197-{b}", [vectors.FIPS197_APPENDIX_C[b]]) for b in BITS]
+    out.append(("SP800-38A-F.1", [(vectors.SP800_38A_KEYS[b], vectors.SP800_38A_PLAINTEXT, vectors.SP800_38A_ECB[b])
+                                  for b in BITS for _ in range(3)]))
     for vf in vectors.cavp("ECB"):
         out.append((vf.name, [(v.key, v.plaintext, v.ciphertext) for v in vf.encrypt]))
     return out
@@ -208,6 +212,8 @@ def kat_multi_cbc(kernel: Kernel, probe: Probe, *, quick: bool, seed: int) -> It
     rng = random.Random(f"{seed}:kat cbc_encrypt_multi")
     files = [(f"FIPS197-{b}", [(vectors.FIPS197_APPENDIX_C[b][0], bytes(16), vectors.FIPS197_APPENDIX_C[b][1],
                                 vectors.FIPS197_APPENDIX_C[b][2])] * 3) for b in BITS]
+    files.append(("SP800-38A-F.2", [(vectors.SP800_38A_KEYS[b], vectors.SP800_38A_IV, vectors.SP800_38A_PLAINTEXT,
+                                     vectors.SP800_38A_CBC[b]) for b in BITS for _ in range(5)]))
     files += [(vf.name, [(v.key, v.iv, v.plaintext, v.ciphertext) for v in vf.encrypt]) for vf in vectors.cavp("CBC")]
     for name, cases in files:
         check = f"kat cbc_encrypt_multi {name}"
