@@ -158,8 +158,8 @@ def block_counts(kernel: Kernel, n: int, quick: bool) -> list[int]:
 def _ecb_files() -> list[tuple[str, list[tuple[bytes, bytes, bytes]]]]:
     """(name, [(key, plaintext, ciphertext)]) : FIPS-197 Appendix C per key size, CAVP ECB files."""
     out = [(f"FIPS197-{b}", [vectors.FIPS197_APPENDIX_C[b]]) for b in BITS]
-    out.append(("SP800-38A-F.1", [(vectors.SP800_38A_KEYS[b], vectors.SP800_38A_PLAINTEXT, vectors.SP800_38A_ECB[b])
-                                  for b in BITS for _ in range(3)]))
+    out.append(("SP800-38A-F.1", [(vectors.SP800_38A_KEYS[b], vectors.SP800_38A_PLAINTEXT,
+                                   vectors.SP800_38A_CIPHERTEXT["ECB", b]) for b in BITS for _ in range(3)]))
     for vf in vectors.cavp("ECB"):
         out.append((vf.name, [(v.key, v.plaintext, v.ciphertext) for v in vf.encrypt]))
     return out
@@ -213,7 +213,7 @@ def kat_multi_cbc(kernel: Kernel, probe: Probe, *, quick: bool, seed: int) -> It
     files = [(f"FIPS197-{b}", [(vectors.FIPS197_APPENDIX_C[b][0], bytes(16), vectors.FIPS197_APPENDIX_C[b][1],
                                 vectors.FIPS197_APPENDIX_C[b][2])] * 3) for b in BITS]
     files.append(("SP800-38A-F.2", [(vectors.SP800_38A_KEYS[b], vectors.SP800_38A_IV, vectors.SP800_38A_PLAINTEXT,
-                                     vectors.SP800_38A_CBC[b]) for b in BITS for _ in range(5)]))
+                                     vectors.SP800_38A_CIPHERTEXT["CBC", b]) for b in BITS for _ in range(5)]))
     files += [(vf.name, [(v.key, v.iv, v.plaintext, v.ciphertext) for v in vf.encrypt]) for vf in vectors.cavp("CBC")]
     for name, cases in files:
         check = f"kat cbc_encrypt_multi {name}"

@@ -52,22 +52,21 @@ SP800_38A_KEYS = {
     256: bytes.fromhex("603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4"),
 }
 SP800_38A_IV = bytes(range(16))
-SP800_38A_ECB = {  # F.1.1, F.1.3, F.1.5
-    128: bytes.fromhex("3ad77bb40d7a3660a89ecaf32466ef97" "f5d3d58503b9699de785895a96fdbaaf"
-                       "43b1cd7f598ece23881b00e3ed030688" "7b0c785e27e8ad3f8223207104725dd4"),
-    192: bytes.fromhex("bd334f1d6e45f25ff712a214571fa5cc" "974104846d0ad3ad7734ecb3ecee4eef"
-                       "ef7afd2270e2e60adce0ba2face6444e" "9a4b41ba738d6c72fb16691603c18e0e"),
-    256: bytes.fromhex("f3eed1bdb5d2a03c064b5a7e3db181f8" "591ccb10d410ed26dc5ba74a31362870"
-                       "b6ed21b99ca6f4f9f153e7b1beafed1d" "23304b7a39f9f3ff067d8d8f9e24ecc7"),
-}
-SP800_38A_CBC = {  # F.2.1, F.2.3, F.2.5
-    128: bytes.fromhex("7649abac8119b246cee98e9b12e9197d" "5086cb9b507219ee95db113a917678b2"
-                       "73bed6b8e3c1743b7116e69e22229516" "3ff1caa1681fac09120eca307586e1a7"),
-    192: bytes.fromhex("4f021db243bc633d7178183a9fa071e8" "b4d9ada9ad7dedf4e5e738763f69145a"
-                       "571b242012fb7ae07fa9baac3df102e0" "08b0e27988598881d920a9e64f5615cd"),
-    256: bytes.fromhex("f58c4c04d6e5f1ba779eabfb5f7bfbd6" "9cfc4e967edb808d679f777bc6702c7d"
-                       "39f23369a9d9bacfa530e26304231461" "b2eb05e2c39be9fcda6c19078c6a9d1b"),
-}
+# F.1.1, F.1.3, F.1.5 (ECB) and F.2.1, F.2.3, F.2.5 (CBC, IV = SP800_38A_IV): (mode, bits) -> ciphertext
+SP800_38A_CIPHERTEXT = {(mode, bits): bytes.fromhex(hexes) for mode, bits, hexes in (
+    ("ECB", 128, "3ad77bb40d7a3660a89ecaf32466ef97f5d3d58503b9699de785895a96fdbaaf"
+                 "43b1cd7f598ece23881b00e3ed0306887b0c785e27e8ad3f8223207104725dd4"),
+    ("ECB", 192, "bd334f1d6e45f25ff712a214571fa5cc974104846d0ad3ad7734ecb3ecee4eef"
+                 "ef7afd2270e2e60adce0ba2face6444e9a4b41ba738d6c72fb16691603c18e0e"),
+    ("ECB", 256, "f3eed1bdb5d2a03c064b5a7e3db181f8591ccb10d410ed26dc5ba74a31362870"
+                 "b6ed21b99ca6f4f9f153e7b1beafed1d23304b7a39f9f3ff067d8d8f9e24ecc7"),
+    ("CBC", 128, "7649abac8119b246cee98e9b12e9197d5086cb9b507219ee95db113a917678b2"
+                 "73bed6b8e3c1743b7116e69e222295163ff1caa1681fac09120eca307586e1a7"),
+    ("CBC", 192, "4f021db243bc633d7178183a9fa071e8b4d9ada9ad7dedf4e5e738763f69145a"
+                 "571b242012fb7ae07fa9baac3df102e008b0e27988598881d920a9e64f5615cd"),
+    ("CBC", 256, "f58c4c04d6e5f1ba779eabfb5f7bfbd69cfc4e967edb808d679f777bc6702c7d"
+                 "39f23369a9d9bacfa530e26304231461b2eb05e2c39be9fcda6c19078c6a9d1b"),
+)}
 
 
 def _package_dir(module: str) -> Path:
