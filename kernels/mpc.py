@@ -11,10 +11,13 @@ so one vector load of row r feeds its L lanes the round keys of L different keys
 share is P_MULTIKEY_BYTES = 256 bytes; the last group is whole even when nkeys is not a
 multiple of L (its unused slots are never read for data that is stored).
 
-The vectors of both batched kernels hold one block of a different key (stream) per lane:
-lane l is read with an xmm load (lane 0) or a 128-bit insert, and written with a store of
-lane 0 or a 128-bit extract; the loads of a whole batch come before its rounds and the
-stores after, so the rounds of D vectors run interleaved with nothing between them.
+The vectors of both batched kernels hold one block of a different key (stream) per lane.
+Where a key (stream) has L blocks to go and the registers allow, its L blocks are read as
+one vector and L such vectors transposed (gather_rows), so block t of L keys fills one
+vector; otherwise lane l is read with an xmm load (lane 0) or a 128-bit insert and written
+with a store of lane 0 or a 128-bit extract (gather_lanes). The loads of a whole batch come
+before its rounds and the stores after, so the rounds of D vectors run interleaved with
+nothing between them.
 
 fixed_key_hash is ECB with sigma before and after (see `sigma`).
 """
@@ -25,14 +28,10 @@ from aesgen.ir import Mem, VReg
 from aesgen.regalloc import MARK_LABEL
 from aesgen.spec import MULTIKEY_BYTES
 
-from .aes import EXPANDERS, encrypt_rounds, finish, key_size_paths
+from .aes import EXPANDERS, _r32, encrypt_rounds, finish, key_size_paths
 from .modes import ecb_function, return_if_zero
 
 ROW = 16  # one round key of one key
-
-
-def _r32(reg: str) -> str:
-    return reg + "d" if reg[1:].isdigit() else "e" + reg[1:]
 
 
 def zero_extend(b: FunctionBuilder, reg: str) -> None:
