@@ -5,7 +5,8 @@ BIN    := $(VENV)/bin
 OUT    := out
 # System tools: the assembler/linker, benchmark peers, llvm-mca for modelled targets, and
 # crypto++'s test vectors (McGrew-Viega GCM cases; the verifier skips them if absent).
-APT_PACKAGES := gcc binutils libssl-dev libipsec-mb-dev llvm-19 libcrypto++-utils
+# binutils-mingw-w64-x86-64: the MinGW assembler that proves --abi win64 files assemble as COFF.
+APT_PACKAGES := gcc binutils libssl-dev libipsec-mb-dev llvm-19 libcrypto++-utils binutils-mingw-w64-x86-64
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: setup test test-full demo clean regen-check

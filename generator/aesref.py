@@ -70,8 +70,9 @@ def inv_shift_rows(s: list[int]) -> list[int]:
 
 
 def _mix(s: list[int], m: tuple[int, int, int, int]) -> list[int]:
+    """Each 4-byte column of the state (any number of columns: Rijndael's Nb) times the circulant m."""
     out = []
-    for c in range(4):
+    for c in range(len(s) // 4):
         col = s[4 * c: 4 * c + 4]
         for r in range(4):
             v = 0

@@ -16,7 +16,7 @@ from .config import ConfigError, make_spec, parse_modes, parse_per_mode, with_do
 from .doubling import METHODS as DOUBLING_METHODS
 from .cpu import missing_features
 from .dsl import BuildError
-from .spec import (FEATURES_BY_ISA, ISAS, MAX_DEPTH, MODE_FUNCTIONS, MODES, WIDTHS_BY_ISA, KernelSpec,
+from .spec import (ABIS, FEATURES_BY_ISA, ISAS, MAX_DEPTH, MODE_FUNCTIONS, MODES, WIDTHS_BY_ISA, KernelSpec,
                    required_features)
 
 console = Console(highlight=False)
@@ -58,6 +58,9 @@ def config_options(f):
                      help="Allow methods that load from data-dependent addresses (NOT constant-time; "
                           "the static check reports them as warnings).")(f)
     f = click.option("--tuned", is_flag=True, help="With --target native: use the `aesgen tune` result.")(f)
+    f = click.option("--abi", type=click.Choice(ABIS), default="sysv", show_default=True,
+                     help="Calling convention: sysv (Linux, BSD, macOS) or win64 (Microsoft x64: rcx/rdx/r8/r9, "
+                          "xmm6-15 and rdi/rsi callee-saved, SEH unwind info for COFF).")(f)
     f = click.option("--profile", type=click.Choice(["bulk", "short"]), default="bulk", show_default=True,
                      help="With --tuned: the configs tuned for bulk (16 KiB) or short (256 B) messages.")(f)
     return f
@@ -66,10 +69,13 @@ def config_options(f):
 def spec_from_options(modes: str, isa: str | None = None, width: int | None = None, depth: int | None = None,
                       backend: str = "aesni", prefix: str | None = None, target: str | None = None,
                       tuned: bool = False, profile: str = "bulk", per_mode: tuple[str, ...] = (),
-                      karatsuba: bool = False, gfdouble: str = "", table_lookups: bool = False) -> KernelSpec:
+                      karatsuba: bool = False, gfdouble: str = "", table_lookups: bool = False,
+                      abi: str = "sysv") -> KernelSpec:
     spec = _spec_from_options(modes, isa, width, depth, backend, prefix, target, tuned, profile, per_mode)
     if karatsuba:
         spec = replace(spec, karatsuba=True)
+    if abi != spec.abi:
+        spec = replace(spec, abi=abi)
     try:
         return with_doubling(spec, gfdouble, table_lookups)
     except ConfigError as e:
@@ -225,6 +231,59 @@ def report(results, verbose: bool) -> None:
     console.print(f"{passed} passed, {failed} failed")
 
 
+@main.command()
+@click.option("--target", "-t", default="native", show_default=True,
+              help="native (this CPU, tuned results where `aesgen tune` saved some) or a target name.")
+@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="The folder to write (created if missing).")
+@click.option("--abi", type=click.Choice(ABIS), default="sysv", show_default=True,
+              help="Calling convention of every file: sysv, or win64 (Microsoft x64).")
+@click.option("--modes", default=None, metavar="MODES",
+              help=f"Comma list of families to export (default: all: {','.join(MODES)}).")
+@click.option("--verify", "run_verify", is_flag=True,
+              help="Run `aesgen verify --quick` on every file first and record the results in README.md.")
+def export(target: str, output: Path, abi: str, modes: str | None, run_verify: bool) -> None:
+    """Write one .S + .h per kernel family for a target, a Makefile, a C smoke test and README.md.
+
+    `make -C DIR` builds libaesgen.a; `make -C DIR check` runs known answers through the headers.
+    Example: aesgen export --target native -o vendor/aes --abi win64
+    """
+    from .export import choose, parse_export_modes, render
+    from .target import TargetError
+
+    try:
+        mode_list = parse_export_modes(modes)
+        families = choose(target, mode_list, abi)
+    except (ConfigError, TargetError, BuildError) as e:
+        raise UsageFailure(str(e)) from None
+    if output.exists() and not output.is_dir():
+        raise UsageFailure(f"'{output}' exists and is not a folder")
+    try:
+        files = render(families, target, abi, mode_list, run_verify)
+    except BuildError as e:
+        raise UsageFailure(str(e)) from None
+    output.mkdir(parents=True, exist_ok=True)
+    if run_verify:
+        from .verify import verify_kernel
+
+        failed = []
+        with tempfile.TemporaryDirectory(prefix="aesgen-export-") as tmp:
+            for f in families:
+                path = Path(tmp) / f"{f.stem}.S"
+                path.write_text(files[path.name], encoding="utf-8")
+                results = verify_kernel(path, f.spec, quick=True)
+                counts = {s: sum(r.status == s for r in results) for s in ("pass", "fail", "skip")}
+                f.verified = f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped"
+                console.print(f"verified {f.stem}: {f.verified}")
+                failed += [f.stem] if counts["fail"] else []
+        if failed:
+            raise click.ClickException(f"verification failed for {', '.join(failed)}; nothing written")
+        files = render(families, target, abi, mode_list, run_verify)
+    write_atomically({output / name: text for name, text in sorted(files.items())})
+    console.print(f"wrote {len(files)} files to {output}: {', '.join(f.stem for f in families)}; "
+                  f"run `make -C {output} check`")
+
+
 @main.command(name="list")
 def list_() -> None:
     """Print modes, ISAs, widths and depths, and which of them this CPU can run."""
@@ -287,6 +346,8 @@ def simulate(function: str, key_hex: str, in_hex: str, iv_hex: str | None, **con
         raise UsageFailure(f"simulate cannot run '{function}'; it runs the block-cipher functions: "
                            f"{', '.join(f for m in ('ecb', 'ctr32', 'cbc') for f in MODE_FUNCTIONS[m])}")
     spec = spec_from_options(mode, **config)
+    if spec.abi != "sysv":
+        raise UsageFailure("simulate runs the SysV kernel description; --abi changes only the wrapper")
     try:
         key, data = bytes.fromhex(key_hex), bytes.fromhex(in_hex)
         chain = bytes.fromhex(iv_hex) if iv_hex is not None else bytes(16)
@@ -372,6 +433,8 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
             json_path.write_text(json.dumps({"schema": "aesgen-ceiling/1", **ceiling.to_dict()}, indent=1))
         return
     spec = spec_from_options(modes, **config)
+    if spec.abi != "sysv":
+        raise UsageFailure(f"bench times SysV kernels; --abi {spec.abi} files are verified, not benchmarked")
     with tempfile.TemporaryDirectory(prefix="aesgen-bench-") as tmp:
         path, _ = generate_files(spec, Path(tmp) / f"{spec.prefix}.S")
         if not no_verify:
@@ -550,11 +613,15 @@ def print_exploration(result) -> None:
         table.add_column(c, justify="right")
     if variants:
         table.add_column("products" if products else "doubling")
+    failed = ("infeasible", "unsupported", "verify-failed")
+    reasons = any(p.status in failed for p in result.points)
+    if reasons:  # why a config has no figures, in its own column (not under a GB/s heading)
+        table.add_column("reason", justify="left")
     best = result.best()
     for p in result.points:
         mark = " *" if best is p else ""
-        if p.status in ("infeasible", "unsupported", "verify-failed"):
-            row = [f"[yellow]{p.status}[/]", p.reason] + [""] * (len(cols) - (5 if products else 4))
+        if p.status in failed:
+            row = [f"[yellow]{p.status}[/]"] + [""] * (len(cols) - (4 if products else 3))
         elif result.measured:
             row = [p.status + mark, f"{p.bulk_gbps:.2f}",
                    *[f"{p.gbps_by_size[str(s)]:.2f}" if str(s) in p.gbps_by_size else "" for s in shorts],
@@ -563,7 +630,8 @@ def print_exploration(result) -> None:
             row = [p.status + mark, f"{p.model_cycles_per_iteration:.1f}", f"{p.model_bytes_per_cycle:.2f}",
                    f"{p.model_single_iteration_cycles:.0f}"]
         table.add_row(str(p.width), str(p.depth), *([str(p.k)] if products else []), *row,
-                      *([p.variant] if variants else []))
+                      *([p.variant] if variants else []),
+                      *([p.reason if p.status in failed else ""] if reasons else []))
     console.print(table)
     knees = ", ".join(f"{w}-bit: depth {d}" for w, d in result.predicted_knee.items())
     if knees:

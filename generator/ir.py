@@ -160,12 +160,13 @@ VECTOR_OPS = {
     "prev_lanes", "top_lane", "widen", "vzero",
     "clmul", "psllq", "psrlq", "psrad", "pand", "upper_half", "ternlog",
     "paddq", "psrldq", "psllvq", "psrlvq", "gf2p8affineqb", "gf2p8affineinvqb", "prord",
-    "next_lanes", "deal_lanes", "zip_lanes",
+    "next_lanes", "deal_lanes", "zip_lanes", "permt2b", "blendv",
     "insert_lane", "vstore_lane",  # one 128-bit lane from / to memory (independent streams)
 }
 COMMUTATIVE = {"vxor", "paddd", "paddq", "pand"}
-# Ops whose destination is also their first input in every encoding (vpternlogd, vpermi2q).
-ALWAYS_TIED = {"ternlog", "vpermi2q"}
+# Ops whose destination is also their first input in every encoding (vpternlogd, vpermi2q,
+# vpermt2b: its first table).
+ALWAYS_TIED = {"ternlog", "vpermi2q", "permt2b"}
 XOR3 = 0x96  # ternlog's truth table for a ^ b ^ c (symmetric: any source order)
 
 

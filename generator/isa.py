@@ -57,6 +57,11 @@ VECTOR_FORMS: dict[str, tuple[str | None, str | None, str | None]] = {
     # qwords from two tables by the qword indices in dst (which the result overwrites)
     "vpermi2q": (None, None, "EVEX_VPERMI2Q_{R}_K1Z_{R}_{R}M{W}B64"),
     "vextract256": (None, None, "EVEX_VEXTRACTI64X4_YMMM256_K1Z_ZMM_IMM8"),
+    # bytes from two tables (dst, which the result overwrites, then the last source) by the
+    # byte indices in the middle source (AVX512_VBMI)
+    "permt2b": (None, None, "EVEX_VPERMT2B_{R}_K1Z_{R}_{R}M{W}"),
+    # dst = the second source where the mask's byte has its top bit set, else the first (VEX only)
+    "blendv": (None, "VEX_VPBLENDVB_{R}_{R}_{R}M{W}_{R}", None),
     "clmul": ("PCLMULQDQ_XMM_XMMM128_IMM8", "VEX_VPCLMULQDQ_{R}_{R}_{R}M{W}_IMM8",
               "EVEX_VPCLMULQDQ_{R}_{R}_{R}M{W}_IMM8"),
     "psllq": ("PSLLQ_XMM_IMM8", "VEX_VPSLLQ_{R}_{R}_IMM8", "EVEX_VPSLLQ_{R}_K1Z_{R}M{W}B64_IMM8"),
@@ -218,6 +223,7 @@ class Assembler:
             "rrm": Instruction.create_reg_reg_mem, "ri": Instruction.create_reg_u32,
             "rri": Instruction.create_reg_reg_u32, "rmi": Instruction.create_reg_mem_u32,
             "rrri": Instruction.create_reg_reg_reg_u32, "rrmi": Instruction.create_reg_reg_mem_u32,
+            "rrrr": Instruction.create_reg_reg_reg_reg, "rrmr": Instruction.create_reg_reg_mem_reg,
             "mri": Instruction.create_mem_reg_u32,
         }
         try:
@@ -266,10 +272,14 @@ class Assembler:
             return Instruction.create_reg_mem(C("MOV_R64_RM64"), gpr(d), self.mem(s[0]))
         if op == "store64":
             return Instruction.create_mem_reg(C("MOV_RM64_R64"), self.mem(d), gpr(s[0]))
+        if op == "movbe_store64":  # a store with its bytes reversed
+            return Instruction.create_mem_reg(C("MOVBE_M64_R64"), self.mem(d), gpr(s[0]))
         if op == "bswap64":
             return Instruction.create_reg(C("BSWAP_R64"), gpr(d))
         if op == "neg":
             return Instruction.create_reg(C("NEG_RM64"), gpr(d))
+        if op == "adc_r":
+            return Instruction.create_reg_reg(C("ADC_RM64_R64"), gpr(d), gpr(s[0]))
         if op == "sbb_r":
             return Instruction.create_reg_reg(C("SBB_RM64_R64"), gpr(d), gpr(s[0]))
         if op == "or8r":

@@ -22,13 +22,14 @@ from .lower import Lowerer
 from .regalloc import RegisterPressure, allocate_path
 from .schedule import flatten
 from .spec import MULTIKEY_BYTES, SPEC_MARKER, KernelSpec
+from .win64 import EPILOGUE as WIN64_EPILOGUE, Directive, wrap as wrap_win64
 
 T = TypeVar("T")
 
 MODE_TITLES = {"ecb": "ECB", "ctr32": "CTR32", "cbc": "CBC", "ghash": "GHASH", "polyval": "POLYVAL",
                "gcm": "GCM", "gcm-siv": "GCM-SIV", "xts": "XTS", "gfdouble": "GF(2^128) doubling",
-               "ocb": "OCB3", "otr": "OTR", "multikey": "multi-key ECB", "fixed-key-hash": "fixed-key hash",
-               "cbc-multi": "multi-stream CBC"}
+               "ocb": "OCB3", "otr": "OTR", "rijndael256": "Rijndael-256", "simpira": "Simpira-256",
+               "multikey": "multi-key ECB", "fixed-key-hash": "fixed-key hash", "cbc-multi": "multi-stream CBC"}
 ISA_LINES = {
     "sse": "sse: legacy AES-NI, two-operand SSE encoding, 16 xmm registers",
     "avx": "avx: VEX-encoded AES-NI, three-operand, 16 xmm registers",
@@ -44,7 +45,7 @@ C_TYPES = {
 RETURNS_INT = {"cpu_supported", "set_encrypt_key", "set_decrypt_key", "gcm_set_key", "gcm_encrypt", "gcm_decrypt",
                "gcm_start", "gcmsiv_set_key", "gcmsiv_encrypt", "gcmsiv_decrypt", "xts_set_key",
                "ocb_set_key", "ocb_encrypt", "ocb_decrypt", "otr_set_key", "otr_encrypt", "otr_decrypt",
-               "set_encrypt_keys"}
+               "rijndael256_set_encrypt_key", "set_encrypt_keys"}
 # Functions whose C parameters are not the shared names above.
 PROTOTYPE_ARGS = {
     "gcm_encrypt": ("const void *gkey, const uint8_t *iv, size_t ivlen, const uint8_t *aad, size_t aadlen, "
@@ -81,6 +82,9 @@ PROTOTYPE_ARGS = {
     "cbc_encrypt_multi": ("const void *const *keys, const uint8_t *const *in, uint8_t *const *out, "
                           "size_t nblocks, uint8_t *const *ivs, unsigned nstreams"),
     "gfdouble_le": "const uint8_t tweak[16], uint8_t *out, size_t nblocks",
+    "rijndael256_set_encrypt_key": "const uint8_t *user_key, unsigned bits, void *rkey",
+    "rijndael256_ecb_encrypt": "const void *rkey, const uint8_t *in, uint8_t *out, size_t nblocks",
+    "simpira256_permute": "const uint8_t *in, uint8_t *out, size_t nblocks",
     "gfdouble_be": "const uint8_t tweak[16], uint8_t *out, size_t nblocks",
 }
 
@@ -99,11 +103,20 @@ def command_line(spec: KernelSpec, output: str = "FILE.S") -> str:
     per_mode += " --karatsuba" if spec.karatsuba else ""
     per_mode += f" --gfdouble {spec.gfdouble}" if spec.gfdouble else ""
     per_mode += " --allow-table-lookups" if spec.table_lookups else ""
+    per_mode += f" --abi {spec.abi}" if spec.abi != "sysv" else ""
     return (f"aesgen generate {','.join(spec.modes)} --isa {spec.isa} --width {spec.width} "
             f"--depth {spec.depth}{per_mode} --backend {spec.backend} --prefix {spec.prefix} -o {output}")
 
 
 def prototype(spec: KernelSpec, fn: Function) -> str:
+    """The C prototype; win64 files mark the convention (AESGEN_MS_ABI, defined in the header)."""
+    text = _prototype(spec, fn)
+    if spec.abi == "win64":
+        text = text.replace(f" {spec.symbol(fn.name)}(", f" AESGEN_MS_ABI {spec.symbol(fn.name)}(", 1)
+    return text
+
+
+def _prototype(spec: KernelSpec, fn: Function) -> str:
     if fn.name in PROTOTYPE_ARGS:
         ret = "int" if fn.name in RETURNS_INT else "void"
         return f"{ret} {spec.symbol(fn.name)}({PROTOTYPE_ARGS[fn.name]})"
@@ -178,9 +191,20 @@ class FunctionEmitter:
         items: list = [Insn("endbr64")] + flatten(lower.items(fn.entry))
         for path in fn.paths:
             items.extend(self.path_items(fn, path, lower))
+        win64 = self.spec.abi == "win64"
+        if win64:
+            items = wrap_win64(items, len(fn.args))
+
+        def directive(text: str, flavour: str = "elf") -> str:
+            """ELF-only (CFI) or COFF-only (SEH) lines; a win64 file is preprocessed for either."""
+            return f"\tAESGEN_{flavour.upper()}({text.strip()})" if win64 else text
+
         lines, emitted = [], []
         pending_restore = False
         for it in items:
+            if isinstance(it, Directive):
+                lines.append(directive(it.text, it.flavour))
+                continue
             e = self.asm.emit(it)
             emitted.append(e)
             if e.label:
@@ -188,27 +212,28 @@ class FunctionEmitter:
                 continue
             # Unwind info: the state before an epilogue is remembered and restored after its
             # ret, so code placed after it (another exit path) unwinds like the body.
-            if isinstance(it, Insn) and it.op == "pop" and not pending_restore:
-                lines.append("\t.cfi_remember_state")
+            if isinstance(it, Insn) and (it.op == "pop" or it.comment == WIN64_EPILOGUE) \
+                    and not pending_restore:
+                lines.append(directive("\t.cfi_remember_state"))
                 pending_restore = True
             if isinstance(it, Insn) and it.op == "mov" and (it.dst, it.srcs[0]) == ("rsp", "rbp") \
                     and not pending_restore:
-                lines.append("\t.cfi_remember_state")
+                lines.append(directive("\t.cfi_remember_state"))
                 pending_restore = True
             text = f"\t{e.text}"
             if e.comment:
                 text = f"{text:<47} # {e.comment}"
             lines.append(text.rstrip())
             if isinstance(it, Insn) and it.op == "push":
-                lines += ["\t.cfi_adjust_cfa_offset 8", f"\t.cfi_rel_offset %{it.dst}, 0"]
+                lines += [directive("\t.cfi_adjust_cfa_offset 8"), directive(f"\t.cfi_rel_offset %{it.dst}, 0")]
             if isinstance(it, Insn) and it.op == "pop":
-                lines += ["\t.cfi_adjust_cfa_offset -8", f"\t.cfi_restore %{it.dst}"]
+                lines += [directive("\t.cfi_adjust_cfa_offset -8"), directive(f"\t.cfi_restore %{it.dst}")]
             if isinstance(it, Insn) and it.op == "mov" and (it.dst, it.srcs[0]) == ("rbp", "rsp"):
-                lines.append("\t.cfi_def_cfa_register %rbp")  # the frame is realigned below: unwind via rbp
+                lines.append(directive("\t.cfi_def_cfa_register %rbp"))  # the frame is realigned below: unwind via rbp
             if isinstance(it, Insn) and it.op == "mov" and (it.dst, it.srcs[0]) == ("rsp", "rbp"):
-                lines.append("\t.cfi_def_cfa_register %rsp")
+                lines.append(directive("\t.cfi_def_cfa_register %rsp"))
             if isinstance(it, Insn) and it.op == "ret" and pending_restore:
-                lines.append("\t.cfi_restore_state")
+                lines.append(directive("\t.cfi_restore_state"))
                 pending_restore = False
         return lines, emitted
 

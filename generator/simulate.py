@@ -203,7 +203,8 @@ class Interpreter:
             self.m.write(self.m.addr(i.dst), lane.to_bytes(16, "little"))
             return
         if op in ("vload", "vload_key"):
-            addr = self.m.addr(i.srcs[0])
+            src = i.srcs[0]  # a Const: a constant loaded into a register for a whole path
+            addr = self.m.const_addr(src) if isinstance(src, Const) else self.m.addr(src)
             keep = self.mask_bytes(i, 16 * lanes)
             raw = bytes(self.m.read(addr + n, 1)[0] if keep[n] else 0 for n in range(16 * lanes))
             out = tuple(int.from_bytes(raw[16 * k:16 * k + 16], "little") for k in range(lanes))
@@ -230,6 +231,12 @@ class Interpreter:
             a, c = (self.value(s, lanes) for s in i.srcs[:2])
             half = lanes // 2
             out = tuple(x for k in range(half * i.imm, half * i.imm + half) for x in (a[k], c[k]))
+        elif op == "permt2b":  # byte k: byte index[k] of the two tables' bytes, the first table first
+            table1, index, table2 = (self.value(s, lanes) for s in i.srcs)
+            raw = b"".join(x.to_bytes(16, "little") for x in table1 + table2)
+            idx = b"".join(x.to_bytes(16, "little") for x in index)
+            picked = bytes(raw[k % len(raw)] for k in idx)
+            out = tuple(int.from_bytes(picked[16 * k:16 * k + 16], "little") for k in range(lanes))
         elif op == "upper_half":  # i.width is the result's width
             src = self.value(i.srcs[0], 2 * lanes)
             out = src[lanes:]
@@ -293,7 +300,17 @@ LANE_OPS = {
     "psllvq": lambda a, n, _i: _qwords_zip(a, n, lambda x, c: (x << c) & M64 if c < 64 else 0),
     "psrlvq": lambda a, n, _i: _qwords_zip(a, n, lambda x, c: x >> c if c < 64 else 0),
     "ternlog": lambda a, b, c, imm: _ternlog(a, b, c, imm),
+    "blendv": lambda a, b, m, _i: _blendv(a, b, m),
 }
+
+
+def _blendv(a: int, b: int, mask: int) -> int:
+    """Byte k from b where bit 7 of mask byte k is set, else from a (vpblendvb)."""
+    out = 0
+    for k in range(16):
+        src = b if mask >> (8 * k + 7) & 1 else a
+        out |= src & (0xFF << 8 * k)
+    return out
 
 
 def _ternlog(a: int, b: int, c: int, imm: int) -> int:
@@ -414,8 +431,10 @@ SCALAR = {
     "add32r": lambda it, i: _alu(it, i, lambda a, b: a + b, 32),
     "load64": lambda it, i: it.m.put(i.dst, _load(it, i, 8)),
     "store64": lambda it, i: _store(it, i, it.m.get(i.srcs[0]), 8),
+    "movbe_store64": lambda it, i: _store(it, i, int.from_bytes(it.m.get(i.srcs[0]).to_bytes(8, "little"), "big"), 8),
     "bswap64": lambda it, i: it.m.put(i.dst, int.from_bytes(it.m.get(i.dst).to_bytes(8, "little"), "big")),
     "neg": lambda it, i: _neg(it, i),
+    "adc_r": lambda it, i: _alu(it, i, lambda a, b: a + b + it.m.flags[0]),
     "sbb_r": lambda it, i: it.m.put(i.dst, (-1 if it.m.flags[0] else 0) & M64),  # sbb r, r: -CF
     "or8r": lambda it, i: it.m.put(i.dst, it.m.get(i.dst) | it.m.get(i.srcs[0])),
     "or_r": lambda it, i: _alu(it, i, lambda a, b: a | b),

@@ -17,7 +17,7 @@ from .doubling import DOUBLING_MODES, default_method, needs_clmul
 SPEC_MARKER = "# aesgen-spec: "
 
 MODES = ("ecb", "ctr32", "cbc", "ghash", "polyval", "gcm", "gcm-siv", "xts", "gfdouble", "ocb", "otr",
-         "multikey", "fixed-key-hash", "cbc-multi")
+         "rijndael256", "simpira", "multikey", "fixed-key-hash", "cbc-multi")
 # The block-cipher modes (the ones `make demo`, tune and bench cover today).
 CIPHER_MODES = ("ecb", "ctr32", "cbc")
 # C functions each mode contributes (besides the always-present key setup).
@@ -39,6 +39,9 @@ MODE_FUNCTIONS = {
     "multikey": ("set_encrypt_keys", "ecb_encrypt_multikey"),
     "fixed-key-hash": ("fixed_key_hash",),
     "cbc-multi": ("cbc_encrypt_multi",),
+    # 256-bit blocks on the AES round instructions (kernels/wideblock.py)
+    "rijndael256": ("rijndael256_set_encrypt_key", "rijndael256_ecb_encrypt"),
+    "simpira": ("simpira256_permute",),
 }
 # Modes that multiply by powers of the GHASH key stored after the AES schedule.
 GHASH_TABLE_MODES = ("ghash", "gcm")
@@ -52,6 +55,7 @@ MULTIKEY_BYTES = 256
 ISAS = ("sse", "avx", "avx2", "avx512")
 WIDTHS_BY_ISA = {"sse": (128,), "avx": (128,), "avx2": (256,), "avx512": (128, 256, 512)}
 BACKENDS = ("aesni", "gfni")
+ABIS = ("sysv", "win64")  # calling conventions (win64: generator/win64.py)
 MAX_DEPTH = 16
 
 # /proc/cpuinfo flag names each ISA family needs.
@@ -64,7 +68,8 @@ FEATURES_BY_ISA = {
 
 def mode_of(function: str) -> str | None:
     """The mode whose width/depth a C function runs at (None: the file's default)."""
-    if function in ("gcm_set_key", "gcmsiv_set_key", "xts_set_key", "ocb_set_key", "otr_set_key"):  # key setup: the file's width
+    if function in ("gcm_set_key", "gcmsiv_set_key", "xts_set_key", "ocb_set_key", "otr_set_key",
+                    "rijndael256_set_encrypt_key"):  # key setup: the file's width
         return None
     return next((m for m, fs in MODE_FUNCTIONS.items() if function in fs), None)
 
@@ -79,7 +84,11 @@ def required_features(isa: str, width: int, modes: tuple[str, ...], gfdouble: st
     feats = list(FEATURES_BY_ISA[isa])
     if backend == "gfni":
         feats = [f for f in feats if f not in ("aes", "vaes")] + ["gfni"]
+    if isa == "avx512" and "rijndael256" in modes:  # vpermt2b: Rijndael-256's ShiftRows in one op per half
+        feats.append("avx512vbmi")
     doubling_clmul = any(m in DOUBLING_MODES for m in modes) and needs_clmul(gfdouble, width)
+    if "otr" in modes and isa == "avx512" and backend == "aesni":  # its offset table is stored big-endian (kernels/otr.py)
+        feats.append("movbe")
     if any(m in CLMUL_MODES for m in modes) or doubling_clmul:
         feats.append("pclmulqdq")
         if isa in ("avx2", "avx512"):  # ymm/zmm hashing; the xmm tails use it too on these files
@@ -111,6 +120,8 @@ class KernelSpec:
     table_lookups: bool = False
 
     def __post_init__(self) -> None:
+        if self.abi not in ABIS:
+            raise ValueError(f"unknown ABI '{self.abi}'; choose from {', '.join(ABIS)}")
         object.__setattr__(self, "modes", tuple(self.modes))
         if not self.gfdouble and any(m in DOUBLING_MODES for m in self.modes):
             object.__setattr__(self, "gfdouble", default_method(self.isa, self.width))
@@ -258,6 +269,11 @@ class KernelSpec:
     def otr_key_bytes(self) -> int:
         """The OTR key: the AES encryption schedule, then Q (16 bytes, as E_K produced it)."""
         return (self.otr_q_offset + 16 + 63) // 64 * 64
+
+    @property
+    def rijndael256_key_bytes(self) -> int:
+        """The Rijndael-256 schedule: 30 half round keys (120 words), each replicated per lane."""
+        return (30 * self.key_stride + 63) // 64 * 64
 
     def symbol(self, function: str) -> str:
         return f"{self.prefix}_{function}"

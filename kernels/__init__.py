@@ -15,6 +15,7 @@ from .modes import cbc_decrypt_function, cbc_encrypt_function, ctr32_function, e
 from .mpc import cbc_multi_function, ecb_multikey_function, fixed_key_hash_function, set_encrypt_keys_function
 from .ocb import ocb_function, ocb_set_key_function
 from .otr import otr_function, otr_set_key_function
+from .wideblock import rijndael256_ecb_function, rijndael256_set_key_function, simpira256_function
 from .xts import gfdouble_function, xts_function, xts_set_key_function
 
 GCM_ARGS = ("key", "iv", "ivlen", "aad", "aadlen", "in", "out", "len", "tag", "taglen")
@@ -75,6 +76,12 @@ FUNCTIONS = {
                     "AES-OTR v3.1 (parallel AD) encryption and 16-byte tag"),
     "otr_decrypt": (OTR_ARGS, lambda b: otr_function(b, True),
                     "AES-OTR v3.1 decryption; -1 and out zeroed on a wrong tag or nonce length"),
+    "rijndael256_set_encrypt_key": (("user_key", "bits", "rkey"), rijndael256_set_key_function,
+                                    "Rijndael-256 key expansion (Nk = Nb = 8: 120 words); bits must be 256"),
+    "rijndael256_ecb_encrypt": (("rkey", "in", "out", "nblocks"), rijndael256_ecb_function,
+                                "Rijndael-256 (256-bit blocks, 14 rounds) in ECB: nblocks 32-byte blocks"),
+    "simpira256_permute": (("in", "out", "nblocks"), simpira256_function,
+                           "Simpira v2 (b = 2) of each of nblocks 32-byte blocks"),
     "gfdouble_le": (("tweak", "out", "nblocks"), lambda b: gfdouble_function(b, False),
                     "out[i] = tweak * x^i in GF(2^128), little-endian blocks (XTS)"),
     "gfdouble_be": (("tweak", "out", "nblocks"), lambda b: gfdouble_function(b, True),

@@ -115,12 +115,14 @@ def expand_128(b: FunctionBuilder, user: str | Mem, put: ScheduleWriter) -> None
         put(i, k)
 
 
-def expand_256(b: FunctionBuilder, user: str | Mem, put: ScheduleWriter) -> None:
+def expand_256(b: FunctionBuilder, user: str | Mem, put: ScheduleWriter, keys: int = 15) -> None:
+    """The Nk = 8 recurrence, 4 words at a time: `keys` blocks of 4 words (AES-256: 15;
+    Rijndael-256, 8 words per round key: 30)."""
     a = b.v("vload", _user(user, 0), width=128, role="key")
     c = b.v("vload", _user(user, 16), width=128, role="key")
     put(0, a)
     put(1, c)
-    for i in range(2, 15):
+    for i in range(2, keys):
         if i % 2 == 0:
             t = b.v("aeskeygenassist", c, imm=rcon(i // 2), width=128)
             t = b.v("pshufd", t, imm=0xFF, width=128, comment="RotWord(SubWord(w7)) ^ rcon")

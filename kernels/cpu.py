@@ -7,6 +7,7 @@ from aesgen.dsl import FunctionBuilder
 CPUID_BITS = {
     "pclmulqdq": (1, "ecx", 1),
     "ssse3": (1, "ecx", 9),
+    "movbe": (1, "ecx", 22),
     "aes": (1, "ecx", 25),
     "avx": (1, "ecx", 28),
     "avx2": (7, "ebx", 5),
@@ -14,6 +15,7 @@ CPUID_BITS = {
     "avx512f": (7, "ebx", 16),
     "avx512bw": (7, "ebx", 30),
     "avx512vl": (7, "ebx", 31),
+    "avx512vbmi": (7, "ecx", 1),
     "vaes": (7, "ecx", 9),
     "vpclmulqdq": (7, "ecx", 10),
     "gfni": (7, "ecx", 8),

@@ -11,7 +11,10 @@ method; byte-reversing back gives L_i, and L*_i = L_i ^ L_(i+1) is L_i xor the s
 moved on by one lane (`next_lanes`). A register's lanes are chunks: two loaded vectors of
 blocks are dealt into first blocks and second blocks, and the outputs zipped back.
 Each group of a batch runs both Feistel rounds (2 x nr AES rounds) in its stream; the D
-groups' first rounds interleave, then their second rounds.
+groups' first rounds interleave, then their second rounds. On AVX-512 (depth 1..4) the
+batches are software-pipelined instead: one batch's second rounds beside the next one's
+first rounds, the offsets read from a frame table that general-purpose registers fill
+(Otr.pipelined_batches; docs/tuning.md has the measurements behind it).
 
 The AD hash is PMAC-like: TA = E(sum of E(2^(j-1) Q ^ A_j) ^ ozp(A_a) ^ c' 2^(a-1) Q) with
 Q = E(0) kept in the key, its mask stream like the offsets'. Tag = E(Sigma ^ c La) ^ TA.
@@ -20,13 +23,14 @@ Partial blocks and the nonce (1..15 bytes) are read and written byte-exactly: AV
 masks, else a gather into two GPRs (rbp, r11, rax: the only GPRs that hold data, none of
 them ever an address or a branch condition) and a byte loop out of a stack slot.
 Stack frame (rsp-relative, under six saved registers): [0] gathered bytes, [16] a block on
-its way out, [32] the tag difference, [48] TA; all wiped before returning.
+its way out, [32] the tag difference, [48] TA, pipelined: [64] the offset table; all wiped
+before returning.
 """
 from __future__ import annotations
 
 from aesgen.consts import bswap_mask, zip_index
 from aesgen.dsl import FunctionBuilder, key
-from aesgen.gf128 import clmul
+from aesgen.gf128 import clmul, doubling_reduction
 from aesgen.ir import XOR3, Const, Mem, VReg
 
 from .aes import encrypt_rounds, key_size_paths, finish
@@ -38,6 +42,8 @@ from .xts import steal_table, xmm_method
 FRAME = 72  # after the six pushes rsp is 8 mod 16: this realigns it
 GATHER, OUTGOING, TAG_DIFF, TA = (Mem("rsp", o) for o in (0, 16, 32, 48))
 WIPED = range(0, 64, 16)
+PIPELINED_DEPTH = 4  # the deepest batches that are software-pipelined
+TABLE = 64  # software pipelining: the offset table
 
 
 # The multiples of masks the spec names, as polynomials in x: 3 = x + 1, 7 = x^2 + x + 1,
@@ -91,6 +97,17 @@ class Otr:
         self.count, self.rest = "rbx", "r15"  # bytes of whole chunks/blocks; bytes after them
         self.avx512 = self.spec.isa == "avx512"
         self.method = xmm_method(b)
+        self.width = b.width
+        # AVX-512's 32 registers hold two batches' AES states at once: the second rounds of
+        # one batch run beside the first rounds of the next (pipelined_batches). Deeper
+        # batches push the round keys out of the registers (measured slower).
+        # (Not on the GFNI backend: its rounds keep more values live than two batches leave.)
+        self.pipelined = self.avx512 and b.depth <= PIPELINED_DEPTH and self.spec.backend == "aesni"
+        self.vector_bytes = b.width // 8
+        # after the fixed slots, the offset table of one batch (its D L chunks' L_i,
+        # big-endian, the next chunk's, and a spare entry), in whole vectors for the wipe
+        table = -(-16 * (b.depth * b.lanes + 2) // self.vector_bytes) * self.vector_bytes
+        self.frame = FRAME + (table if self.pipelined else 0)
 
     # -- the function -----------------------------------------------------------
     def function(self) -> None:
@@ -99,7 +116,7 @@ class Otr:
             b.s("push", r)
         for reg, arg in ((self.outp, "out"), (self.len, "len"), (self.tag, "tag")):
             b.s("load64", reg, b.stack_arg(arg, pushed=len(SAVED)))
-        b.s("sub", "rsp", imm=FRAME)
+        b.s("sub", "rsp", imm=self.frame)
         self.bad, self.exit = b.label_name("bad_nonce"), b.label_name("exit")
         b.s("cmp", self.noncelen, imm=1, comment="nonces are 1..15 bytes")
         b.branch("b", self.bad)
@@ -274,34 +291,75 @@ class Otr:
         the last round keys at the start; or, with few registers (xmm, where that costs only a
         load, or the compact variant), again right where each is used, so a group keeps only
         its AES state and its second offset live."""
+        late = self.b.compact or (width or self.b.width) == 128
+        y1, x2, k2 = self.first_round(nr, block, ofs, total, late, width)
+        return y1, self.second_round(nr, x2, k2 or (lambda: self.last_key(nr, block(0), width)), total, width)
+
+    def last_key(self, nr: int, first: VReg, width: int | None = None) -> VReg:
+        return self.b.v("vxor", first, key(nr), width=width,
+                        comment="first block folded into the last round key")
+
+    def first_round(self, nr: int, block, ofs: tuple[VReg, VReg], total: VReg, late: bool,
+                    width: int | None = None) -> tuple[VReg, VReg, VReg | None]:
+        """The first Feistel round: (its output y1, the second round's whitened input, and
+        the second round's last key if the first blocks were read only once)."""
         b = self.b
-        late = b.compact or (width or b.width) == 128
         o1, o2 = (ofs[1], ofs[0]) if self.decrypt else ofs
         first = block(0)
         x = self.xor3(first, o1, key(0), width, "round 1: block ^ offset ^ round key 0")
         k1 = k2 = None
         if not late:  # both last round keys now: the blocks are read once
-            k2 = b.v("vxor", first, key(nr), width=width, comment="first block folded into the last round key")
+            k2 = self.last_key(nr, first, width)
             second = block(1)
             k1 = b.v("vxor", second, key(nr), width=width, comment="second block folded into the last round key")
-        if not self.decrypt:
-            b.v("vxor", total, block(1) if late else second, dst=total, width=width,
-                comment="checksum of even plaintext blocks")
-        for r in range(1, nr):
-            x = b.v("aesenc", x, key(r), width=width, comment=f"round {r}")
-        if late:
-            k1 = b.v("vxor", block(1), key(nr), width=width, comment="second block folded into the last round key")
+            self.checksum_plain(total, second, width)
+        x = self.middle_rounds(nr, x, width)
+        if late:  # the second blocks read once, for both
+            second = block(1)
+            self.checksum_plain(total, second, width)
+            k1 = b.v("vxor", second, key(nr), width=width, comment="second block folded into the last round key")
         y1 = b.v("aesenclast", x, k1, width=width, comment=f"round {nr}: first output block")
-        x = self.xor3(y1, o2, key(0), width, "round 2: block ^ offset ^ round key 0")
-        for r in range(1, nr):
-            x = b.v("aesenc", x, key(r), width=width, comment=f"round {r}")
-        if late:
-            k2 = b.v("vxor", block(0), key(nr), width=width, comment="first block folded into the last round key")
-        y2 = b.v("aesenclast", x, k2, width=width, comment=f"round {nr}: second output block")
+        return y1, self.xor3(y1, o2, key(0), width, "round 2: block ^ offset ^ round key 0"), k2
+
+    def checksum_plain(self, total: VReg, second: VReg, width: int | None) -> None:
+        if not self.decrypt:
+            self.b.v("vxor", total, second, dst=total, width=width, comment="checksum of even plaintext blocks")
+
+    def second_round(self, nr: int, x: VReg, k2, total: VReg, width: int | None = None) -> VReg:
+        """The second Feistel round from its whitened input; k2: its last key, or a thunk
+        that reads it right before the last round."""
+        b = self.b
+        x = self.middle_rounds(nr, x, width)
+        y2 = b.v("aesenclast", x, k2 if isinstance(k2, VReg) else k2(), width=width,
+                 comment=f"round {nr}: second output block")
         if self.decrypt:
             b.v("vxor", total, y2, dst=total, width=width, comment="checksum of even plaintext blocks")
-        return y1, y2
+        return y2
 
+    def middle_rounds(self, nr: int, x: VReg, width: int | None = None) -> VReg:
+        for r in range(1, nr):
+            x = self.b.v("aesenc", x, key(r), width=width, comment=f"round {r}")
+        return x
+
+    def dealt(self, off: int, p: int) -> VReg:
+        """The first (p = 0) or second (1) blocks of the L chunks at inp + off."""
+        b, L = self.b, self.b.lanes
+        if L == 1:
+            return b.v("vload", Mem(self.inp, off + 16 * p), role="blk")
+        v0 = b.v("vload", Mem(self.inp, off), role="blk")
+        return b.v("deal_lanes", v0, Mem(self.inp, off + 16 * L), imm=p, role="blk",
+                   comment="first blocks of the chunks" if p == 0 else "second blocks")
+
+    def store_chunks(self, off: int, y1: VReg, y2: VReg) -> None:
+        """The L chunks' output blocks back in order, to outp + off."""
+        b, L = self.b, self.b.lanes
+        for p in (0, 1):
+            index = (zip_index(p, L),) if L == 4 else ()
+            v = (y1, y2)[p] if L == 1 else b.v("zip_lanes", y1, y2, *index, imm=p,
+                                               comment="chunks back in order")
+            b.store(Mem(self.outp, off + 16 * L * p), v)
+
+    # -- whole chunks -------------------------------------------------------------
     def chunks(self, nr: int, offsets: TweakStream, total: VReg) -> None:
         """Every chunk but the last: count = bytes of them, rest = the 0..32 bytes after."""
         b, L = self.b, self.b.lanes
@@ -321,23 +379,15 @@ class Otr:
 
             def block(j: int) -> None:
                 off = 32 * L * j
-
-                def pair(p: int) -> VReg:
-                    if L == 1:
-                        return b.v("vload", Mem(inp, off + 16 * p), role="blk")
-                    v0 = b.v("vload", Mem(inp, off), role="blk")
-                    return b.v("deal_lanes", v0, Mem(inp, off + 16 * L), imm=p, role="blk",
-                               comment="first blocks of the chunks" if p == 0 else "second blocks")
-                y1, y2 = self.feistel(nr, pair, ofs[j], total)
+                y1, y2 = self.feistel(nr, lambda p: self.dealt(off, p), ofs[j], total)
                 b.final()
-                for p in (0, 1):
-                    index = (zip_index(p, L),) if L == 4 else ()
-                    v = (y1, y2)[p] if L == 1 else b.v("zip_lanes", y1, y2, *index, imm=p,
-                                                       comment="chunks back in order")
-                    b.store(Mem(outp, off + 16 * L * p), v)
+                self.store_chunks(off, y1, y2)
             b.groups(g, block, comment=f"{g} group(s) of {L} chunk(s)")
 
-        vector_loops(b, count, 32 * L, (inp, outp), body, stride=32 * L)
+        if self.pipelined:
+            self.pipelined_batches(nr, offsets, total)
+        vector_loops(b, count, 32 * L, (inp, outp), body, stride=32 * L,
+                     sizes=(1,) if self.pipelined else None)
         fold(b, total)
         if L > 1:  # whole chunks left over from the vector loops, one at a time
             top, out = b.label_name("chunk"), b.label_name("chunks_done")
@@ -357,6 +407,114 @@ class Otr:
             b.s("sub", count, imm=32)
             b.branch("jmp", top)
             b.label(out)
+
+    # -- whole chunks, software-pipelined -------------------------------------------
+    def pipelined_batches(self, nr: int, offsets: TweakStream, total: VReg) -> None:
+        """Batches of D vectors of chunks, each batch's second rounds run beside the next
+        one's first rounds: 2D independent AES chains, not D that all wait on their first
+        rounds at once. inp runs one batch ahead of outp while a batch is in flight; the
+        batch in flight is carried in pinned registers (zmm frame slots split cache lines
+        when rsp is not 64-byte aligned, measurably slower).
+        The offsets come from a table in the frame that general-purpose registers fill one
+        batch ahead: on Zen 4 the vector doublings (vpclmulqdq), byte reversals and lane
+        shifts take the pipes vaesenc needs; integer ALUs and stores are idle."""
+        b, D, L = self.b, self.b.depth, self.b.lanes
+        inp, outp, count = self.inp, self.outp, self.count
+        batch = 32 * L * D
+        skip, top, drain = b.label_name("no_batch"), b.label_name("batch"), b.label_name("drain")
+
+        # MASKS is free while batches run (the table holds the offsets; it is reloaded after
+        # them): it carries group 0's second-round input, a register more for the round keys
+        carried = [(offsets.current if j == 0 else b.pinned(f"X2_{j}"), b.pinned(f"Y1_{j}")) for j in range(D)]
+
+        def start(j: int, ofs: list[tuple[VReg, VReg]]) -> None:
+            """The first round of group j of the batch at inp; its results carried."""
+            y1, x2, _ = self.first_round(nr, lambda p: self.dealt(32 * L * j, p), ofs[j], total, late=True)
+            b.final()
+            b.assign(carried[j][0], x2, comment="second round's input, for the next iteration")
+            b.assign(carried[j][1], y1, comment="first output block, for the next iteration")
+
+        def finish(j: int) -> None:
+            """The second round of group j of the batch before inp; its chunks to outp."""
+            x = carried[j][0]
+            y2 = self.second_round(nr, x, lambda: self.last_key(nr, self.dealt(32 * L * j - batch, 0)), total)
+            b.final()
+            self.store_chunks(32 * L * j, carried[j][1], y2)
+
+        def starting():
+            """The batch's offsets from the table (read before it is refilled)."""
+            ofs = [self.tabled_offsets(j) for j in range(D)]
+            return lambda j: start(j, ofs)
+
+        b.s("cmp", count, imm=batch)
+        b.branch("b", skip)
+        # the first batch's offsets by vector doublings: no wait for the table's stores
+        first = self.chunk_offsets(offsets.vectors(D), offsets.current)
+        b.store(self.offset_entry(0), b.v("pshufb", offsets.current, bswap_mask(L)),
+                comment="the next batch's offsets, big-endian: what the table holds after the batches")
+        spare = self.offset_entry(D * L + 1)  # after the table's entries
+        with b.at_width(128):
+            b.store(spare, offsets.current, comment="the next batch's first offset, byte-reversed")
+        b.groups(D, lambda j: start(j, first), comment=f"first rounds of {D} group(s) of {L} chunk(s)")
+        alone = b.label_name("one_batch")
+        b.s("cmp", count, imm=2 * batch)
+        b.branch("b", alone)  # the table is only filled (a serial chain) if a loop iteration reads it
+        b.s("load64", self.OFS_LO, Mem("rsp", spare.disp, bits=64))
+        b.s("load64", self.OFS_HI, Mem("rsp", spare.disp + 8, bits=64))
+        self.fill_table()  # the next batch's
+        b.label(alone)
+        b.s("add", inp, imm=batch)
+        b.s("sub", count, imm=batch)
+        b.label(top)
+        b.s("cmp", count, imm=batch)
+        b.branch("b", drain)
+        begin = starting()
+        self.fill_table()
+        b.groups(2 * D, lambda j: finish(j) if j < D else begin(j - D),
+                 comment=f"second rounds of {D} group(s) beside the next {D} groups' first rounds")
+        b.s("add", inp, imm=batch)
+        b.s("add", outp, imm=batch)
+        b.s("sub", count, imm=batch)
+        b.branch("jmp", top)
+        b.label(drain)
+        b.groups(D, finish, comment=f"second rounds of the last {D} group(s)")
+        b.s("add", outp, imm=batch)
+        le = b.v("pshufb", b.v("vload", self.offset_entry(0)), bswap_mask(L), role="ofs")
+        b.assign(offsets.current, le, comment="the offsets of the chunks after the batches, byte-reversed")
+        b.label(skip)
+
+    # -- the offset table, filled by general-purpose registers --------------------------
+    # L_i (byte-reversed: bit k the coefficient of x^k) in two GPRs that hold nothing else
+    # secret (the static check's data registers), r11 their scratch.
+    OFS_LO, OFS_HI, OFS_T = "rax", "rbp", "r11"
+
+    def offset_entry(self, k: int) -> Mem:
+        """Entry k of the offset table: chunk k's L_i of the batch, big-endian."""
+        return Mem("rsp", TABLE + 16 * k)
+
+    def tabled_offsets(self, j: int) -> tuple[VReg, VReg]:
+        """(L_i, L*_i) of group j's chunks: L*_i = L_i ^ L_(i+1), the table read one entry on."""
+        b, L = self.b, self.b.lanes
+        l = b.v("vload", self.offset_entry(L * j), role="ofs", comment="L_i")
+        return l, b.v("vxor", l, self.offset_entry(L * j + 1), role="ofs", comment="L*_i = L_i ^ L_(i+1)")
+
+    def fill_table(self) -> None:
+        """The table's D L + 1 entries from the GPRs, which end on the last entry: the
+        next batch's first. One doubling: shift the 128 bits left by one, and if bit 127
+        fell off add x^128 = x^7 + x^2 + x + 1 (a mask from its sign, no branch)."""
+        b, lo, hi, t = self.b, self.OFS_LO, self.OFS_HI, self.OFS_T
+        n = b.depth * b.lanes
+        for k in range(n + 1):
+            for half, reg in ((0, hi), (8, lo)):  # big-endian: the high qword first, bytes reversed
+                b.s("movbe_store64", Mem("rsp", TABLE + 16 * k + half, bits=64), reg,
+                    comment=f"L_i of chunk {k} of the batch" if half else "")
+            if k == n:
+                break
+            b.s("add_r", lo, lo, comment="the low qword doubled, its bit 63 carried")
+            b.s("adc_r", hi, hi, comment="the high qword doubled, bit 127 out in the carry")
+            b.s("sbb_r", t, t, comment="all ones if bit 127 was set")
+            b.s("and", t, imm=doubling_reduction(), comment="x^128 = x^7 + x^2 + x + 1 then")
+            b.s("xor_r", lo, t, comment="L_(i+1) = 2 L_i")
 
     # -- the last chunk -------------------------------------------------------------
     def last_chunk(self, nr: int, masks: VReg, total: VReg) -> None:
@@ -502,7 +660,7 @@ class Otr:
         b = self.b
         if self.decrypt:
             top, done = b.label_name("zero"), b.label_name("zeroed")
-            b.s("load64", self.outp, b.stack_arg("out", pushed=len(SAVED) + FRAME // 8))
+            b.s("load64", self.outp, b.stack_arg("out", pushed=len(SAVED) + self.frame // 8))
             b.s("xor32", "r11d", "r11d")
             b.s("xor32", "r10d", "r10d")
             b.label(top)
@@ -524,7 +682,11 @@ class Otr:
             z = b.v("vzero")
             for off in WIPED:
                 b.store(Mem("rsp", off), z, comment="wipe the frame's secrets")
-        b.s("add", "rsp", imm=FRAME)
+        if self.pipelined:
+            z = b.v("vzero", width=self.width)
+            for off in range(TABLE, self.frame - FRAME + TABLE, self.vector_bytes):
+                b.store(Mem("rsp", off), z, width=self.width, comment="wipe the offset table")
+        b.s("add", "rsp", imm=self.frame)
         for r in reversed(SAVED):
             b.s("pop", r)
         finish(b)

@@ -131,3 +131,23 @@ def test_tuned_needs_a_tune_result(tmp_path):
     r = run("generate", "ecb", "--target", "native", "--tuned", "-o", str(tmp_path / "x.S"),
             env={"AESGEN_TUNE_DIR": str(tmp_path / "none")})
     assert r.exit_code == 2 and "aesgen tune" in r.output
+
+
+def test_explore_table_gives_an_infeasible_reason_its_own_column(monkeypatch):
+    from rich.console import Console
+
+    from aesgen import cli
+    from aesgen.explore import Exploration, Point
+
+    monkeypatch.setattr(cli, "console", Console(width=200, highlight=False))
+
+    ex = Exploration("ctr32", "native", True, 16384, 256, short_sizes=[256])
+    ex.points = [Point(512, 4, "measured", bulk_gbps=9.0, short_cycles=700.0, cycles_by_size={"256": 700.0}),
+                 Point(128, 16, "infeasible", "out of vector registers")]
+    with cli.console.capture() as cap:
+        cli.print_exploration(ex)
+    lines = cap.get().splitlines()
+    header = next(line for line in lines if "bulk GB/s" in line)
+    row = next(line for line in lines if "infeasible" in line)
+    assert "reason" in header
+    assert row.index("out of vector") >= header.index("reason")

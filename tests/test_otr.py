@@ -9,6 +9,7 @@ import pytest
 from aesgen.consts import zip_index
 from aesgen.ir import Insn, VReg
 from aesgen.lower import Lowerer
+from aesgen.mainloop import main_loop
 from aesgen.pipeline import generate
 from aesgen.spec import KernelSpec
 
@@ -97,8 +98,8 @@ def test_constant_time_scan_passes_only_thanks_to_the_declassified_verdict(tmp_p
     assert_verdict_is_the_only_declassification(tmp_path, KernelSpec(("otr",), "avx", 128, 2), "otr_decrypt")
 
 
-CONFIGS = [("avx", 128, 2), ("avx", 128, 4), ("avx2", 256, 2), ("avx2", 256, 4), ("avx512", 512, 4),
-           ("avx512", 512, 8)]
+CONFIGS = [("avx", 128, 2), ("avx", 128, 4), ("avx2", 256, 2), ("avx2", 256, 4), ("avx512", 512, 3),
+           ("avx512", 512, 4), ("avx512", 512, 8)]
 
 
 @pytest.mark.parametrize("isa,width,depth", CONFIGS)
@@ -115,3 +116,32 @@ def test_generated_file_verifies(tmp_path, isa, width, depth):
 @pytest.mark.parametrize("isa,width,depth", CONFIGS + [("sse", 128, 3), ("avx512", 128, 4), ("avx512", 256, 8)])
 def test_generated_file_verifies_full(tmp_path, isa, width, depth):
     verify_generated(tmp_path, KernelSpec(("otr",), isa, width, depth))
+
+
+@pytest.mark.parametrize("width,depth", [(512, 1), (512, 3), (512, 4), (256, 2)])
+def test_avx512_main_loop_pipelines_two_batches_without_vector_doublings(width, depth):
+    """The batch loop holds the second rounds of one batch and the first rounds of the next
+    (2 x depth vectors through 10 AES-128 rounds), takes its offsets from the table the
+    general-purpose registers fill (movbe: no vpclmulqdq, no byte shuffle of offsets), and
+    moves by one batch of 32-byte chunks."""
+    asm = generate(KernelSpec(("otr",), "avx512", width, depth)).asm
+    for function in ("otr_encrypt", "otr_decrypt"):
+        loop = main_loop(asm, function)
+        assert f"_{function}_batch" in loop.label
+        assert dict(loop.unit_counts()) == {("vaesenc", width): 2 * 10 * depth}
+        assert not any(i.startswith("vpshufb") for i in loop.instructions)
+        chunks = depth * width // 128
+        assert sum(i.startswith("movbe") for i in loop.instructions) == 2 * (chunks + 1)
+        assert f"add ${32 * chunks:#x},%r9" in loop.text()
+
+
+def test_deeper_avx512_batches_keep_the_unpipelined_loop():
+    loop = main_loop(generate(KernelSpec(("otr",), "avx512", 512, 8)).asm, "otr_encrypt")
+    assert "_otr_encrypt_loop8x_" in loop.label
+
+
+def test_gfni_backend_keeps_the_unpipelined_loop_and_needs_no_movbe():
+    spec = KernelSpec(("otr",), "avx512", 512, 4, backend="gfni")
+    assert "movbe" not in spec.features
+    assert "_otr_encrypt_loop4x_" in main_loop(generate(spec).asm, "otr_encrypt").label
+    assert "movbe" in KernelSpec(("otr",), "avx512", 512, 4).features

@@ -33,14 +33,18 @@ class AbiCtx(ctypes.Structure):
         ("xinuse_before", U64), ("xinuse_after", U64),
         ("mxcsr_before", U32), ("mxcsr_after", U32), ("fcw_before", U16), ("fcw_after", U16),
         ("flags", U32), ("nstack", U64), ("stack", U64 * 8), ("stack_after", U64 * 8),
+        ("w64_seeded", U64 * 2), ("w64_after", U64 * 2), ("args56_after", U64 * 2),
+        ("xmm_seeded", ctypes.c_uint8 * 160), ("xmm_after", ctypes.c_uint8 * 160),
     ]
 
 
-assert ctypes.sizeof(AbiCtx) == 352
+assert ctypes.sizeof(AbiCtx) == 720
 
 CALLEE_SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
 BAD_RSP, BAD_DF, BAD_MXCSR, BAD_FCW, BAD_YMM, BAD_ZMM, BAD_STACKARG, BAD_FRAME = (
     1 << k for k in range(6, 14))
+BAD_RDI, BAD_RSI = 1 << 14, 1 << 15
+BAD_XMM6 = 1 << 16  # bit 16 + i: xmm(6 + i)
 MAX_ARGS = 6 + 8
 
 
@@ -48,10 +52,13 @@ def xinuse_supported() -> bool:
     return bool(harness().abi_xinuse_supported()) and bool(harness().abi_avx_enabled())
 
 
-def call(fn: int, args: Sequence[int] = (), mask32: int = 0, seed: int = 0) -> tuple[int, AbiCtx]:
+def call(fn: int, args: Sequence[int] = (), mask32: int = 0, seed: int = 0,
+         win64: bool = False) -> tuple[int, AbiCtx]:
     """Call `fn` through the trampoline; returns (failure bits, observations).
 
-    Arguments 7.. go on the stack; bit i of mask32 puts garbage above argument i's low 32 bits."""
+    Arguments 7.. go on the stack; bit i of mask32 puts garbage above argument i's low 32 bits.
+    win64: call it as a Microsoft x64 function (arguments 5.. on the stack above the shadow
+    space) and check rdi, rsi and xmm6-15 too."""
     if len(args) > MAX_ARGS:
         raise ValueError(f"the trampoline passes at most {MAX_ARGS} arguments, got {len(args)}")
     ctx = AbiCtx()
@@ -62,7 +69,8 @@ def call(fn: int, args: Sequence[int] = (), mask32: int = 0, seed: int = 0) -> t
         else:
             ctx.stack[i - 6] = a & 0xFFFFFFFFFFFFFFFF
     ctx.nstack = max(0, len(args) - 6)
-    bad = harness().abi_call(ctypes.byref(ctx), seed & 0xFFFFFFFFFFFFFFFF, mask32)
+    enter = harness().abi_call_win64 if win64 else harness().abi_call
+    bad = enter(ctypes.byref(ctx), seed & 0xFFFFFFFFFFFFFFFF, mask32)
     return bad, ctx
 
 
@@ -83,9 +91,17 @@ def describe(bad: int, ctx: AbiCtx) -> str:
         parts.append("YMM upper halves left dirty (missing vzeroupper)")
     if bad & BAD_ZMM:
         parts.append("ZMM_Hi256 left dirty (missing vzeroupper)")
+    for bit, reg in ((BAD_RDI, 0), (BAD_RSI, 1)):
+        if bad & bit:
+            parts.append(f"{('rdi', 'rsi')[reg]} clobbered ({ctx.w64_seeded[reg]:#x} -> {ctx.w64_after[reg]:#x})")
+    xmm = [f"xmm{6 + i}" for i in range(10) if bad & (BAD_XMM6 << i)]
+    if xmm:
+        parts.append(f"{', '.join(xmm)} clobbered (callee-saved on win64)")
     if bad & BAD_STACKARG:
         which = [f"arg {7 + i} ({ctx.stack[i]:#x} -> {ctx.stack_after[i]:#x})"
                  for i in range(ctx.nstack) if ctx.stack[i] != ctx.stack_after[i]]
+        which += [f"arg {5 + i} ({ctx.args[4 + i]:#x} -> {ctx.args56_after[i]:#x})"
+                  for i in range(2) if ctx.args[4 + i] != ctx.args56_after[i]]
         parts.append("stack argument changed: " + ", ".join(which))
     if bad & BAD_FRAME:
         which = [f"{8 * (i - ctx.nstack)}" for i in range(ctx.nstack, 8) if ctx.stack[i] != ctx.stack_after[i]]
@@ -151,6 +167,43 @@ def self_tests(seed: int) -> Iterator[CheckResult]:
                           f"caught: {describe(bad, ctx)}" if ok else "planted fault NOT caught")
 
 
+# (win64 callee, failure bit it must raise or None)
+WIN64_SELF_TESTS: tuple[tuple[str, int | None], ...] = (
+    ("clean", None),
+    ("fault_xmm6", BAD_XMM6),
+    ("fault_xmm15", BAD_XMM6 << 9),
+    ("fault_rsi", BAD_RSI),
+    ("fault_rdi", BAD_RDI),
+)
+
+
+def win64_self_tests(seed: int) -> Iterator[CheckResult]:
+    """Prove the Microsoft x64 trampoline catches clobbered rdi/rsi/xmm6-15 and a written
+    stack argument, and that arguments 1-8 arrive where Windows puts them."""
+    h = harness()
+    for fault, bit in WIN64_SELF_TESTS:
+        name = f"abi selftest win64 {fault}"
+        bad, ctx = call(fn_address(h, f"abi_w64_{fault}"), (0, 128), mask32=0b10, seed=seed, win64=True)
+        if bit is None:
+            ok = bad == 0 and (ctx.ret & 0xFFFFFFFF) == 128
+            detail = "no false alarm" if ok else f"false alarm: {describe(bad, ctx) or 'wrong return value'}"
+        else:
+            ok = bool(bad & bit)
+            detail = f"caught: {describe(bad, ctx)}" if ok else "planted fault NOT caught"
+        yield CheckResult(name, "pass" if ok else "fail", detail)
+    eight = (1, 2, 3, 4, 0x1111 << 32, 0x2222, 0x4444 << 16, 0x8888)
+    bad, ctx = call(fn_address(h, "abi_w64_stack_echo"), eight, seed=seed, win64=True)
+    want = eight[4] ^ eight[5] ^ eight[6] ^ eight[7]
+    ok = bad == 0 and ctx.ret == want
+    yield CheckResult("abi selftest win64 stackargs", "pass" if ok else "fail",
+                      "arguments 5..8 reach the callee above the shadow space, no false alarm" if ok
+                      else f"stack arguments wrong: returned {ctx.ret:#x} want {want:#x}; {describe(bad, ctx)}")
+    bad, ctx = call(fn_address(h, "abi_w64_fault_arg5"), eight, seed=seed, win64=True)
+    ok = bool(bad & BAD_STACKARG)
+    yield CheckResult("abi selftest win64 arg5", "pass" if ok else "fail",
+                      f"caught: {describe(bad, ctx)}" if ok else "planted fault NOT caught")
+
+
 # ---------------------------------------------------------------- kernel functions
 
 
@@ -163,6 +216,7 @@ def _alloc(data: bytes, offset: int = 0) -> AlignedBuffer:
 def check_function(kernel: Kernel, fn: str, probe: Probe, *, n: int, trials: int,
                    seed: int) -> CheckResult:
     name = f"abi {fn}"
+    win64 = kernel.spec.abi == "win64"
     sig = signatures.lookup(fn)
     if sig is None:
         return CheckResult(name, "fail", f"{fn}: no signature registered, cannot be called")
@@ -177,7 +231,7 @@ def check_function(kernel: Kernel, fn: str, probe: Probe, *, n: int, trials: int
         cseed = rng.getrandbits(64)
         probe.note(name, f"trial {trial}")
         if sig.family == signatures.CPU:
-            bad, ctx = call(addr, (), 0, cseed)
+            bad, ctx = call(addr, (), 0, cseed, win64)
             if bad:
                 problems.append(describe(bad, ctx))
             continue
@@ -186,7 +240,7 @@ def check_function(kernel: Kernel, fn: str, probe: Probe, *, n: int, trials: int
             key = rng.randbytes(bits // 8)
             kbuf = _alloc(key)
             ks = AlignedBuffer(kernel.schedule_bytes(fn), fill=0xA5)
-            bad, ctx = call(addr, (kbuf.address, bits, ks.address), sig.mask32, cseed)
+            bad, ctx = call(addr, (kbuf.address, bits, ks.address), sig.mask32, cseed, win64)
             direct = kernel.make_key(fn, key)
             if bad:
                 problems.append(describe(bad, ctx))
@@ -213,7 +267,7 @@ def check_function(kernel: Kernel, fn: str, probe: Probe, *, n: int, trials: int
             if sig.nargs > 4:
                 args.append(cb.address)
             if via_trampoline:
-                bad, ctx = call(addr, args, sig.mask32, cseed)
+                bad, ctx = call(addr, args, sig.mask32, cseed, win64)
                 if bad:
                     problems.append(f"{describe(bad, ctx)} (length {length})")
             else:
@@ -226,12 +280,15 @@ def check_function(kernel: Kernel, fn: str, probe: Probe, *, n: int, trials: int
     if problems:
         return CheckResult(name, "fail", "; ".join(dict.fromkeys(problems)))
     note = "" if xinuse_supported() else " (vzeroupper not observable: no XGETBV ECX=1)"
-    return CheckResult(name, "pass", f"{trials} calls with seeded callee-saved registers{note}")
+    how = " through the Microsoft x64 convention (rdi, rsi, xmm6-15 seeded too)" if win64 else ""
+    return CheckResult(name, "pass", f"{trials} calls with seeded callee-saved registers{how}{note}")
 
 
 def check(kernel: Kernel, probe: Probe, *, n: int, quick: bool, seed: int) -> Iterator[CheckResult]:
     probe.note("abi selftest", "")
     yield from self_tests(seed)
+    if kernel.spec.abi == "win64":
+        yield from win64_self_tests(seed)
     for fn in kernel.functions:
         if fn in kernel.fn:
             probe.note(f"abi {fn}", "")

@@ -195,7 +195,7 @@ class TrampolineCaller:
         from aesgen.verify import abi
 
         sig = signatures.SIGNATURES[fn]
-        bad, ctx = abi.call(self.kernel.address(fn), argv, sig.mask32, self.seed)
+        bad, ctx = abi.call(self.kernel.address(fn), argv, sig.mask32, self.seed, self.kernel.spec.abi == "win64")
         if bad:
             self.bad.append(abi.describe(bad, ctx))
         if sig.restype is None:
@@ -1096,7 +1096,8 @@ SCENES: dict[str, SceneFn] = {
     "gcmsiv_encrypt": scene_gcmsiv, "gcmsiv_decrypt": scene_gcmsiv,
 }
 # Modules with a SCENES table of their own (they import this one, so they are looked up late).
-SCENE_MODULES = ("aesgen.verify.xts", "aesgen.verify.ocb", "aesgen.verify.otr_checks", "aesgen.verify.mpc")
+SCENE_MODULES = ("aesgen.verify.xts", "aesgen.verify.ocb", "aesgen.verify.otr_checks", "aesgen.verify.wideblock",
+                 "aesgen.verify.mpc")
 
 
 def scene_for(fn: str) -> SceneFn | None:
@@ -1168,7 +1169,8 @@ def abi_check(kernel: Kernel, fn: str, probe: Probe, *, n: int, trials: int, see
         return CheckResult(name, "fail", "; ".join(dict.fromkeys(problems)))
     sig = signatures.SIGNATURES[fn]
     stack = f", {sig.nargs - 6} stack arguments checked" if sig.nargs > 6 else ""
-    return CheckResult(name, "pass", f"{trials} calls with seeded callee-saved registers{stack}")
+    how = " through the Microsoft x64 convention (rdi, rsi, xmm6-15 seeded too)" if kernel.spec.abi == "win64" else ""
+    return CheckResult(name, "pass", f"{trials} calls with seeded callee-saved registers{how}{stack}")
 
 
 def guard_placement(kernel: Kernel, fn: str, where: str, probe: Probe, *, n: int,

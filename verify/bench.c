@@ -11,6 +11,7 @@
  *     of SIZE / 16 / that many keys), fixed_key_hash, cbc_encrypt_multi (SIZE bytes as streams of equal length, each with its
  *     own key and IV: $AESGEN_BENCH_STREAMS streams, default 16, fewer when SIZE has fewer blocks;
  *     the ipsec-mb peer submits one multi-buffer job per stream, then flushes)
+ *     rijndael256_ecb_encrypt (a 256-bit key whatever KEYBITS) simpira256_permute (SIZE / 32 blocks)
  * SIZES: comma list of message sizes in bytes; PEERS: comma list of openssl, ipsec-mb,
  * openssl-noaesni (OpenSSL with AES-NI masked off, run in a child process: bench_peer_process.c),
  * or "-".
@@ -77,6 +78,11 @@ static void stream_key(uint8_t *k, size_t s) {
 }
 static const uint8_t aead_nonce[12] = {0xa0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0x0b};
 #define NO_OTR "no AES-OTR in OpenSSL / intel-ipsec-mb"
+/* 256-bit blocks: Rijndael-256 (keyed) and Simpira-256 (a keyless permutation) */
+static int is_rijndael256_op(void) { return strncmp(op, "rijndael256_", 12) == 0; }
+static int is_simpira_op(void) { return strcmp(op, "simpira256_permute") == 0; }
+static int is_wide_op(void) { return is_rijndael256_op() || is_simpira_op(); }
+#define NO_WIDE "no Rijndael-256 / Simpira in OpenSSL / intel-ipsec-mb"
 
 /* ---------------------------------------------------------------- ours */
 struct ours {
@@ -90,6 +96,8 @@ struct ours {
     void (*chained)(const void *, const uint8_t *, uint8_t *, size_t, uint8_t *);
     void (*xts)(const void *, const uint8_t *, uint8_t *, size_t, const uint8_t *);
     void (*gfdouble)(const uint8_t *, uint8_t *, size_t);
+    void (*permute)(const uint8_t *, uint8_t *, size_t); /* simpira256_permute */
+    void (*wide)(const void *, const uint8_t *, uint8_t *, size_t); /* rijndael256_ecb_encrypt */
     /* OCB: (okey, nonce, noncelen, aad, aadlen, in, out, len, tag, taglen); OTR the same, no taglen */
     int (*ocb)(const void *, const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, uint8_t *,
                size_t, uint8_t *, size_t);
@@ -146,6 +154,8 @@ static int ours_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uin
     if (o->gfdouble) { o->gfdouble(xts_tweak, out, len / 16); return 0; }
     if (o->multikey) { ours_multikey(o, in, out, len); return 0; }
     if (o->multi_cbc) { ours_multi_cbc(o, in, out, len); return 0; }
+    if (o->permute) { o->permute(in, out, len / 32); return 0; }
+    if (o->wide) { o->wide(o->key, in, out, len / 32); return 0; }
     if (o->blocks)
         o->blocks(o->key, in, out, n);
     else
@@ -173,14 +183,15 @@ static void setup_ours(struct impl *im, const char *so, const char *prefix) {
     if (!supported || !supported()) { im->na = "CPU lacks the kernel's features"; return; }
     snprintf(name, sizeof name, "%s_%s", prefix,
              strcmp(op, "ghash") == 0 || is_gcm_op() ? "gcm_set_key"
-             : is_xts_op() ? "xts_set_key" : is_multikey_op() ? "set_encrypt_keys" : is_ocb_op() ? "ocb_set_key" : is_otr_op() ? "otr_set_key"
+             : is_xts_op() ? "xts_set_key" : is_multikey_op() ? "set_encrypt_keys" : is_ocb_op() ? "ocb_set_key"
+             : is_otr_op() ? "otr_set_key" : is_rijndael256_op() ? "rijndael256_set_encrypt_key"
              : is_decrypt() ? "set_decrypt_key" : "set_encrypt_key");
     void *setter = dlsym(h, name);
     int (*set_key)(const uint8_t *, unsigned, void *) =
         is_xts_op() || is_multikey_op() || is_multi_cbc_op() ? NULL : (int (*)(const uint8_t *, unsigned, void *))setter;
     snprintf(name, sizeof name, "%s_%s", prefix, op);
     void *fn = dlsym(h, name);
-    int keyless = strcmp(op, "polyval") == 0 || is_doubling_op();
+    int keyless = strcmp(op, "polyval") == 0 || is_doubling_op() || is_simpira_op();
     if (!fn || (!setter && !keyless)) { im->na = "kernel lacks this function"; return; }
     if (is_aead_decrypt()) { /* the encryption makes the valid message the decryption is timed on */
         snprintf(name, sizeof name, "%s_%s", prefix, is_ocb_op() ? "ocb_encrypt" : "otr_encrypt");
@@ -189,7 +200,7 @@ static void setup_ours(struct impl *im, const char *so, const char *prefix) {
         im->seal = ours_seal;
     }
     if (posix_memalign(&o.key, 64, is_multikey_op() ? MAX_KEYS * 256 : 65536)) abort();
-    if (set_key) set_key(user_key, keybits, o.key);
+    if (set_key) set_key(user_key, is_rijndael256_op() ? 256 : keybits, o.key);
     memcpy(o.h, user_key, 16);
     if (is_xts_op()) {
         int (*xts_set_key)(const uint8_t *, const uint8_t *, unsigned, void *, int) =
@@ -210,6 +221,10 @@ static void setup_ours(struct impl *im, const char *so, const char *prefix) {
                                 uint8_t *const *, unsigned))fn;
     } else if (is_doubling_op())
         o.gfdouble = (void (*)(const uint8_t *, uint8_t *, size_t))fn;
+    else if (is_simpira_op())
+        o.permute = (void (*)(const uint8_t *, uint8_t *, size_t))fn;
+    else if (is_rijndael256_op())
+        o.wide = (void (*)(const void *, const uint8_t *, uint8_t *, size_t))fn;
     else if (is_ocb_op())
         o.ocb = (int (*)(const void *, const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, uint8_t *,
                          size_t, uint8_t *, size_t))fn;
@@ -307,6 +322,7 @@ void setup_openssl(struct impl *im) {
     if (is_otr_op()) { im->na = NO_OTR; return; }
     if (is_multikey_op() || is_hash_block_op()) { im->na = NO_BATCH; return; }
     if (is_multi_cbc_op()) { im->na = "no multi-buffer CBC in EVP"; return; }
+    if (is_wide_op()) { im->na = NO_WIDE; return; }
     if (is_xts_op() && keybits == 192) { im->na = "OpenSSL has no AES-192-XTS"; return; }
     void *h = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
     if (!h) { im->na = "libcrypto.so.3 not found (apt install libssl-dev)"; return; }
@@ -461,6 +477,7 @@ static void setup_ipsec(struct impl *im) {
                  imb_get_version_str(), a < sizeof arch / sizeof *arch ? arch[a] : "?");
         return;
     }
+    if (is_wide_op()) { im->na = NO_WIDE; return; }
     if (is_gcm_op()) {
         if (keybits == 128) IMB_AES128_GCM_PRE(s.mgr, user_key, &imb_gkey);
         else if (keybits == 192) IMB_AES192_GCM_PRE(s.mgr, user_key, &imb_gkey);
@@ -490,6 +507,7 @@ static void setup_ipsec(struct impl *im) {
 static void setup_ipsec(struct impl *im) {
     im->name = "ipsec-mb";
     if (is_otr_op()) { im->na = NO_OTR; return; }
+    if (is_wide_op()) { im->na = NO_WIDE; return; }
     im->na = "built without intel-ipsec-mb.h (apt install libipsec-mb-dev)";
 }
 #endif

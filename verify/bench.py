@@ -26,7 +26,8 @@ OPS_BY_MODE = {"ecb": ("ecb_encrypt", "ecb_decrypt"), "ctr32": ("ctr32_encrypt",
                "cbc": ("cbc_encrypt", "cbc_decrypt"), "ghash": ("ghash",), "polyval": ("polyval",),
                "gcm": ("gcm_encrypt",), "xts": ("xts_encrypt", "xts_decrypt"),
                "gfdouble": ("gfdouble_le", "gfdouble_be"), "ocb": ("ocb_encrypt", "ocb_decrypt"),
-               "otr": ("otr_encrypt", "otr_decrypt"), "multikey": ("ecb_encrypt_multikey",),
+               "otr": ("otr_encrypt", "otr_decrypt"), "rijndael256": ("rijndael256_ecb_encrypt",),
+               "simpira": ("simpira256_permute",), "multikey": ("ecb_encrypt_multikey",),
                "fixed-key-hash": ("fixed_key_hash",), "cbc-multi": ("cbc_encrypt_multi",)}
 # Tweak sequences alone: SIZE bytes = SIZE / 16 doublings, reported per block; no peer has them.
 DOUBLING_OPS = ("gfdouble_le", "gfdouble_be")
@@ -36,6 +37,11 @@ PEERS = ("openssl", "ipsec-mb", "openssl-noaesni")
 # The AES calls per 16-byte block that the AES bound of a function counts, where it is not plain ECB's one.
 AEAD_BLOCK_CIPHER = {"ocb_encrypt": "OCB3", "ocb_decrypt": "OCB3", "otr_encrypt": "AES-OTR", "otr_decrypt": "AES-OTR"}
 ROUNDS = {128: 10, 192: 12, 256: 14}
+# 256-bit-block ops: AES rounds per 16 bytes whatever --key-bits (Rijndael-256: 14 rounds of two
+# AESENC per 32-byte block, the same count per byte as AES-256; Simpira-256: 15 Feistel rounds of
+# two AESENC on one half), and how the ceiling line names them.
+WIDE_BLOCK_ROUNDS = {"rijndael256_ecb_encrypt": (14, "Rijndael-256: 2 x 14 AES rounds per 32-byte block"),
+                     "simpira256_permute": (15, "Simpira-256: 15 x 2 AES rounds per 32-byte block")}
 
 
 @dataclass
@@ -250,7 +256,7 @@ def op_ceiling(ceiling: Ceiling, spec: KernelSpec, op: str, key_bits: int, asm: 
         return done(per_iteration / together, "AES+CLMUL",
                     f"main loop per {per_iteration} B: {describe_counts(counts)}, run together {together:.1f} cycles "
                     f"(alone: AES {aes:.1f}, CLMUL {clmul:.1f})", together=True)
-    rounds = ROUNDS[key_bits]
+    rounds, wide = WIDE_BLOCK_ROUNDS.get(op, (ROUNDS[key_bits], ""))
     # A file without AES-NI (--backend gfni, ...) is held to the AES-NI bound of its width, and says so.
     aes, other = ("AES", "") if spec.backend == "aesni" else \
         ("AES-NI", f"; the {spec.backend} backend runs no vaesenc, this is what AES-NI allows at its width")
@@ -263,7 +269,8 @@ def op_ceiling(ceiling: Ceiling, spec: KernelSpec, op: str, key_bits: int, asm: 
     cost = ceiling.cost("vaesenc", width)
     if cost is None:
         return None
-    per_block = f"{AEAD_BLOCK_CIPHER[op]}: one AES call per 16-byte block, " if op in AEAD_BLOCK_CIPHER else ""
+    per_block = f"{AEAD_BLOCK_CIPHER[op]}: one AES call per 16-byte block, " if op in AEAD_BLOCK_CIPHER else \
+        f"{wide}, " if wide else ""
     return done(16 * (width // 128) / (rounds * cost.throughput_cycles), aes,
                 f"{per_block}{rounds} x vaesenc {REGISTER_KINDS[width]} at {cost.throughput_cycles:.2f} cycles per "
                 f"{16 * (width // 128)} B{other}")

@@ -84,11 +84,14 @@ def harness() -> ctypes.CDLL:
     """The loaded C harness (built on first use)."""
     lib = ctypes.CDLL(str(build_shared(HARNESS_SOURCE)))
     P, U64, SZ = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t
-    lib.abi_call.argtypes = [P, U64, ctypes.c_uint]
-    lib.abi_call.restype = ctypes.c_uint
+    for call in (lib.abi_call, lib.abi_call_win64):
+        call.argtypes = [P, U64, ctypes.c_uint]
+        call.restype = ctypes.c_uint
+    lib.call_ms_abi.argtypes = [P, P]
+    lib.call_ms_abi.restype = U64
     lib.abi_xinuse_supported.restype = ctypes.c_int
     lib.abi_avx_enabled.restype = ctypes.c_int
-    lib.mct_cbc.argtypes = [P, P, SZ, ctypes.c_uint, P, P, P, P]
+    lib.mct_cbc.argtypes = [P, P, SZ, ctypes.c_uint, P, P, P, P, ctypes.c_int]
     lib.mct_cbc.restype = ctypes.c_int
     lib.fault_install.argtypes = [P]
     lib.fault_install.restype = ctypes.c_int
@@ -131,6 +134,45 @@ class KeySchedule:
         return self.buf.read()
 
 
+MS_ABI_ARGS = 14  # what harness.c's call_ms_abi passes
+
+
+class MsAbiFunction:
+    """A win64 kernel function, called like a ctypes function but through an
+    `__attribute__((ms_abi))` pointer (harness.c `call_ms_abi`)."""
+
+    def __init__(self, address: int, argtypes: list, restype: object) -> None:
+        self.address, self.argtypes, self.restype = address, list(argtypes), restype
+
+    def __call__(self, *args):
+        if len(args) > MS_ABI_ARGS:
+            raise ValueError(f"call_ms_abi passes at most {MS_ABI_ARGS} arguments")
+        argv = (ctypes.c_uint64 * MS_ABI_ARGS)()
+        keep = []  # buffers made for bytes arguments live until the call returns
+        for i, a in enumerate(args):
+            if isinstance(a, bytes):
+                keep.append(ctypes.create_string_buffer(a, max(len(a), 1)))
+                a = keep[-1]
+            argv[i] = _word(a)
+        r = harness().call_ms_abi(self.address, argv)
+        if self.restype is None:
+            return None
+        return self.restype(r & 0xFFFFFFFF if ctypes.sizeof(self.restype) == 4 else r).value
+
+
+def _word(a) -> int:
+    """One integer register's worth of a ctypes-style argument."""
+    if a is None:
+        return 0
+    if isinstance(a, int):
+        return a & 0xFFFFFFFFFFFFFFFF
+    if isinstance(a, ctypes._SimpleCData):
+        return (a.value or 0) & 0xFFFFFFFFFFFFFFFF
+    if hasattr(a, "_obj"):  # ctypes.byref(x)
+        return ctypes.addressof(a._obj)
+    return ctypes.cast(a, ctypes.c_void_p).value or 0
+
+
 class Kernel:
     """A loaded kernel: typed access to the ABI of one prefix in one shared object.
 
@@ -160,7 +202,8 @@ class Kernel:
             if sig is None or name in self.unusable:
                 continue
             f.argtypes, f.restype = sig.argtypes, sig.restype
-            self.fn[name] = f
+            self.fn[name] = f if spec.abi == "sysv" else MsAbiFunction(fn_address(self.lib, spec.symbol(name)),
+                                                                        sig.argtypes, sig.restype)
 
     def address(self, name: str) -> int:
         return fn_address(self.lib, self.spec.symbol(name))

@@ -36,6 +36,13 @@ typedef struct abi_ctx {
     uint64_t nstack;        /* 216 how many of the 8 stack slots are arguments 7, 8, ... */
     uint64_t stack[8];      /* 224 the stack slots at the call: arguments, then sentinels */
     uint64_t stack_after[8];/* 288 the same slots after the call */
+    /* Microsoft x64 (flags bit 2): arguments 1-4 in rcx rdx r8 r9, 5 and 6 on the
+     * stack above the 32-byte shadow space, then stack[]; rdi, rsi, xmm6-15 callee-saved. */
+    uint64_t w64_seeded[2]; /* 352 rdi rsi before the call */
+    uint64_t w64_after[2];  /* 368 the same registers after the call */
+    uint64_t args56_after[2];/* 384 arguments 5 and 6 on the stack after the call */
+    uint8_t xmm_seeded[160];/* 400 xmm6..xmm15 before the call */
+    uint8_t xmm_after[160]; /* 560 the same registers after the call */
 } abi_ctx;
 
 _Static_assert(__builtin_offsetof(abi_ctx, seeded) == 56, "layout");
@@ -48,13 +55,17 @@ _Static_assert(__builtin_offsetof(abi_ctx, flags) == 212, "layout");
 _Static_assert(__builtin_offsetof(abi_ctx, nstack) == 216, "layout");
 _Static_assert(__builtin_offsetof(abi_ctx, stack) == 224, "layout");
 _Static_assert(__builtin_offsetof(abi_ctx, stack_after) == 288, "layout");
-_Static_assert(sizeof(abi_ctx) == 352, "layout");
+_Static_assert(__builtin_offsetof(abi_ctx, w64_seeded) == 352, "layout");
+_Static_assert(__builtin_offsetof(abi_ctx, xmm_seeded) == 400, "layout");
+_Static_assert(__builtin_offsetof(abi_ctx, xmm_after) == 560, "layout");
+_Static_assert(sizeof(abi_ctx) == 720, "layout");
 
 #define ABI_STACK_SLOTS 8
 
 enum {
     ABI_FLAG_XINUSE = 1,
     ABI_FLAG_VZEROUPPER = 2,
+    ABI_FLAG_WIN64 = 4,
 };
 
 /* Failure bits returned by abi_call (names live in verify/abi.py). */
@@ -65,6 +76,8 @@ enum {
     ABI_BAD_FCW = 1 << 9, ABI_BAD_YMM = 1 << 10, ABI_BAD_ZMM = 1 << 11,
     ABI_BAD_STACKARG = 1 << 12,   /* a stack argument (7th, 8th, ...) changed */
     ABI_BAD_FRAME = 1 << 13,      /* a caller stack slot above the arguments changed */
+    ABI_BAD_RDI = 1 << 14, ABI_BAD_RSI = 1 << 15,   /* win64 */
+    ABI_BAD_XMM6 = 1 << 16,       /* win64: bit 16 + i for xmm(6 + i), i = 0..9 */
 };
 
 void abi_trampoline(abi_ctx *c);
@@ -73,15 +86,20 @@ void abi_trampoline(abi_ctx *c);
  * static slots, so a callee that wrecks every register (rsp included, as
  * long as it still returns) cannot make us lose track of them.
  *
- * Below its saved registers it reserves 8 stack slots (64 bytes, keeping rsp
- * 16-byte aligned at the call) and copies ctx->stack[] there: the first
- * ctx->nstack are arguments 7, 8, ... and the rest sentinels standing for the
- * caller's frame.  After the call all 8 are copied to ctx->stack_after[]. */
+ * Below its saved registers it reserves a 112-byte area B (rsp 16-byte
+ * aligned): B+0..32 the win64 shadow space, B+32 and B+40 arguments 5 and 6
+ * (win64), B+48..112 the 8 slots ctx->stack[]: the first ctx->nstack are
+ * arguments 7, 8, ... and the rest sentinels standing for the caller's frame.
+ * SysV calls with rsp = B+48 (stack[] at the return address + 8), win64 with
+ * rsp = B.  After the call the slots are copied to ctx->stack_after[].
+ * With ABI_FLAG_WIN64 the callee also gets seeded rdi, rsi and xmm6-15. */
 __asm__(
     "    .text\n"
-    "    .local abi_saved_ctx, abi_saved_rsp\n"
+    "    .local abi_saved_ctx, abi_saved_rsp, abi_after_rdi, abi_after_rsi\n"
     "    .comm abi_saved_ctx, 8, 8\n"
     "    .comm abi_saved_rsp, 8, 8\n"
+    "    .comm abi_after_rdi, 8, 8\n"
+    "    .comm abi_after_rsi, 8, 8\n"
     "    .globl abi_trampoline\n"
     "    .type abi_trampoline, @function\n"
     "abi_trampoline:\n"
@@ -91,19 +109,25 @@ __asm__(
     "    pushq %r13\n"
     "    pushq %r14\n"
     "    pushq %r15\n"
-    "    pushq %rdi\n"                      /* rsp is now 16-byte aligned */
-    "    subq $64, %rsp\n"                  /* 8 stack-argument slots */
-    "    movq 224(%rdi), %rax\n    movq %rax, 0(%rsp)\n"
-    "    movq 232(%rdi), %rax\n    movq %rax, 8(%rsp)\n"
-    "    movq 240(%rdi), %rax\n    movq %rax, 16(%rsp)\n"
-    "    movq 248(%rdi), %rax\n    movq %rax, 24(%rsp)\n"
-    "    movq 256(%rdi), %rax\n    movq %rax, 32(%rsp)\n"
-    "    movq 264(%rdi), %rax\n    movq %rax, 40(%rsp)\n"
-    "    movq 272(%rdi), %rax\n    movq %rax, 48(%rsp)\n"
-    "    movq 280(%rdi), %rax\n    movq %rax, 56(%rsp)\n"
+    "    pushq %rdi\n"
+    "    pushq %rsi\n"
+    "    subq $120, %rsp\n"                 /* area B; rsp is now 16-byte aligned */
+    "    movq 40(%rdi), %rax\n    movq %rax, 32(%rsp)\n"
+    "    movq 48(%rdi), %rax\n    movq %rax, 40(%rsp)\n"
+    "    movq 224(%rdi), %rax\n    movq %rax, 48(%rsp)\n"
+    "    movq 232(%rdi), %rax\n    movq %rax, 56(%rsp)\n"
+    "    movq 240(%rdi), %rax\n    movq %rax, 64(%rsp)\n"
+    "    movq 248(%rdi), %rax\n    movq %rax, 72(%rsp)\n"
+    "    movq 256(%rdi), %rax\n    movq %rax, 80(%rsp)\n"
+    "    movq 264(%rdi), %rax\n    movq %rax, 88(%rsp)\n"
+    "    movq 272(%rdi), %rax\n    movq %rax, 96(%rsp)\n"
+    "    movq 280(%rdi), %rax\n    movq %rax, 104(%rsp)\n"
     "    movq %rdi, abi_saved_ctx(%rip)\n"
     "    movq %rsp, abi_saved_rsp(%rip)\n"
-    "    movq %rsp, 152(%rdi)\n"
+    "    testl $4, 212(%rdi)\n"
+    "    jnz 5f\n"
+    "    addq $48, %rsp\n"                  /* SysV: stack[] right above the return address */
+    "5:  movq %rsp, 152(%rdi)\n"
     "    stmxcsr 200(%rdi)\n"
     "    fnstcw 208(%rdi)\n"
     "    testl $2, 212(%rdi)\n"
@@ -124,19 +148,40 @@ __asm__(
     "    movq 0(%rdi), %r11\n"
     "    movq %r15, %rax\n"                 /* garbage in rax and r10 too */
     "    movq %r14, %r10\n"
-    "    movq 48(%rdi), %r9\n"
+    "    testl $4, 212(%rdi)\n"
+    "    jz 6f\n"
+    "    movdqu 400(%rdi), %xmm6\n    movdqu 416(%rdi), %xmm7\n"
+    "    movdqu 432(%rdi), %xmm8\n    movdqu 448(%rdi), %xmm9\n"
+    "    movdqu 464(%rdi), %xmm10\n    movdqu 480(%rdi), %xmm11\n"
+    "    movdqu 496(%rdi), %xmm12\n    movdqu 512(%rdi), %xmm13\n"
+    "    movdqu 528(%rdi), %xmm14\n    movdqu 544(%rdi), %xmm15\n"
+    "    movq 32(%rdi), %r9\n"
+    "    movq 24(%rdi), %r8\n"
+    "    movq 16(%rdi), %rdx\n"
+    "    movq 8(%rdi), %rcx\n"
+    "    movq 360(%rdi), %rsi\n"
+    "    movq 352(%rdi), %rdi\n"
+    "    jmp 7f\n"
+    "6:  movq 48(%rdi), %r9\n"
     "    movq 40(%rdi), %r8\n"
     "    movq 32(%rdi), %rcx\n"
     "    movq 24(%rdi), %rdx\n"
     "    movq 16(%rdi), %rsi\n"
     "    movq 8(%rdi), %rdi\n"
-    "    call *%r11\n"
+    "7:  call *%r11\n"
     "    movq %rsp, %r11\n"
     "    movq abi_saved_rsp(%rip), %rsp\n"
     "    pushfq\n"
     "    popq %r10\n"
     "    cld\n"
+    "    movq %rdi, abi_after_rdi(%rip)\n"
+    "    movq %rsi, abi_after_rsi(%rip)\n"
     "    movq abi_saved_ctx(%rip), %rdi\n"
+    "    movdqu %xmm6, 560(%rdi)\n    movdqu %xmm7, 576(%rdi)\n"
+    "    movdqu %xmm8, 592(%rdi)\n    movdqu %xmm9, 608(%rdi)\n"
+    "    movdqu %xmm10, 624(%rdi)\n    movdqu %xmm11, 640(%rdi)\n"
+    "    movdqu %xmm12, 656(%rdi)\n    movdqu %xmm13, 672(%rdi)\n"
+    "    movdqu %xmm14, 688(%rdi)\n    movdqu %xmm15, 704(%rdi)\n"
     "    movq %rax, 176(%rdi)\n"
     "    movq %r11, 160(%rdi)\n"
     "    movq %r10, 168(%rdi)\n"
@@ -146,14 +191,18 @@ __asm__(
     "    movq %r13, 128(%rdi)\n"
     "    movq %r14, 136(%rdi)\n"
     "    movq %r15, 144(%rdi)\n"
-    "    movq 0(%rsp), %rax\n    movq %rax, 288(%rdi)\n"
-    "    movq 8(%rsp), %rax\n    movq %rax, 296(%rdi)\n"
-    "    movq 16(%rsp), %rax\n    movq %rax, 304(%rdi)\n"
-    "    movq 24(%rsp), %rax\n    movq %rax, 312(%rdi)\n"
-    "    movq 32(%rsp), %rax\n    movq %rax, 320(%rdi)\n"
-    "    movq 40(%rsp), %rax\n    movq %rax, 328(%rdi)\n"
-    "    movq 48(%rsp), %rax\n    movq %rax, 336(%rdi)\n"
-    "    movq 56(%rsp), %rax\n    movq %rax, 344(%rdi)\n"
+    "    movq abi_after_rdi(%rip), %rax\n    movq %rax, 368(%rdi)\n"
+    "    movq abi_after_rsi(%rip), %rax\n    movq %rax, 376(%rdi)\n"
+    "    movq 32(%rsp), %rax\n    movq %rax, 384(%rdi)\n"
+    "    movq 40(%rsp), %rax\n    movq %rax, 392(%rdi)\n"
+    "    movq 48(%rsp), %rax\n    movq %rax, 288(%rdi)\n"
+    "    movq 56(%rsp), %rax\n    movq %rax, 296(%rdi)\n"
+    "    movq 64(%rsp), %rax\n    movq %rax, 304(%rdi)\n"
+    "    movq 72(%rsp), %rax\n    movq %rax, 312(%rdi)\n"
+    "    movq 80(%rsp), %rax\n    movq %rax, 320(%rdi)\n"
+    "    movq 88(%rsp), %rax\n    movq %rax, 328(%rdi)\n"
+    "    movq 96(%rsp), %rax\n    movq %rax, 336(%rdi)\n"
+    "    movq 104(%rsp), %rax\n    movq %rax, 344(%rdi)\n"
     "    stmxcsr 204(%rdi)\n"
     "    fnstcw 210(%rdi)\n"
     "    ldmxcsr 200(%rdi)\n"
@@ -167,7 +216,8 @@ __asm__(
     "3:  testl $2, 212(%rdi)\n"
     "    jz 4f\n"
     "    vzeroupper\n"                     /* do not leak a dirty state into C */
-    "4:  addq $64, %rsp\n"
+    "4:  addq $120, %rsp\n"
+    "    popq %rsi\n"
     "    popq %rdi\n"
     "    popq %r15\n"
     "    popq %r14\n"
@@ -219,7 +269,7 @@ int abi_avx_enabled(void)
  * whose bit is set in mask32 (bit 6 + k: stack argument k).  Stack slots past
  * the arguments get random sentinels.  Returns a mask of ABI_BAD_* bits; ctx
  * holds the raw observations. */
-unsigned abi_call(abi_ctx *ctx, uint64_t seed, unsigned mask32)
+static unsigned abi_call_as(abi_ctx *ctx, uint64_t seed, unsigned mask32, int win64)
 {
     uint64_t s = seed;
     unsigned bad = 0;
@@ -241,7 +291,13 @@ unsigned abi_call(abi_ctx *ctx, uint64_t seed, unsigned mask32)
         }
         ctx->stack_after[i] = 0;
     }
-    ctx->flags = 0;
+    ctx->flags = win64 ? ABI_FLAG_WIN64 : 0;
+    for (int i = 0; i < 2; i++)
+        ctx->w64_seeded[i] = splitmix64(&s);
+    for (int i = 0; i < 160; i += 8) {
+        uint64_t r = splitmix64(&s);
+        memcpy(ctx->xmm_seeded + i, &r, 8);
+    }
     if (abi_avx_enabled())
         ctx->flags |= ABI_FLAG_VZEROUPPER;
     if (abi_xinuse_supported())
@@ -262,6 +318,17 @@ unsigned abi_call(abi_ctx *ctx, uint64_t seed, unsigned mask32)
     for (unsigned i = 0; i < ABI_STACK_SLOTS; i++)
         if (ctx->stack_after[i] != ctx->stack[i])
             bad |= i < ctx->nstack ? ABI_BAD_STACKARG : ABI_BAD_FRAME;
+    if (win64) {
+        for (int i = 0; i < 2; i++)
+            if (ctx->w64_seeded[i] != ctx->w64_after[i])
+                bad |= ABI_BAD_RDI << i;
+        for (int i = 0; i < 10; i++)
+            if (memcmp(ctx->xmm_seeded + 16 * i, ctx->xmm_after + 16 * i, 16))
+                bad |= ABI_BAD_XMM6 << i;
+        for (int i = 0; i < 2; i++)
+            if (ctx->args56_after[i] != ctx->args[4 + i])
+                bad |= ABI_BAD_STACKARG;
+    }
     if (ctx->flags & ABI_FLAG_XINUSE) {
         uint64_t newly = ctx->xinuse_after & ~ctx->xinuse_before;
         if (newly & (1u << 2))
@@ -270,6 +337,18 @@ unsigned abi_call(abi_ctx *ctx, uint64_t seed, unsigned mask32)
             bad |= ABI_BAD_ZMM;
     }
     return bad;
+}
+
+/* Call as SysV (abi_call) or through the Microsoft x64 convention (abi_call_win64,
+ * which also seeds and checks rdi, rsi and xmm6-15). */
+unsigned abi_call(abi_ctx *ctx, uint64_t seed, unsigned mask32)
+{
+    return abi_call_as(ctx, seed, mask32, 0);
+}
+
+unsigned abi_call_win64(abi_ctx *ctx, uint64_t seed, unsigned mask32)
+{
+    return abi_call_as(ctx, seed, mask32, 1);
 }
 
 /* ------------------------------------------------------------------------
@@ -331,7 +410,58 @@ __asm__(
     "    ret\n"
     "abi_fault_frame:\n"                  /* writes the slot above its 4 stack arguments */
     "    notq 40(%rsp)\n"
+    "    ret\n"
+    /* Microsoft x64 callees (called with abi_call_win64): arguments in rcx, rdx, ... */
+    "    .globl abi_w64_clean, abi_w64_fault_xmm6, abi_w64_fault_xmm15, abi_w64_fault_rsi\n"
+    "    .globl abi_w64_fault_rdi, abi_w64_stack_echo, abi_w64_fault_arg5\n"
+    "abi_w64_clean:\n"                    /* uses rsi and xmm6, restores both; returns edx */
+    "    pushq %rsi\n"
+    "    subq $16, %rsp\n"
+    "    movdqu %xmm6, (%rsp)\n"
+    "    pxor %xmm6, %xmm6\n"
+    "    movq $0x5a5a5a5a, %rsi\n"
+    "    movdqu (%rsp), %xmm6\n"
+    "    addq $16, %rsp\n"
+    "    popq %rsi\n"
+    "    movl %edx, %eax\n"
+    "    ret\n"
+    "abi_w64_fault_xmm6:\n"               /* a SysV habit: xmm6 treated as scratch */
+    "    pxor %xmm6, %xmm6\n"
+    "    movl %edx, %eax\n"
+    "    ret\n"
+    "abi_w64_fault_xmm15:\n"
+    "    pcmpeqd %xmm15, %xmm15\n"
+    "    movl %edx, %eax\n"
+    "    ret\n"
+    "abi_w64_fault_rsi:\n"                /* a SysV habit: rsi treated as scratch */
+    "    xorl %esi, %esi\n"
+    "    movl %edx, %eax\n"
+    "    ret\n"
+    "abi_w64_fault_rdi:\n"
+    "    notq %rdi\n"
+    "    movl %edx, %eax\n"
+    "    ret\n"
+    "abi_w64_stack_echo:\n"               /* clean: returns arg5 ^ arg6 ^ arg7 ^ arg8 */
+    "    movq 40(%rsp), %rax\n"
+    "    xorq 48(%rsp), %rax\n"
+    "    xorq 56(%rsp), %rax\n"
+    "    xorq 64(%rsp), %rax\n"
+    "    ret\n"
+    "abi_w64_fault_arg5:\n"               /* overwrites its 5th argument */
+    "    notq 40(%rsp)\n"
     "    ret\n");
+
+/* Call fn as a Microsoft x64 function with 14 integer arguments (extra ones are
+ * ignored by the callee): how the verifier's direct calls reach win64 kernels. */
+typedef uint64_t (__attribute__((ms_abi)) *ms_abi_fn)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                                                       uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                                                       uint64_t, uint64_t, uint64_t, uint64_t);
+
+uint64_t call_ms_abi(void *fn, const uint64_t *a)
+{
+    ms_abi_fn f = (ms_abi_fn)fn;
+    return f(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13]);
+}
 
 /* ------------------------------------------------------------------------
  * CAVP Monte-Carlo test for CBC (AESAVS section 6.4), encrypt or decrypt.
@@ -343,12 +473,17 @@ __asm__(
  * Returns 0, -1 if set_key failed, -2 on allocation failure. */
 typedef int (*set_key_fn)(const uint8_t *, unsigned, void *);
 typedef void (*cbc_fn)(const void *, const uint8_t *, uint8_t *, size_t, uint8_t *);
+typedef int (__attribute__((ms_abi)) *set_key_ms_fn)(const uint8_t *, unsigned, void *);
+typedef void (__attribute__((ms_abi)) *cbc_ms_fn)(const void *, const uint8_t *, uint8_t *, size_t, uint8_t *);
 
+/* win64 != 0: the kernel functions follow the Microsoft x64 convention. */
 int mct_cbc(void *set_key, void *cbc, size_t key_bytes, unsigned bits,
-            const uint8_t *key0, const uint8_t *iv0, const uint8_t *in0, uint8_t *rec)
+            const uint8_t *key0, const uint8_t *iv0, const uint8_t *in0, uint8_t *rec, int win64)
 {
     set_key_fn sk = (set_key_fn)set_key;
     cbc_fn f = (cbc_fn)cbc;
+    set_key_ms_fn sk_ms = (set_key_ms_fn)set_key;
+    cbc_ms_fn f_ms = (cbc_ms_fn)cbc;
     size_t kb = bits / 8;
     uint8_t key[32], iv[16], in[16], chain[16], x[16], prev[16], prev2[16], next[16];
     void *ks = aligned_alloc(64, (key_bytes + 63) / 64 * 64);
@@ -363,13 +498,16 @@ int mct_cbc(void *set_key, void *cbc, size_t key_bytes, unsigned bits,
         memcpy(r, key, kb);
         memcpy(r + 32, iv, 16);
         memcpy(r + 48, in, 16);
-        if (sk(key, bits, ks) != 0) {
+        if ((win64 ? sk_ms(key, bits, ks) : sk(key, bits, ks)) != 0) {
             free(ks);
             return -1;
         }
         memcpy(chain, iv, 16);
         for (int j = 0; j < 1000; j++) {
-            f(ks, in, x, 1, chain);
+            if (win64)
+                f_ms(ks, in, x, 1, chain);
+            else
+                f(ks, in, x, 1, chain);
             memcpy(next, j == 0 ? iv : prev, 16);
             memcpy(prev2, prev, 16);
             memcpy(prev, x, 16);

@@ -222,7 +222,7 @@ def check_mct(kernel: Kernel, fn: str, probe: Probe) -> Iterator[CheckResult]:
         src = first.ciphertext if decrypt else first.plaintext
         rec = ctypes.create_string_buffer(100 * 80)
         rc = h.mct_cbc(set_key, kernel.address(fn), kernel.spec.key_bytes, bits,
-                       first.key, first.iv, src, rec)
+                       first.key, first.iv, src, rec, kernel.spec.abi == "win64")
         if rc != 0:
             yield CheckResult(name, "fail", f"harness mct_cbc returned {rc}")
             continue

@@ -226,7 +226,7 @@ def verify_kernel(
 ) -> list[CheckResult]:
     """Every check for one kernel file (.S, or a .c test fixture); never raises for kernel bugs."""
     from aesgen import cpu
-    from aesgen.verify import abi, aead, differential, guard, kat, mpc, ocb, otr_checks, simcheck, xts
+    from aesgen.verify import abi, aead, differential, guard, kat, mpc, ocb, otr_checks, simcheck, wideblock, xts
     from aesgen.verify.build import BuildError, Kernel, build_shared, harness
 
     path = Path(asm_path)
@@ -244,9 +244,7 @@ def verify_kernel(
     missing = cpu.missing_features(spec.features)
     if missing:
         return results + _skip_all(spec, "CPU lacks " + ", ".join(missing))
-    if spec.abi != "sysv":  # ctypes and the trampoline call through the host's SysV ABI
-        return results + _skip_all(spec, f"{spec.abi} kernels cannot be called on this SysV host")
-
+    # win64 files: Kernel calls through ms_abi pointers, the trampoline through the Microsoft convention.
     kernel = Kernel(so, spec)
     results.extend(kernel.problems)  # unknown modes/functions, missing KernelSpec size attributes
     if kernel.missing:
@@ -275,6 +273,8 @@ def verify_kernel(
     for unit in otr_checks.units(kernel, n=n, quick=quick, seed=seed):
         units.append(unit)
     for unit in mpc.units(kernel, n=n, quick=quick, seed=seed):
+        units.append(unit)
+    for unit in wideblock.units(kernel, n=n, quick=quick, seed=seed):
         units.append(unit)
     units.append(("simulate", lambda p: simcheck.check(kernel, p, seed=seed)))
     units.append(("abi", lambda p: abi.check(kernel, p, n=n, quick=quick, seed=seed)))

@@ -19,8 +19,9 @@ from aesgen.verify.results import CheckResult
 P, SZ, U, I = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int
 
 # Families: which group of checks a function gets.
-CPU, KEYSETUP, BLOCK, GCM, GCM_STREAM, HASH, GCMSIV, XTS, GFDOUBLE, OCB, OTR, MPC = (
-    "cpu", "keysetup", "block", "gcm", "gcm-stream", "hash", "gcm-siv", "xts", "gfdouble", "ocb", "otr", "mpc")
+CPU, KEYSETUP, BLOCK, GCM, GCM_STREAM, HASH, GCMSIV, XTS, GFDOUBLE, OCB, OTR, WIDEBLOCK, MPC = (
+    "cpu", "keysetup", "block", "gcm", "gcm-stream", "hash", "gcm-siv", "xts", "gfdouble", "ocb", "otr",
+    "wideblock", "mpc")
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class Param:
     """One C parameter.
 
     size (pointers only): an int (bytes), the name of a length parameter
-    ("len", "aadlen", ...), "16*<param>" (whole blocks), "<param>/8" (bits to
+    ("len", "aadlen", ...), "16*<param>" (whole blocks; "32*": 256-bit blocks), "<param>/8" (bits to
     bytes), or "spec:<attr>" (a size the KernelSpec provides, e.g. gcm_key_bytes).
     access: "r" (must be left unchanged), "w" or "rw".
     aligned: the caller guarantees 64-byte alignment (key schedules, ctx)."""
@@ -103,8 +104,9 @@ class Signature:
             raise ValueError(f"{self.name}.{p.name} has no size")
         if s.startswith("spec:"):
             return int(getattr(spec, s[5:]))
-        if s.startswith("16*"):
-            return 16 * values[s[3:]]
+        if "*" in s:  # whole blocks of 16 or 32 bytes
+            size, _, count = s.partition("*")
+            return int(size) * values[count]
         if s.endswith("/8"):
             return values[s[:-2]] // 8
         return values[s]
@@ -121,6 +123,7 @@ _CTX = Param("ctx", P, "spec:gcm_ctx_bytes", "rw", aligned=True)
 _XKEY = Param("xkey", P, "spec:xts_key_bytes", "r", aligned=True)
 _OKEY = Param("okey", P, "spec:ocb_key_bytes", "r", aligned=True)
 _TKEY = Param("tkey", P, "spec:otr_key_bytes", "r", aligned=True)
+_RKEY = Param("rkey", P, "spec:rijndael256_key_bytes", "r", aligned=True)
 
 
 def _block(name: str, count: str, chain: str | None, setup: str) -> Signature:
@@ -165,6 +168,13 @@ def _otr(name: str, decrypt: bool) -> Signature:
                 Param("aad", P, "aadlen", "r"), Param("aadlen", SZ),
                 Param("in", P, "len", "r"), Param("out", P, "len", "w"), Param("len", SZ),
                 Param("tag", P, 16, "r" if decrypt else "w"), key_setup="otr_set_key", zero_on_fail=decrypt)
+
+
+def _wideblock(name: str, *key: Param, setup: str | None = None) -> Signature:
+    """nblocks 32-byte blocks from in to out (Rijndael-256 under a key, or Simpira-256)."""
+    return _sig(name, WIDEBLOCK, None, *key, Param("in", P, "32*nblocks", "r"),
+                Param("out", P, "32*nblocks", "w"), Param("nblocks", SZ), key_setup=setup,
+                len0_touches_nothing=True)
 
 
 def _gfdouble(name: str) -> Signature:
@@ -230,14 +240,18 @@ SIGNATURES: dict[str, Signature] = {s.name: s for s in (
     _sig("cbc_encrypt_multi", MPC, None, Param("keys", P, None, "r"), Param("in", P, None, "r"),
          Param("out", P, None, "r"), Param("nblocks", SZ), Param("ivs", P, None, "r"), Param("nstreams", U),
          key_setup="set_encrypt_key", len0_touches_nothing=True),
+    # 256-bit blocks (kernels/wideblock.py)
+    _setup("rijndael256_set_encrypt_key", _RKEY, (256,)),
+    _wideblock("rijndael256_ecb_encrypt", _RKEY, setup="rijndael256_set_encrypt_key"),
+    _wideblock("simpira256_permute"),
 )}
 
 AEAD_FAMILIES = (GCM, GCM_STREAM, HASH, GCMSIV)
 # Families whose calls are driven by scenes (a prepared key or context): verify/aead.py's
 # and verify/tweakable.py's.
-SCENE_FAMILIES = AEAD_FAMILIES + (XTS, GFDOUBLE, OCB, OTR, MPC)
+SCENE_FAMILIES = AEAD_FAMILIES + (XTS, GFDOUBLE, OCB, OTR, WIDEBLOCK, MPC)
 # Families whose length is counted in blocks (MPC: blocks per key or stream; key count for setup).
-BLOCK_COUNTED = (HASH, GFDOUBLE, MPC)
+BLOCK_COUNTED = (HASH, GFDOUBLE, WIDEBLOCK, MPC)
 
 
 def lookup(name: str) -> Signature | None:
@@ -328,6 +342,8 @@ def check_groups(fn: str) -> list[str]:
         groups = [f"abi {fn}", f"guard {fn} after", f"guard {fn} before"]
         if fn in ("set_encrypt_key", "set_decrypt_key"):
             return ["keyschedule"] + groups
+        if fn == "rijndael256_set_encrypt_key":
+            return [f"kat {fn}", f"badargs {fn}"] + groups
         return [f"badargs {fn}"] + groups
     if fam == BLOCK:
         groups = [f"kat {fn}", f"diff {fn}", f"simulate {fn}", f"abi {fn}",
@@ -348,7 +364,7 @@ def check_groups(fn: str) -> list[str]:
             return [f"badargs {fn}"] + guards
         return [f"kat {fn}", f"diff {fn}", f"badargs {fn}", f"guard {fn} len0"] + guards + \
             ([f"tamper {fn}"] if fn == "otr_decrypt" else [])
-    if fam == MPC:
+    if fam in (WIDEBLOCK, MPC):
         return [f"kat {fn}", f"diff {fn}", f"simulate {fn}", f"abi {fn}", f"guard {fn} after",
                 f"guard {fn} before", f"guard {fn} len0"]
     if fam in AEAD_FAMILIES:

@@ -77,6 +77,7 @@ class _FunctionTaint:
         self.rsp_escaped = False  # rsp was copied into another register
         self.rsp_delta = 0  # rsp relative to function entry at the current instruction
         self.declassify: frozenset[int] = frozenset()  # ips whose results are public by design
+        self.restores: frozenset[int] = frozenset()  # ips of pops that restore the caller's registers
 
     def snapshot(self) -> tuple:
         return (len(self.gprs), len(self.stack), self.stack_wild, self.pushed_secret,
@@ -114,6 +115,7 @@ class _Scanner:
         t = _FunctionTaint(self.public_disps)
         t.declassify = declassify
         infos = [(ins, self.factory.info(ins)) for ins in fn.instructions if not is_padding(ins)]
+        t.restores = _epilogue_pops(infos)
         while True:  # grow taint to a fixpoint, then report in one last pass
             before = t.snapshot()
             self._pass(fn, infos, t, None)
@@ -210,6 +212,8 @@ class _Scanner:
             for reg in written:
                 if reg == Register.RSP and ins.is_stack_instruction:
                     continue
+                if ins.ip in t.restores:  # the caller's value, dead in this function
+                    continue
                 if secret_in:
                     t.gprs.add(reg)
 
@@ -244,9 +248,28 @@ class _Scanner:
                     and ins.op1_kind in (OpKind.IMMEDIATE8TO64, OpKind.IMMEDIATE32TO64):
                 imm = _signed64(ins.immediate(1))
                 t.rsp_delta = pre_delta + (imm if ins.mnemonic == Mnemonic.ADD else -imm)
+            elif ins.mnemonic == Mnemonic.LEA and ins.op0_register == Register.RSP \
+                    and ins.memory_base == Register.RSP and ins.memory_index == Register.NONE:
+                # lea d(%rsp),%rsp releases scratch inside the body (win64 CTR tails): never an epilogue
+                t.rsp_delta = pre_delta + _signed64(ins.memory_displacement)
             elif ins.flow_control == FlowControl.RETURN and epilogue_delta is not None:
                 t.rsp_delta = epilogue_delta
                 epilogue_delta = None
+
+
+def _epilogue_pops(infos) -> frozenset[int]:
+    """ips of pops followed by nothing but pops up to a ret: they restore the caller's
+    registers, which this function never reads again, so their taint cannot matter."""
+    out: set[int] = set()
+    tail = False  # inside a run of pops that ends at a ret (scanning backwards)
+    for ins, _ in reversed(infos):
+        if ins.flow_control == FlowControl.RETURN:
+            tail = True
+        elif ins.mnemonic == Mnemonic.POP and tail:
+            out.add(ins.ip)
+        else:
+            tail = False
+    return frozenset(out)
 
 
 def _reg_name(reg: Register) -> str:

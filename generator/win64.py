@@ -1,0 +1,160 @@
+"""The Microsoft x64 calling convention around a SysV body (`--abi win64`).
+
+Every kernel is written against SysV (arguments in rdi, rsi, rdx, rcx, r8, r9, then
+the stack). For win64 the emitter wraps each allocated function:
+
+* prologue: push rdi and rsi (callee-saved on Windows), allocate a frame, save the
+  xmm6-15 the body writes (only those: the low 128 bits are what Windows preserves),
+  then move rcx, rdx, r8, r9 and the stack arguments 5.. (above the caller's 32-byte
+  shadow space) to where the SysV body reads them;
+* the body, unchanged (Windows has no red zone: kernels that keep scratch below rsp
+  allocate it instead when spec.abi is win64, and a body that still did is refused);
+* an epilogue in place of every `ret`.
+
+Frame, from rsp upwards at the end of the prologue (rsp 16-byte aligned there, as the
+unwind codes for the xmm saves require):
+
+    [0, 8*n)         arguments 7.. copied for the body (it reads them above its return address)
+    [X, X+16*k)      the saved xmm6-15, X 16-byte aligned
+    (8 bytes of padding), saved rsi, saved rdi, return address, shadow space, args 5..
+
+A body that uses the stack (pushes, a frame, stack arguments, a scratch block) then
+gets 8 more bytes, standing for its return address: it runs with rsp 8 mod 16 as after
+a SysV call (legacy SSE memory operands on its frame need the alignment it planned).
+
+The unwind information (`.seh_*`, emitted for COFF only) describes that frame exactly
+for bodies that leave the stack alone (ECB, CBC, XTS, ...). The 8 alignment bytes and a
+body's own pushes of rbx/rbp/r12-r15 and frames (GCM, OCB, OTR, cpu_supported, ...)
+come after the prologue and are not described: no kernel calls out or raises, so no
+exception unwinds through them, but a debugger's stack walk inside them is approximate.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .dsl import BuildError
+from .ir import Insn, Mem
+from .regalloc import Phys
+
+WIN64_ARGS = ("rcx", "rdx", "r8", "r9")
+SYSV_REGISTER_ARGS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
+CALLEE_SAVED_XMM = range(6, 16)
+# On entry, argument 5 is above the return address and the caller's 32-byte shadow space.
+STACK_ARGS_AT_ENTRY = 8 + 32
+PUSHED = ("rdi", "rsi")
+EPILOGUE = "win64 epilogue"
+
+
+@dataclass(frozen=True)
+class Directive:
+    """A line of assembler directives for one object format ("elf" or "coff")."""
+
+    flavour: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Frame:
+    nstack: int  # arguments 7.. the body reads from the stack
+    saved_xmm: tuple[int, ...]
+    realign: bool  # the body uses the stack: give it rsp 8 mod 16, as after a SysV call
+
+    @property
+    def pad(self) -> int:
+        return 8 if self.realign else 0
+
+    @property
+    def xmm_area(self) -> int:
+        return (8 * self.nstack + 15) // 16 * 16
+
+    @property
+    def size(self) -> int:
+        """rsp after the two pushes is 8 mod 16: the allocation makes it 0 mod 16."""
+        return self.xmm_area + 16 * len(self.saved_xmm) + 8
+
+    def entry_arg(self, k: int) -> Mem:
+        """Argument k (0-based, k >= 4) where the caller put it, seen from the end of the prologue."""
+        return Mem("rsp", self.size + 8 * len(PUSHED) + STACK_ARGS_AT_ENTRY + 8 * (k - 4), bits=64)
+
+
+def _mems(i: Insn) -> list[Mem]:
+    return [o for o in (i.dst, *i.srcs) if isinstance(o, Mem)]
+
+
+def check_body(items: list) -> None:
+    """Win64 has no red zone: a body must not touch the stack below rsp (the kernels
+    allocate such scratch themselves when spec.abi is win64)."""
+    for i in items:
+        if isinstance(i, Insn) and any(m.base == "rsp" and m.disp < 0 for m in _mems(i)):
+            raise BuildError(f"internal: {i.op} reads or writes below rsp, which win64 does not allow")
+
+
+def uses_stack(items: list) -> bool:
+    return any(isinstance(i, Insn) and (i.op in ("push", "pop") or i.dst == "rsp"
+                                        or any(m.base == "rsp" for m in _mems(i))) for i in items)
+
+
+def written_xmm(items: list) -> tuple[int, ...]:
+    """The callee-saved vector registers (xmm6-15 at any width) the body uses."""
+    used = {o.num for i in items if isinstance(i, Insn) for o in (i.dst, *i.srcs) if isinstance(o, Phys)}
+    return tuple(n for n in CALLEE_SAVED_XMM if n in used)
+
+
+def frame_for(items: list, nargs: int) -> Frame:
+    check_body(items)
+    nstack = max(0, nargs - len(SYSV_REGISTER_ARGS))
+    return Frame(nstack, written_xmm(items), realign=nstack > 0 or uses_stack(items))
+
+
+def _xmm_move(op: str, reg: int, mem: Mem) -> Insn:
+    role = f"saved xmm{reg}"
+    if op == "vstore_key":
+        return Insn(op, mem, (Phys(reg, role),), width=128, comment="win64: callee-saved")
+    return Insn(op, Phys(reg, role), (mem,), width=128, comment="win64: callee-saved")
+
+
+def prologue(frame: Frame, nargs: int) -> list:
+    out: list = []
+    for r in PUSHED:
+        out += [Insn("push", r, comment="win64: callee-saved"), Directive("coff", f".seh_pushreg %{r}")]
+    out += [Insn("sub", "rsp", imm=frame.size, comment="win64 frame (no red zone)"),
+            Directive("coff", f".seh_stackalloc {frame.size}"),
+            Directive("elf", f".cfi_adjust_cfa_offset {frame.size}")]
+    for j, reg in enumerate(frame.saved_xmm):
+        off = frame.xmm_area + 16 * j
+        out += [_xmm_move("vstore_key", reg, Mem("rsp", off)), Directive("coff", f".seh_savexmm %xmm{reg}, {off}")]
+    out.append(Directive("coff", ".seh_endprologue"))
+    # Arguments 7.. first, through rdi (not yet an argument; it only ever holds pointers,
+    # so the static check sees a public copy), then rcx and rdx before they are overwritten.
+    for j in range(frame.nstack):
+        out += [Insn("load64", "rdi", (frame.entry_arg(6 + j),), comment=f"win64 argument {7 + j}"),
+                Insn("store64", Mem("rsp", 8 * j, bits=64), ("rdi",), comment="where the SysV body reads it")]
+    for k, (src, dst) in enumerate(zip(WIN64_ARGS, SYSV_REGISTER_ARGS)):
+        if k < nargs:
+            out.append(Insn("mov", dst, (src,), comment=f"win64 argument {k + 1}"))
+    for k in range(4, min(nargs, 6)):
+        out.append(Insn("load64", SYSV_REGISTER_ARGS[k], (frame.entry_arg(k),), comment=f"win64 argument {k + 1}"))
+    if frame.realign:
+        # The unwind codes need rsp 0 mod 16 (xmm saves), a SysV body expects 8 mod 16
+        # (legacy SSE memory operands on its frame): 8 more bytes, where its return address would be.
+        out += [Insn("sub", "rsp", imm=frame.pad, comment="SysV alignment for the body"),
+                Directive("elf", f".cfi_adjust_cfa_offset {frame.pad}")]
+    return out
+
+
+def epilogue(frame: Frame) -> list:
+    out: list = [_xmm_move("vload_key", reg, Mem("rsp", frame.pad + frame.xmm_area + 16 * j))
+                 for j, reg in enumerate(frame.saved_xmm)]
+    total = frame.size + frame.pad
+    out += [Insn("add", "rsp", imm=total, comment=EPILOGUE), Directive("elf", f".cfi_adjust_cfa_offset -{total}")]
+    out += [Insn("pop", r) for r in reversed(PUSHED)]
+    return out + [Insn("ret")]
+
+
+def wrap(items: list, nargs: int) -> list:
+    """items: a SysV function's allocated items, endbr64 first. Returns the win64 function."""
+    frame = frame_for(items, nargs)
+    out = [items[0], *prologue(frame, nargs)]
+    for it in items[1:]:
+        out.extend(epilogue(frame) if isinstance(it, Insn) and it.op == "ret" else [it])
+    return out

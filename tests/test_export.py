@@ -1,0 +1,303 @@
+"""`aesgen export` and the Microsoft x64 ABI (`--abi win64`).
+
+The exported folder is built and checked the way a user would (`make -C DIR check`),
+in both ABIs; the win64 functions are reached through ms_abi prototypes, and the same
+objects called as SysV must fail (the check has teeth). The smoke vectors are checked
+against `cryptography` here, so a typo in the data cannot pass unnoticed.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM, AESGCMSIV, AESOCB3
+
+from _support import aesgen_command, run
+from aesgen.pipeline import generate
+from aesgen.spec import KernelSpec
+from aesgen.verify import abi, smoke
+from aesgen.verify.runner import verify_kernel
+
+SMALL = "ecb,ctr32,cbc,gcm,ocb"  # a few families with stack arguments, frames and tails
+MINGW_AS = "x86_64-w64-mingw32-as"
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """No tuning file: exports choose by the model, the same on every run."""
+    tune = tmp_path_factory.mktemp("tune")
+    return {**{k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}, "AESGEN_TUNE_DIR": str(tune)}
+
+
+def export(env: dict[str, str], out: Path, *args: str):
+    return run(aesgen_command() + ["export", "--target", "native", "-o", str(out), *args], env=env)
+
+
+def make(folder: Path, *targets: str, **variables: str) -> subprocess.CompletedProcess:
+    cmd = ["make", "-C", str(folder), *targets, *(f"{k}={v}" for k, v in variables.items())]
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module", params=["sysv", "win64"])
+def exported(request, env, tmp_path_factory) -> tuple[str, Path]:
+    out = tmp_path_factory.mktemp(f"export-{request.param}")
+    p = export(env, out, "--abi", request.param, "--modes", SMALL)
+    assert p.returncode == 0, p.stderr
+    return request.param, out
+
+
+# ---------------------------------------------------------------- the folder
+
+
+def test_export_writes_one_pair_per_family_and_the_build_files(exported) -> None:
+    _, out = exported
+    stems = [f"aesgen_native_{m}" for m in SMALL.split(",")]
+    want = {f"{s}{x}" for s in stems for x in (".S", ".h")} | {"Makefile", "README.md", "smoke_test.c"}
+    assert {p.name for p in out.iterdir()} == want
+
+
+def test_make_check_passes_through_the_headers(exported) -> None:
+    abi_name, out = exported
+    p = make(out, "check", CFLAGS="-O2 -Wall -Wextra -Werror")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert (out / "libaesgen.a").is_file()
+    lines = p.stdout.splitlines()
+    for mode in SMALL.split(","):
+        assert any(line.startswith(f"ok   aesgen_native_{mode}: ") and "known-answer" in line for line in lines), mode
+    assert re.search(r"\d+ checks, 0 failed, 0 file\(s\) skipped", p.stdout)
+    if abi_name == "win64":
+        assert "__attribute__((ms_abi))" in (out / "aesgen_native_ecb.h").read_text()
+
+
+def test_win64_objects_called_as_sysv_fail_the_smoke_test(exported, tmp_path: Path) -> None:
+    """Negative: the same win64 objects behind SysV prototypes must not pass."""
+    abi_name, out = exported
+    if abi_name != "win64":
+        pytest.skip("win64 exports only")
+    copy = tmp_path / "sysv-calls"
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns("*.o", "*.a", "smoke_test"))
+    p = make(copy, "check", CFLAGS="-O2 -DAESGEN_MS_ABI=")
+    assert p.returncode != 0, p.stdout
+
+
+def test_readme_is_generated_from_data(exported) -> None:
+    abi_name, out = exported
+    text = (out / "README.md").read_text()
+    assert f"aesgen export --target native --abi {abi_name} --modes {SMALL} -o DIR" in text
+    assert "commit" in text or "not a git checkout" in text
+    for mode, title in (("gcm", "GCM"), ("ocb", "OCB3")):
+        assert f"### {title}: `aesgen_native_{mode}.h`" in text
+    header = (out / "aesgen_native_gcm.h").read_text()
+    assert "aesgen_native_gcm_gcm_encrypt(" in text and "vpclmulqdq" in text
+    assert re.search(r"aesgen generate gcm .*--prefix aesgen_native_gcm -o aesgen_native_gcm.S", header)
+    assert "not measured" in text
+
+
+def test_export_is_deterministic(env, tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        assert export(env, tmp_path / name, "--abi", "win64", "--modes", "ctr32,xts").returncode == 0
+    for f in (tmp_path / "a").iterdir():
+        assert f.read_bytes() == (tmp_path / "b" / f.name).read_bytes(), f.name
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--target", "pentium4"], "pentium4"),
+    (["--modes", "ecb,rot13"], "rot13"),
+    (["--abi", "vax"], "vax"),
+])
+def test_export_refuses_in_one_line_with_exit_2(env, tmp_path: Path, args: list[str], named: str) -> None:
+    out = tmp_path / "out"
+    p = run(aesgen_command() + ["export", "-o", str(out), *args], env=env)
+    assert p.returncode == 2
+    assert named in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_a_depth_the_mode_refuses_is_lowered_and_said(env, tmp_path: Path) -> None:
+    """Westmere's model wants depth 3; OCB takes power-of-two batches: the export uses 2
+    and the README gives the refusal (no mode is special-cased in export)."""
+    p = run(aesgen_command() + ["export", "--target", "westmere", "--abi", "win64", "--modes", "ocb,ctr32",
+                                "-o", str(tmp_path)], env=env)
+    assert p.returncode == 0, p.stderr
+    assert re.search(r"OCB3 \| sse, 128-bit x depth 2 \| .*depth 3 refused: OCB needs a power-of-two batch",
+                     (tmp_path / "README.md").read_text())
+    m = make(tmp_path, "check")
+    assert m.returncode == 0 and "0 failed" in m.stdout, m.stdout + m.stderr
+
+
+def test_export_verify_records_the_results(env, tmp_path: Path) -> None:
+    p = export(env, tmp_path, "--abi", "win64", "--modes", "ecb", "--verify")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert re.search(r"\| `aesgen_native_ecb.S` \| \d+ passed, 0 failed", (tmp_path / "README.md").read_text())
+
+
+# ---------------------------------------------------------------- COFF
+
+
+@pytest.mark.skipif(shutil.which(MINGW_AS) is None, reason=f"needs {MINGW_AS} (apt: binutils-mingw-w64-x86-64)")
+def test_win64_export_assembles_as_coff_with_unwind_info(exported) -> None:
+    abi_name, out = exported
+    if abi_name != "win64":
+        pytest.skip("win64 exports only")
+    p = make(out, "coff")
+    assert p.returncode == 0, p.stdout + p.stderr
+    for mode in SMALL.split(","):
+        coff = (out / f"aesgen_native_{mode}.coff.s").read_text()
+        for elf_only in (".size", ".note.GNU-stack", ".rodata", ".cfi_", "@function", "@progbits"):
+            assert elf_only not in coff, (mode, elf_only)
+        assert not re.search(r"^\s*\.type\s", coff, re.M)  # COFF's .type sits inside .def
+        assert ".seh_proc" in coff and ".seh_endprologue" in coff
+        objdump = shutil.which("x86_64-w64-mingw32-objdump")
+        if objdump:
+            dump = subprocess.run([objdump, "-x", str(out / f"aesgen_native_{mode}.obj")],
+                                  capture_output=True, text=True).stdout
+            assert "pe-x86-64" in dump and ".pdata" in dump and ".xdata" in dump
+            assert re.search(rf" 0x[0-9a-f]+ aesgen_native_{mode}_cpu_supported$", dump, re.M)  # no underscore
+
+
+# ---------------------------------------------------------------- the win64 wrapper
+
+
+def test_win64_saves_only_the_xmm_registers_a_function_uses() -> None:
+    asm = generate(KernelSpec(("ecb",), "avx", 128, 1, abi="win64")).asm
+    key_setup = asm[asm.index("_set_encrypt_key:"):asm.index("_set_decrypt_key:")]
+    ecb = asm[asm.index("_ecb_encrypt:"):asm.index("_ecb_decrypt:")]
+    saved = lambda text: set(re.findall(r"seh_savexmm %xmm(\d+)", text))  # noqa: E731
+    assert saved(ecb) and saved(ecb) <= {str(i) for i in range(6, 16)}
+    used = {n for n in re.findall(r"%[xy]mm(\d+)", ecb) if 6 <= int(n) <= 15}
+    assert saved(ecb) == used
+    assert "seh_savexmm" not in asm[asm.index("_cpu_supported:"):asm.index("_set_encrypt_key:")]
+    assert saved(key_setup) <= {str(i) for i in range(6, 16)}
+
+
+def test_sysv_output_is_unchanged_by_the_abi_field() -> None:
+    asm = generate(KernelSpec(("ctr32",), "avx2", 256, 2)).asm
+    assert "AESGEN_" not in asm and ".seh_" not in asm and "(%rsp)" in asm  # red zone tail as before
+
+
+def test_abi_trampoline_win64_self_tests_catch_planted_faults() -> None:
+    results = list(abi.win64_self_tests(seed=3))
+    assert {r.name for r in results} >= {"abi selftest win64 fault_xmm6", "abi selftest win64 fault_rsi",
+                                         "abi selftest win64 clean", "abi selftest win64 stackargs"}
+    bad = [r for r in results if r.status != "pass"]
+    assert not bad, bad
+
+
+def test_a_win64_kernel_without_its_xmm6_save_is_caught(tmp_path: Path) -> None:
+    """Negative, end to end: drop the restore of xmm6 from a generated win64 file."""
+    spec = KernelSpec(("ecb",), "avx2", 256, 8, abi="win64", prefix="broken_w64")
+    asm = generate(spec, "broken.S").asm
+    assert "saved xmm6" in asm
+    path = tmp_path / "broken.S"
+    restore = re.compile(r"\s*vmovdqa \S*\(%rsp\),%xmm6\s")
+    kept = [line for line in asm.splitlines() if not restore.match(line)]
+    assert len(kept) < len(asm.splitlines())
+    path.write_text("\n".join(kept) + "\n")
+    results = {r.name: r for r in verify_kernel(path, spec, quick=True)}
+    assert results["abi ecb_encrypt"].status == "fail"
+    assert "xmm6 clobbered" in results["abi ecb_encrypt"].detail
+
+
+@pytest.mark.parametrize("modes, isa", [("ecb,ctr32,cbc", "sse"), ("gcm", "avx2"), ("ocb", "avx512")])
+def test_aesgen_verify_passes_on_win64_files(modes: str, isa: str, tmp_path: Path) -> None:
+    spec = KernelSpec(tuple(modes.split(",")), isa, {"sse": 128, "avx2": 256, "avx512": 512}[isa], 2, abi="win64")
+    path = tmp_path / "w64.S"
+    path.write_text(generate(spec, path.name).asm)
+    results = verify_kernel(path, spec, quick=True)
+    failed = [r for r in results if r.status == "fail"]
+    assert not failed, failed
+    abi_checks = [r for r in results if r.name.startswith("abi ") and "selftest" not in r.name]
+    assert abi_checks and all("Microsoft x64" in r.detail for r in abi_checks if r.status == "pass")
+
+
+# ---------------------------------------------------------------- the smoke vectors are right
+
+
+def _ecb(key: bytes, data: bytes) -> bytes:
+    e = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
+    return e.update(data) + e.finalize()
+
+
+def _values(case: smoke.SmokeCase) -> dict[str, bytes]:
+    return {b.name: bytes.fromhex(b.data) for b in case.buffers if b.data}
+
+
+def _expected(case: smoke.SmokeCase) -> dict[str, bytes]:
+    return {b.name: bytes.fromhex(b.expect) for b in case.buffers if b.expect is not None}
+
+
+@pytest.mark.parametrize("mode", sorted(smoke.SMOKE_CASES))
+def test_smoke_vectors_agree_with_cryptography(mode: str) -> None:
+    for case in smoke.SMOKE_CASES[mode]:
+        v, want = _values(case), _expected(case)
+        if mode == "ecb":
+            assert _ecb(v["key"], v["pt"]) == want["ct"]
+        elif mode == "ctr32":
+            e = Cipher(algorithms.AES(v["key"]), modes.CTR(v["ctr"])).encryptor()
+            assert e.update(v["pt"]) == want["ct"]
+            n = int.from_bytes(v["ctr"][12:], "big") + len(v["pt"]) // 16
+            assert want["ctr"] == v["ctr"][:12] + (n % 2**32).to_bytes(4, "big")
+        elif mode == "cbc":
+            e = Cipher(algorithms.AES(v["key"]), modes.CBC(v["iv"])).encryptor()
+            assert e.update(v["pt"]) == want["ct"] and want["iv"] == want["ct"][-16:]
+        elif mode == "gcm":
+            assert AESGCM(v["key"]).encrypt(v["iv"], v["pt"], None) == want["ct"] + want["tag"]
+        elif mode == "gcm-siv":
+            assert AESGCMSIV(v["key"]).encrypt(v["nonce"], b"", None) == want["tag"]
+        elif mode == "xts":
+            e = Cipher(algorithms.AES(v["key1"] + v["key2"]), modes.XTS(v["tweak"])).encryptor()
+            assert e.update(v["pt"]) == want["ct"]
+        elif mode == "ocb":
+            assert AESOCB3(v["key"]).encrypt(v["n1"], b"", None) == want["tag1"]
+            assert AESOCB3(v["key"]).encrypt(v["n2"], v["pt"], v["ad"]) == want["ct"] + want["tag2"]
+        elif mode == "ghash":  # the published tags of GCM test cases 1 and 2, through cryptography
+            tag = lambda pt: AESGCM(v["key"]).encrypt(bytes(12), pt, None)[-16:]  # noqa: E731
+            assert want["acc"] == bytes(a ^ b for a, b in zip(tag(bytes(16)), tag(b"")))
+            assert v["data"][:16] == AESGCM(v["key"]).encrypt(bytes(12), bytes(16), None)[:16]
+            assert v["data"][16:] == (128).to_bytes(16, "big")
+        elif mode == "gfdouble":  # x^127 * x = x^7 + x^2 + x + 1, * x again: x^8 + x^3 + x^2 + x
+            assert want["out_le"][16:32] == bytes([0x87]) + bytes(15)
+            assert want["out_le"][32:] == bytes([0x0e, 0x01]) + bytes(14)
+            assert want["out_be"][16:32] == bytes(15) + bytes([0x87])
+            assert want["out_be"][32:] == bytes(14) + bytes([0x01, 0x0e])
+        elif mode == "polyval":  # RFC 8452 Appendix A, through an independent POLYVAL (_dot below)
+            h, acc = int.from_bytes(v["h"], "little"), 0
+            for i in range(0, len(v["x"]), 16):
+                acc = _dot(acc ^ int.from_bytes(v["x"][i:i + 16], "little"), h)
+            assert acc.to_bytes(16, "little") == want["acc"]
+        else:
+            pytest.fail(f"no independent check for the {mode} smoke vector")
+
+
+def _dot(a: int, b: int) -> int:
+    """RFC 8452 dot(a, b) = a * b * x^-128 mod x^128 + x^127 + x^126 + x^121 + 1 (bit i: x^i)."""
+    poly = (1 << 128) | (1 << 127) | (1 << 126) | (1 << 121) | 1
+    r = 0
+    for i in range(128):
+        if b >> i & 1:
+            r ^= a << i
+    for i in range(255, 127, -1):  # reduce to degree < 128
+        if r >> i & 1:
+            r ^= poly << (i - 128)
+    for _ in range(128):  # divide by x, 128 times: add the polynomial when odd
+        if r & 1:
+            r ^= poly
+        r >>= 1
+    return r
+
+
+# ---------------------------------------------------------------- everything
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("abi_name", ["sysv", "win64"])
+def test_full_export_checks(env, tmp_path: Path, abi_name: str) -> None:
+    assert export(env, tmp_path, "--abi", abi_name).returncode == 0
+    p = make(tmp_path, "check", CFLAGS="-O2 -Wall -Wextra -Werror")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert re.search(r"\d+ checks, 0 failed", p.stdout)
