@@ -90,8 +90,8 @@ class FunctionBuilder:
         return out
 
     def store(self, mem: Mem, src: VReg, *, width: int | None = None, mask: str | None = None,
-              mask_elem: str = "q", op: str = "vstore", comment: str = "") -> None:
-        self._items.append(Insn(op, mem, (src,), width=width or self.width, mask=mask,
+              mask_elem: str = "q", op: str = "vstore", imm: int | None = None, comment: str = "") -> None:
+        self._items.append(Insn(op, mem, (src,), imm=imm, width=width or self.width, mask=mask,
                                 mask_elem=mask_elem, comment=comment))
 
     def emit(self, insn: Insn) -> None:
@@ -139,17 +139,19 @@ class FunctionBuilder:
         self._items = self._final
 
     def key_paths(self, key_arg: str, body: Callable[[int], None], scratch: str = "eax",
-                  rounds: tuple[int, ...] = (10, 12, 14)) -> None:
+                  rounds: tuple[int, ...] = (10, 12, 14), count_at: int | None = None) -> None:
         """Dispatch on the round count stored in the schedule; build one path per key size
         (`rounds`: the counts the schedule can hold; the last one is taken otherwise).
 
         `key_arg` names an argument, or the register the entry code loaded the schedule's
         address into. `scratch` (a 32-bit name) must hold nothing data-derived anywhere in
-        the function: the static constant-time check tracks registers, not program points."""
+        the function: the static constant-time check tracks registers, not program points.
+        `count_at`: where the schedule keeps its round count (default spec.rounds_offset)."""
         key = self.reg.get(key_arg, key_arg)
         self.fn.key_base = key
         labels = {nr: self.label_name(f"aes{nr * 32 - 192}_") for nr in rounds}
-        self.s("mov32", scratch, Mem(key, self.spec.rounds_offset, bits=32), comment="round count")
+        at = self.spec.rounds_offset if count_at is None else count_at
+        self.s("mov32", scratch, Mem(key, at, bits=32), comment="round count")
         for nr in rounds[:-1]:
             self.s("cmp32", scratch, imm=nr)
             self.branch("e", labels[nr])

@@ -161,6 +161,7 @@ VECTOR_OPS = {
     "clmul", "psllq", "psrlq", "psrad", "pand", "upper_half", "ternlog",
     "paddq", "psrldq", "psllvq", "psrlvq", "gf2p8affineqb", "gf2p8affineinvqb", "prord",
     "next_lanes", "deal_lanes", "zip_lanes", "permt2b", "blendv", "por", "pandn",
+    "insert_lane", "vstore_lane",  # one 128-bit lane from / to memory (independent streams)
 }
 COMMUTATIVE = {"vxor", "paddd", "paddq", "pand", "por"}
 # Ops whose destination is also their first input in every encoding (vpternlogd, vpermi2q,

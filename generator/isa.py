@@ -52,6 +52,7 @@ VECTOR_FORMS: dict[str, tuple[str | None, str | None, str | None]] = {
     "vperm2i128": (None, "VEX_VPERM2I128_YMM_YMM_YMMM256_IMM8", None),
     "vextract128": (None, "VEX_VEXTRACTI128_XMMM128_YMM_IMM8", "EVEX_VEXTRACTI32X4_XMMM128_K1Z_{R}_IMM8"),
     "vinserti128": (None, "VEX_VINSERTI128_YMM_YMM_XMMM128_IMM8", None),
+    "vinsert128": (None, "VEX_VINSERTI128_YMM_YMM_XMMM128_IMM8", "EVEX_VINSERTI32X4_{R}_K1Z_{R}_XMMM128_IMM8"),
     "vshufi32x4": (None, None, "EVEX_VSHUFI32X4_{R}_K1Z_{R}_{R}M{W}B32_IMM8"),
     # qwords from two tables by the qword indices in dst (which the result overwrites)
     "vpermi2q": (None, None, "EVEX_VPERMI2Q_{R}_K1Z_{R}_{R}M{W}B64"),
@@ -207,7 +208,7 @@ class Assembler:
                 w = 128
             if i.op == "vextract256" and is_dst:
                 w = 256
-            if i.op == "vinserti128" and not is_dst and o is i.srcs[1]:
+            if i.op in ("vinserti128", "vinsert128") and not is_dst and o is i.srcs[1]:
                 w = 128
             return ("r", vreg(o.num, w))
         if isinstance(o, (Mem, Const)):
@@ -243,6 +244,8 @@ class Assembler:
             return Instruction.create_reg_i32(C("MOV_RM64_IMM32"), gpr(d), imm)
         if op == "mov32i":
             return Instruction.create_reg_u32(C("MOV_R32_IMM32"), gpr(d), imm & 0xFFFFFFFF)
+        if op == "mov32r":  # zero-extends: a 32-bit argument's upper bits are garbage
+            return Instruction.create_reg_reg(C("MOV_RM32_R32"), gpr(d), gpr(s[0]))
         if op == "mov32":
             return Instruction.create_reg_mem(C("MOV_R32_RM32"), gpr(d), self.mem(s[0]))
         if op == "store32":

@@ -56,6 +56,12 @@ class Lowerer:
             src_width = i.width * 2
             op = "vextract256" if src_width == 512 else "vextract128"
             return [replace(i, op=op, imm=1, width=src_width)]
+        if i.op == "insert_lane":  # [vec with lane imm replaced by 16 bytes of memory]
+            return [replace(i, op="vinsert128")]
+        if i.op == "vstore_lane":  # lane imm of a register to 16 bytes of memory
+            if i.imm == 0:
+                return [replace(i, op="vstore", width=128)]
+            return [replace(i, op="vextract128")]
         if i.op == "widen":
             if spec.isa == "avx512":
                 return [replace(i, op="vshufi32x4", srcs=(i.srcs[0], i.srcs[0]), imm=0)]

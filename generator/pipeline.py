@@ -21,14 +21,15 @@ from .isa import Assembler, Emitted
 from .lower import Lowerer
 from .regalloc import RegisterPressure, allocate_path
 from .schedule import flatten
-from .spec import SPEC_MARKER, KernelSpec
+from .spec import MULTIKEY_BYTES, SPEC_MARKER, KernelSpec
 from .win64 import EPILOGUE as WIN64_EPILOGUE, Directive, wrap as wrap_win64
 
 T = TypeVar("T")
 
 MODE_TITLES = {"ecb": "ECB", "ctr32": "CTR32", "cbc": "CBC", "ghash": "GHASH", "polyval": "POLYVAL",
                "gcm": "GCM", "gcm-siv": "GCM-SIV", "xts": "XTS", "gfdouble": "GF(2^128) doubling",
-               "ocb": "OCB3", "otr": "OTR", "rijndael256": "Rijndael-256", "simpira": "Simpira-256"}
+               "ocb": "OCB3", "otr": "OTR", "rijndael256": "Rijndael-256", "simpira": "Simpira-256",
+               "multikey": "multi-key ECB", "fixed-key-hash": "fixed-key hash", "cbc-multi": "multi-stream CBC"}
 ISA_LINES = {
     "sse": "sse: legacy AES-NI, two-operand SSE encoding, 16 xmm registers",
     "avx": "avx: VEX-encoded AES-NI, three-operand, 16 xmm registers",
@@ -56,7 +57,7 @@ C_TYPES = {
 RETURNS_INT = {"cpu_supported", "set_encrypt_key", "set_decrypt_key", "gcm_set_key", "gcm_encrypt", "gcm_decrypt",
                "gcm_start", "gcmsiv_set_key", "gcmsiv_encrypt", "gcmsiv_decrypt", "xts_set_key",
                "ocb_set_key", "ocb_encrypt", "ocb_decrypt", "otr_set_key", "otr_encrypt", "otr_decrypt",
-               "rijndael256_set_encrypt_key", "rijndael256_set_decrypt_key"}
+               "rijndael256_set_encrypt_key", "rijndael256_set_decrypt_key", "set_encrypt_keys"}
 # Functions whose C parameters are not the shared names above.
 PROTOTYPE_ARGS = {
     "gcm_encrypt": ("const void *gkey, const uint8_t *iv, size_t ivlen, const uint8_t *aad, size_t aadlen, "
@@ -86,6 +87,12 @@ PROTOTYPE_ARGS = {
                     "const uint8_t *in, uint8_t *out, size_t len, uint8_t tag[16]"),
     "otr_decrypt": ("const void *tkey, const uint8_t *nonce, size_t noncelen, const uint8_t *aad, size_t aadlen, "
                     "const uint8_t *in, uint8_t *out, size_t len, const uint8_t tag[16]"),
+    "set_encrypt_keys": "const uint8_t *user_keys, unsigned bits, unsigned nkeys, void *keys",
+    "ecb_encrypt_multikey": ("const void *keys, unsigned nkeys, const uint8_t *in, uint8_t *out, "
+                             "size_t blocks_per_key"),
+    "fixed_key_hash": "const void *key, const uint8_t *in, uint8_t *out, size_t nblocks",
+    "cbc_encrypt_multi": ("const void *const *keys, const uint8_t *const *in, uint8_t *const *out, "
+                          "size_t nblocks, uint8_t *const *ivs, unsigned nstreams"),
     "gfdouble_le": "const uint8_t tweak[16], uint8_t *out, size_t nblocks",
     "gfdouble_be": "const uint8_t tweak[16], uint8_t *out, size_t nblocks",
     "rijndael256_set_encrypt_key": "const uint8_t *user_key, unsigned bits, void *rkey",
@@ -330,7 +337,7 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
     context = {
         "title": title, "version": __version__, "command": command_line(spec, output_name), "spec": spec,
         "isa_line": isa_line(spec), "bitsliced": spec.backend == "bitsliced", "register_notes": emitter.notes, "spec_line": SPEC_MARKER + spec_json,
-        "functions": fn_views, "constants": const_views,
+        "functions": fn_views, "constants": const_views, "multikey_bytes": MULTIKEY_BYTES,
         "spec_hash": hashlib.sha256(spec_json.encode()).hexdigest()[:16],
         "instruction_count": len(instructions), "guard": f"AESGEN_{spec.prefix.upper()}",
         "per_mode": ", ".join(f"{MODE_TITLES[m]} {spec.width_for(m)}-bit x depth {spec.depth_for(m)}"

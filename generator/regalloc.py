@@ -41,10 +41,19 @@ class Allocation:
     registers_used: int = 0
 
 
+# Labels that only mark an instruction for the static constant-time check (no branch goes
+# there): straight-line code runs through them, so vector values may live across.
+MARK_LABEL = "ct_declassify_mark"
+
+
+def _splits(it) -> bool:
+    return isinstance(it, Branch) or (isinstance(it, Label) and MARK_LABEL not in it.name)
+
+
 def _regions(items: list) -> list[list[Insn]]:
     regions, cur = [], []
     for it in items:
-        if isinstance(it, (Label, Branch)):
+        if _splits(it):
             regions.append(cur)
             cur = []
         else:
@@ -77,13 +86,16 @@ class _Scan:
     def region(self, insns: list[Insn]) -> list[Insn]:
         last_use: dict[int, int] = {}
         for n, i in enumerate(insns):
-            for s in i.srcs:
+            for s in getattr(i, "srcs", ()):
                 if isinstance(s, VReg) and not s.pinned:
                     last_use[s.id] = n
         free = list(reversed(self.pool))  # pop() hands out low numbers first (VEX-encodable)
         where: dict[int, int] = {}
         out: list[Insn] = []
         for n, i in enumerate(insns):
+            if isinstance(i, Label):  # a mark (MARK_LABEL), passed through
+                out.append(i)
+                continue
             srcs = list(i.srcs)
             for s in srcs:
                 if isinstance(s, VReg) and not s.pinned and s.id not in where:
@@ -172,7 +184,7 @@ def allocate_path(items: list, *, nregs: int, legacy: bool, key_base: str | None
             last_error = str(e)
             continue
         out: list = []
-        seps = [it for it in items if isinstance(it, (Label, Branch))]
+        seps = [it for it in items if _splits(it)]
         for n, reg in enumerate(allocated):
             out.extend(reg)
             if n < len(seps):

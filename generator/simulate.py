@@ -198,6 +198,10 @@ class Interpreter:
                 if keep[n]:
                     self.m.write(addr + n, bytes([byte]))
             return
+        if op == "vstore_lane":
+            lane = self.value(i.srcs[0], lanes)[i.imm]
+            self.m.write(self.m.addr(i.dst), lane.to_bytes(16, "little"))
+            return
         if op in ("vload", "vload_key"):
             src = i.srcs[0]  # a Const: a constant loaded into a register for a whole path
             addr = self.m.const_addr(src) if isinstance(src, Const) else self.m.addr(src)
@@ -236,6 +240,10 @@ class Interpreter:
         elif op == "upper_half":  # i.width is the result's width
             src = self.value(i.srcs[0], 2 * lanes)
             out = src[lanes:]
+        elif op == "insert_lane":
+            out = list(self.value(i.srcs[0], lanes))
+            out[i.imm] = self.value(i.srcs[1], 1)[0]
+            out = tuple(out)
         elif op == "widen":
             out = self.value(i.srcs[0], 1) * lanes
         else:
@@ -413,6 +421,7 @@ SCALAR = {
     "movi": lambda it, i: it.m.put(i.dst, i.imm & M64),
     "mov32i": lambda it, i: it.m.put(i.dst, i.imm & M32),
     "mov32": lambda it, i: it.m.put(i.dst, _load(it, i, 4)),
+    "mov32r": lambda it, i: it.m.put(i.dst, it.m.get(i.srcs[0])),
     "store32": lambda it, i: _store(it, i, it.m.get(i.srcs[0]), 4),
     "store32i": lambda it, i: _store(it, i, i.imm, 4),
     "movzb": lambda it, i: it.m.put(i.dst, _load(it, i, 1)),

@@ -17,7 +17,7 @@ from .doubling import DOUBLING_MODES, default_method, needs_clmul
 SPEC_MARKER = "# aesgen-spec: "
 
 MODES = ("ecb", "ctr32", "cbc", "ghash", "polyval", "gcm", "gcm-siv", "xts", "gfdouble", "ocb", "otr",
-         "rijndael256", "simpira")
+         "rijndael256", "simpira", "multikey", "fixed-key-hash", "cbc-multi")
 # The block-cipher modes (the ones `make demo`, tune and bench cover today).
 CIPHER_MODES = ("ecb", "ctr32", "cbc")
 # C functions each mode contributes (besides the always-present key setup).
@@ -35,6 +35,10 @@ MODE_FUNCTIONS = {
     # the tweak sequences of the doubling method alone (explore gfdouble measures them)
     "gfdouble": ("gfdouble_le", "gfdouble_be"),
     "ocb": ("ocb_set_key", "ocb_encrypt", "ocb_decrypt"),
+    # batched kernels for MPC / garbling and independent CBC streams (kernels/mpc.py)
+    "multikey": ("set_encrypt_keys", "ecb_encrypt_multikey"),
+    "fixed-key-hash": ("fixed_key_hash",),
+    "cbc-multi": ("cbc_encrypt_multi",),
     # 256-bit blocks on the AES round instructions (kernels/wideblock.py)
     "rijndael256": ("rijndael256_set_encrypt_key", "rijndael256_set_decrypt_key", "rijndael256_ecb_encrypt",
                     "rijndael256_ecb_decrypt"),
@@ -45,6 +49,9 @@ GHASH_TABLE_MODES = ("ghash", "gcm")
 GCM_CTX_BYTES = 128  # P_GCM_CTX_BYTES: the streaming state, whatever the file's width
 OCB_L_COUNT = 64  # L_0..L_63: enough for any block index below 2^64
 COMMON_FUNCTIONS = ("cpu_supported", "set_encrypt_key", "set_decrypt_key")
+# P_MULTIKEY_BYTES: one key's share of the multikey schedule (15 round keys and its round count,
+# 16 bytes each); keys are stored in groups of `multikey_lanes` (layout in kernels/mpc.py).
+MULTIKEY_BYTES = 256
 
 ISAS = ("sse", "avx", "avx2", "avx512")
 WIDTHS_BY_ISA = {"sse": (128,), "avx": (128,), "avx2": (256,), "avx512": (128, 256, 512)}
@@ -238,6 +245,30 @@ class KernelSpec:
     @property
     def ocb_key_bytes(self) -> int:
         return (self.ocb_step_offset + 16 * OCB_L_COUNT + 63) // 64 * 64
+    # -- batched multi-key AES (layout in kernels/mpc.py) ----------------------
+    @property
+    def multikey_lanes(self) -> int:
+        """Keys per group of the multikey schedule: the lanes of one multikey vector."""
+        return self.width_for("multikey") // 128
+
+    @property
+    def multikey_rounds_offset(self) -> int:
+        """Where a multikey group keeps its first key's round count (after 15 rows of round keys)."""
+        return 15 * 16 * self.multikey_lanes
+
+    def multikey_schedule_bytes(self, nkeys: int) -> int:
+        """Bytes of the multikey schedule of nkeys keys: whole groups of multikey_lanes keys."""
+        groups = -(-nkeys // self.multikey_lanes)
+        return max(1, groups) * self.multikey_lanes * MULTIKEY_BYTES
+
+    @property
+    def public_load_disps(self) -> tuple[int, ...]:
+        """Displacements of the 4-byte round-count loads (public by design) in this file's kernels."""
+        disps = [self.rounds_offset]
+        if "multikey" in self.modes:
+            disps.append(self.multikey_rounds_offset)
+        return tuple(dict.fromkeys(disps))
+
     @property
     def otr_q_offset(self) -> int:
         """Where Q = E_K(0^128), the AD hash's mask seed, follows the AES schedule in the OTR key."""

@@ -12,6 +12,7 @@ from .gcm_stream import gcm_aad_function, gcm_finish_function, gcm_start_functio
 from .gcmsiv import gcmsiv_function, gcmsiv_set_key_function
 from .ghash import gcm_set_key_function, ghash_function, polyval_function
 from .modes import cbc_decrypt_function, cbc_encrypt_function, ctr32_function, ecb_function
+from .mpc import cbc_multi_function, ecb_multikey_function, fixed_key_hash_function, set_encrypt_keys_function
 from .ocb import ocb_function, ocb_set_key_function
 from .otr import otr_function, otr_set_key_function
 from .wideblock import rijndael256_ecb_function, rijndael256_set_key_function, simpira256_function
@@ -91,6 +92,14 @@ FUNCTIONS = {
                     "out[i] = tweak * x^i in GF(2^128), little-endian blocks (XTS)"),
     "gfdouble_be": (("tweak", "out", "nblocks"), lambda b: gfdouble_function(b, True),
                     "out[i] = tweak * x^i in GF(2^128), big-endian blocks (OCB, OTR)"),
+    "set_encrypt_keys": (("user_keys", "bits", "nkeys", "keys"), set_encrypt_keys_function,
+                         "nkeys AES key expansions into one multikey schedule (round keys interleaved)"),
+    "ecb_encrypt_multikey": (("keys", "nkeys", "in", "out", "blocks_per_key"), ecb_multikey_function,
+                             "ECB of blocks_per_key blocks under each of nkeys keys, keys in the lanes"),
+    "fixed_key_hash": (("key", "in", "out", "nblocks"), fixed_key_hash_function,
+                       "correlation-robust hash pi(sigma(x)) ^ sigma(x) under one fixed key"),
+    "cbc_encrypt_multi": (("keys", "in", "out", "nblocks", "ivs", "nstreams"), cbc_multi_function,
+                          "CBC encryption of nstreams independent equal-length streams, interleaved"),
 }
 
 

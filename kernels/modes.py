@@ -172,10 +172,11 @@ def _bzhi_mask(b: FunctionBuilder, nbits: str) -> str:
 
 
 # ----------------------------------------------------------------------------- ECB
-def ecb_function(b: FunctionBuilder, decrypt: bool) -> None:
+def ecb_function(b: FunctionBuilder, decrypt: bool, cipher: Callable[..., VReg] | None = None) -> None:
+    """ECB; `cipher(b, x, nr, width=)` replaces the block cipher (the fixed-key hash)."""
     spec = b.spec
     inp, outp, n = (b.reg[a] for a in ("in", "out", "nblocks"))
-    rounds = decrypt_rounds if decrypt else encrypt_rounds
+    rounds = cipher or (decrypt_rounds if decrypt else encrypt_rounds)
     return_if_zero(b, n)
 
     def path(nr: int) -> None:

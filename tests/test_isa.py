@@ -38,7 +38,8 @@ MNEMONICS = {
     "vload32": ("MOVD", "VMOVD", "VMOVD"),
     "vload_bcast": (None, "VBROADCASTI128", "VBROADCASTI32X4"), "valignq": (None, None, "VALIGNQ"),
     "vperm2i128": (None, "VPERM2I128", None), "vextract128": (None, "VEXTRACTI128", "VEXTRACTI32X4"),
-    "vinserti128": (None, "VINSERTI128", None), "vshufi32x4": (None, None, "VSHUFI32X4"),
+    "vinserti128": (None, "VINSERTI128", None), "vinsert128": (None, "VINSERTI128", "VINSERTI32X4"),
+    "vshufi32x4": (None, None, "VSHUFI32X4"),
     "vpermi2q": (None, None, "VPERMI2Q"), "permt2b": (None, None, "VPERMT2B"),
     "blendv": (None, "VPBLENDVB", None),
     "vextract256": (None, None, "VEXTRACTI64X4"), "clmul": ("PCLMULQDQ", "VPCLMULQDQ", "VPCLMULQDQ"),
@@ -53,7 +54,7 @@ MNEMONICS = {
     "prord": (None, None, "VPRORD"),
 }
 # Widths each op is used at (lowering: broadcasts, lane extracts/inserts and lane shuffles only above 128).
-ABOVE_128 = {"vload_bcast", "vextract128", "vinserti128", "vshufi32x4", "vperm2i128"}
+ABOVE_128 = {"vload_bcast", "vextract128", "vinserti128", "vinsert128", "vshufi32x4", "vperm2i128"}
 ONLY_512 = {"vextract256", "vpermi2q"}
 FAMILY_WIDTHS = ((LEGACY, (128,)), (VEX, (128, 256)), (EVEX, (128, 256, 512)))
 

@@ -1096,7 +1096,8 @@ SCENES: dict[str, SceneFn] = {
     "gcmsiv_encrypt": scene_gcmsiv, "gcmsiv_decrypt": scene_gcmsiv,
 }
 # Modules with a SCENES table of their own (they import this one, so they are looked up late).
-SCENE_MODULES = ("aesgen.verify.xts", "aesgen.verify.ocb", "aesgen.verify.otr_checks", "aesgen.verify.wideblock")
+SCENE_MODULES = ("aesgen.verify.xts", "aesgen.verify.ocb", "aesgen.verify.otr_checks", "aesgen.verify.wideblock",
+                 "aesgen.verify.mpc")
 
 
 def scene_for(fn: str) -> SceneFn | None:
@@ -1122,7 +1123,8 @@ def _sizes(fn: str, n: int) -> range:
 
 
 def _has_length(fn: str) -> bool:
-    return any(signatures.SIGNATURES[fn].has(p) for p in ("len", "aadlen", "ivlen", "nblocks"))
+    return any(signatures.SIGNATURES[fn].has(p)
+               for p in ("len", "aadlen", "ivlen", "nblocks", "nkeys", "blocks_per_key"))
 
 
 def _has_io(fn: str) -> bool:

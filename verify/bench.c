@@ -9,6 +9,10 @@
  *     decryption gets a valid message, so it does the whole work)
  *     rijndael256_ecb_encrypt rijndael256_ecb_decrypt (a 256-bit key whatever KEYBITS)
  *     simpira256_permute simpira256_inverse (SIZE / 32 blocks)
+ *     ecb_encrypt_multikey (SIZE / 16 blocks: $AESGEN_BENCH_BLOCKS_PER_KEY blocks, default 4, under each
+ *     of SIZE / 16 / that many keys), fixed_key_hash, cbc_encrypt_multi (SIZE bytes as streams of equal length, each with its
+ *     own key and IV: $AESGEN_BENCH_STREAMS streams, default 16, fewer when SIZE has fewer blocks;
+ *     the ipsec-mb peer submits one multi-buffer job per stream, then flushes)
  * SIZES: comma list of message sizes in bytes; PEERS: comma list of openssl, ipsec-mb,
  * openssl-noaesni (OpenSSL with AES-NI masked off, run in a child process: bench_peer_process.c),
  * or "-".
@@ -53,6 +57,26 @@ static int is_decrypt(void) { return strstr(op, "decrypt") != NULL; }
 static int is_ocb_op(void) { return strncmp(op, "ocb_", 4) == 0; }
 static int is_otr_op(void) { return strncmp(op, "otr_", 4) == 0; }
 int is_aead_decrypt(void) { return (is_ocb_op() || is_otr_op()) && is_decrypt(); }
+static int is_multikey_op(void) { return strcmp(op, "ecb_encrypt_multikey") == 0; }
+static int is_multi_cbc_op(void) { return strcmp(op, "cbc_encrypt_multi") == 0; }
+static int is_hash_block_op(void) { return strcmp(op, "fixed_key_hash") == 0; }
+#define MAX_STREAMS 256
+#define NO_BATCH "no multi-key ECB / fixed-key hash API in OpenSSL / intel-ipsec-mb"
+/* cbc_encrypt_multi: how many streams a message of len bytes is cut into */
+static size_t multi_streams(size_t len) {
+    const char *env = getenv("AESGEN_BENCH_STREAMS");
+    size_t n = env ? strtoull(env, NULL, 10) : 16, blocks = len / 16;
+    if (n < 1) n = 1;
+    if (n > MAX_STREAMS) n = MAX_STREAMS;
+    while (n > 1 && blocks % n) n--;
+    return n;
+}
+/* stream s's key: the user key with its first byte changed, so every stream has its own */
+static void stream_key(uint8_t *k, size_t s) {
+    memcpy(k, user_key, 32);
+    k[0] ^= (uint8_t)s;
+    k[1] ^= (uint8_t)(s >> 8);
+}
 static const uint8_t aead_nonce[12] = {0xa0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0x0b};
 #define NO_OTR "no AES-OTR in OpenSSL / intel-ipsec-mb"
 /* 256-bit blocks: Rijndael-256 (keyed) and Simpira-256 (a keyless permutation) */
@@ -81,7 +105,43 @@ struct ours {
     int (*otr)(const void *, const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, uint8_t *,
                size_t, uint8_t *);
     void *seal_fn; /* the matching encryption, for an AEAD decryption's valid message */
+    /* batched kernels: the multikey schedule (room for MAX_KEYS keys), or per-stream schedules */
+    void (*multikey)(const void *, unsigned, const uint8_t *, uint8_t *, size_t);
+    int (*set_keys)(const uint8_t *, unsigned, unsigned, void *);
+    void (*multi_cbc)(const void *const *, const uint8_t *const *, uint8_t *const *, size_t, uint8_t *const *,
+                      unsigned);
+    void *stream_keys[MAX_STREAMS];
+    uint8_t ivs[MAX_STREAMS][16];
+    unsigned nkeys; /* keys in the multikey schedule now */
 };
+#define MAX_KEYS 4096
+
+static void ours_multikey(struct ours *o, const uint8_t *in, uint8_t *out, size_t len) {
+    const char *env = getenv("AESGEN_BENCH_BLOCKS_PER_KEY");
+    size_t blocks = len / 16, bpk = env ? strtoull(env, NULL, 10) : 4;
+    if (bpk < 1 || bpk > blocks) bpk = 1;
+    unsigned nkeys = (unsigned)(blocks / bpk);
+    if (nkeys > MAX_KEYS) abort();
+    if (nkeys != o->nkeys) { /* untimed the first time (warm-up): the keys are set up per size */
+        static uint8_t users[MAX_KEYS * 32];
+        for (unsigned k = 0; k < nkeys; k++) stream_key(users + 32 * k, k);
+        o->set_keys(users, keybits, nkeys, o->key);
+        o->nkeys = nkeys;
+    }
+    o->multikey(o->key, nkeys, in, out, bpk);
+}
+
+static void ours_multi_cbc(struct ours *o, const uint8_t *in, uint8_t *out, size_t len) {
+    size_t n = multi_streams(len), per = len / n;
+    const uint8_t *ins[MAX_STREAMS];
+    uint8_t *outs[MAX_STREAMS], *ivs[MAX_STREAMS];
+    for (size_t s = 0; s < n; s++) {
+        ins[s] = in + s * per;
+        outs[s] = out + s * per;
+        ivs[s] = o->ivs[s]; /* a chain carried from call to call, like a stream of messages */
+    }
+    o->multi_cbc((const void *const *)o->stream_keys, ins, outs, per / 16, ivs, (unsigned)n);
+}
 
 static int ours_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
     struct ours *o = self;
@@ -93,6 +153,8 @@ static int ours_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uin
     if (o->gcm) { o->gcm(o->key, gcm_iv, 12, NULL, 0, in, out, len, gcm_tag, 16); return 0; }
     if (o->xts) { o->xts(o->key, in, out, len, xts_tweak); return 0; }
     if (o->gfdouble) { o->gfdouble(xts_tweak, out, len / 16); return 0; }
+    if (o->multikey) { ours_multikey(o, in, out, len); return 0; }
+    if (o->multi_cbc) { ours_multi_cbc(o, in, out, len); return 0; }
     if (o->permute) { o->permute(in, out, len / 32); return 0; }
     if (o->wide) { o->wide(o->key, in, out, len / 32); return 0; }
     if (o->blocks)
@@ -122,11 +184,13 @@ static void setup_ours(struct impl *im, const char *so, const char *prefix) {
     if (!supported || !supported()) { im->na = "CPU lacks the kernel's features"; return; }
     snprintf(name, sizeof name, "%s_%s", prefix,
              strcmp(op, "ghash") == 0 || is_gcm_op() ? "gcm_set_key"
-             : is_xts_op() ? "xts_set_key" : is_ocb_op() ? "ocb_set_key" : is_otr_op() ? "otr_set_key"
+             : is_xts_op() ? "xts_set_key" : is_multikey_op() ? "set_encrypt_keys" : is_ocb_op() ? "ocb_set_key"
+             : is_otr_op() ? "otr_set_key"
              : is_rijndael256_op() ? (is_decrypt() ? "rijndael256_set_decrypt_key" : "rijndael256_set_encrypt_key")
              : is_decrypt() ? "set_decrypt_key" : "set_encrypt_key");
     void *setter = dlsym(h, name);
-    int (*set_key)(const uint8_t *, unsigned, void *) = is_xts_op() ? NULL : (int (*)(const uint8_t *, unsigned, void *))setter;
+    int (*set_key)(const uint8_t *, unsigned, void *) =
+        is_xts_op() || is_multikey_op() || is_multi_cbc_op() ? NULL : (int (*)(const uint8_t *, unsigned, void *))setter;
     snprintf(name, sizeof name, "%s_%s", prefix, op);
     void *fn = dlsym(h, name);
     int keyless = strcmp(op, "polyval") == 0 || is_doubling_op() || is_simpira_op();
@@ -137,7 +201,7 @@ static void setup_ours(struct impl *im, const char *so, const char *prefix) {
         if (!o.seal_fn) { im->na = "kernel lacks the matching encryption"; return; }
         im->seal = ours_seal;
     }
-    if (posix_memalign(&o.key, 64, 65536)) abort();
+    if (posix_memalign(&o.key, 64, is_multikey_op() ? MAX_KEYS * 256 : 65536)) abort();
     if (set_key) set_key(user_key, is_rijndael256_op() ? 256 : keybits, o.key);
     memcpy(o.h, user_key, 16);
     if (is_xts_op()) {
@@ -145,6 +209,18 @@ static void setup_ours(struct impl *im, const char *so, const char *prefix) {
             (int (*)(const uint8_t *, const uint8_t *, unsigned, void *, int))setter;
         xts_set_key(user_key, user_key + keybits / 8, keybits, o.key, !is_decrypt());
         o.xts = (void (*)(const void *, const uint8_t *, uint8_t *, size_t, const uint8_t *))fn;
+    } else if (is_multikey_op()) {
+        o.set_keys = (int (*)(const uint8_t *, unsigned, unsigned, void *))setter;
+        o.multikey = (void (*)(const void *, unsigned, const uint8_t *, uint8_t *, size_t))fn;
+    } else if (is_multi_cbc_op()) {
+        for (size_t st = 0; st < MAX_STREAMS; st++) {
+            uint8_t k[32];
+            stream_key(k, st);
+            if (posix_memalign(&o.stream_keys[st], 64, 4096)) abort();
+            ((int (*)(const uint8_t *, unsigned, void *))setter)(k, keybits, o.stream_keys[st]);
+        }
+        o.multi_cbc = (void (*)(const void *const *, const uint8_t *const *, uint8_t *const *, size_t,
+                                uint8_t *const *, unsigned))fn;
     } else if (is_doubling_op())
         o.gfdouble = (void (*)(const uint8_t *, uint8_t *, size_t))fn;
     else if (is_simpira_op())
@@ -164,7 +240,7 @@ static void setup_ours(struct impl *im, const char *so, const char *prefix) {
                          uint8_t *, size_t, uint8_t *, size_t))fn;
     else if (strcmp(op, "polyval") == 0)
         o.polyval = (void (*)(const uint8_t *, uint8_t *, const uint8_t *, size_t))fn;
-    else if (strncmp(op, "ecb", 3) == 0)
+    else if (strncmp(op, "ecb", 3) == 0 || is_hash_block_op())
         o.blocks = (void (*)(const void *, const uint8_t *, uint8_t *, size_t))fn;
     else
         o.chained = (void (*)(const void *, const uint8_t *, uint8_t *, size_t, uint8_t *))fn;
@@ -246,6 +322,8 @@ void setup_openssl(struct impl *im) {
     if (is_hash_op()) { im->na = "no standalone GHASH/POLYVAL in EVP"; return; }
     if (is_doubling_op()) { im->na = "no GF(2^128) doubling in EVP"; return; }
     if (is_otr_op()) { im->na = NO_OTR; return; }
+    if (is_multikey_op() || is_hash_block_op()) { im->na = NO_BATCH; return; }
+    if (is_multi_cbc_op()) { im->na = "no multi-buffer CBC in EVP"; return; }
     if (is_wide_op()) { im->na = NO_WIDE; return; }
     if (is_xts_op() && keybits == 192) { im->na = "OpenSSL has no AES-192-XTS"; return; }
     void *h = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
@@ -334,6 +412,40 @@ static int imb_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint
     return 0;
 }
 
+/* cbc_encrypt_multi: one job per stream (its own key and IV), submitted back to back, then flushed:
+ * the manager runs up to its lane count of streams at once (multi-buffer). */
+static struct {
+    uint32_t enc[MAX_STREAMS][60] __attribute__((aligned(64)));
+    uint32_t dec[MAX_STREAMS][60] __attribute__((aligned(64)));
+    uint8_t iv[MAX_STREAMS][16];
+} imb_streams;
+
+static int imb_multi_cbc_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
+    struct imb *s = self;
+    size_t n = multi_streams(len), per = len / n;
+    (void)iv;
+    for (size_t st = 0; st < n; st++) {
+        IMB_JOB *job = IMB_GET_NEXT_JOB(s->mgr);
+        job->cipher_direction = IMB_DIR_ENCRYPT;
+        job->chain_order = IMB_ORDER_CIPHER_HASH;
+        job->hash_alg = IMB_AUTH_NULL;
+        job->cipher_mode = IMB_CIPHER_CBC;
+        job->enc_keys = imb_streams.enc[st];
+        job->dec_keys = imb_streams.dec[st];
+        job->key_len_in_bytes = keybits / 8;
+        job->src = in + st * per;
+        job->dst = out + st * per;
+        job->cipher_start_src_offset_in_bytes = 0;
+        job->msg_len_to_cipher_in_bytes = per;
+        job->iv = imb_streams.iv[st];
+        job->iv_len_in_bytes = 16;
+        IMB_SUBMIT_JOB(s->mgr);
+    }
+    while (IMB_FLUSH_JOB(s->mgr) != NULL)
+        ;
+    return 0;
+}
+
 static void setup_ipsec(struct impl *im) {
     static struct imb s;
     static const char *arch[] = {"none", "noaesni", "sse", "avx", "avx2", "avx512"};
@@ -352,6 +464,21 @@ static void setup_ipsec(struct impl *im) {
     /* intel-ipsec-mb 1.3's IMB_CIPHER_MODE and hash algorithms have no OCB (nor any AES-OTR) */
     if (is_ocb_op()) { im->na = "no OCB in intel-ipsec-mb " IMB_VERSION_STR; return; }
     if (is_otr_op()) { im->na = NO_OTR; return; }
+    if (is_multikey_op() || is_hash_block_op()) { im->na = NO_BATCH; return; }
+    if (is_multi_cbc_op()) {
+        for (size_t st = 0; st < MAX_STREAMS; st++) {
+            uint8_t k[32];
+            stream_key(k, st);
+            if (keybits == 128) IMB_AES_KEYEXP_128(s.mgr, k, imb_streams.enc[st], imb_streams.dec[st]);
+            else if (keybits == 192) IMB_AES_KEYEXP_192(s.mgr, k, imb_streams.enc[st], imb_streams.dec[st]);
+            else IMB_AES_KEYEXP_256(s.mgr, k, imb_streams.enc[st], imb_streams.dec[st]);
+        }
+        im->run = imb_multi_cbc_run;
+        im->self = &s;
+        snprintf(im->detail, sizeof im->detail, "intel-ipsec-mb %s, %s path, multi-buffer CBC (a job per stream)",
+                 imb_get_version_str(), a < sizeof arch / sizeof *arch ? arch[a] : "?");
+        return;
+    }
     if (is_wide_op()) { im->na = NO_WIDE; return; }
     if (is_gcm_op()) {
         if (keybits == 128) IMB_AES128_GCM_PRE(s.mgr, user_key, &imb_gkey);

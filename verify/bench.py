@@ -27,7 +27,8 @@ OPS_BY_MODE = {"ecb": ("ecb_encrypt", "ecb_decrypt"), "ctr32": ("ctr32_encrypt",
                "gcm": ("gcm_encrypt",), "xts": ("xts_encrypt", "xts_decrypt"),
                "gfdouble": ("gfdouble_le", "gfdouble_be"), "ocb": ("ocb_encrypt", "ocb_decrypt"),
                "otr": ("otr_encrypt", "otr_decrypt"), "rijndael256": ("rijndael256_ecb_encrypt", "rijndael256_ecb_decrypt"),
-               "simpira": ("simpira256_permute", "simpira256_inverse")}
+               "simpira": ("simpira256_permute", "simpira256_inverse"), "multikey": ("ecb_encrypt_multikey",),
+               "fixed-key-hash": ("fixed_key_hash",), "cbc-multi": ("cbc_encrypt_multi",)}
 # Tweak sequences alone: SIZE bytes = SIZE / 16 doublings, reported per block; no peer has them.
 DOUBLING_OPS = ("gfdouble_le", "gfdouble_be")
 # openssl-noaesni: OpenSSL's EVP with AES-NI masked off (its bsaes/vpaes code), run by the harness in a

@@ -226,7 +226,7 @@ def verify_kernel(
 ) -> list[CheckResult]:
     """Every check for one kernel file (.S, or a .c test fixture); never raises for kernel bugs."""
     from aesgen import cpu
-    from aesgen.verify import abi, aead, differential, guard, kat, ocb, otr_checks, simcheck, wideblock, xts
+    from aesgen.verify import abi, aead, differential, guard, kat, mpc, ocb, otr_checks, simcheck, wideblock, xts
     from aesgen.verify.build import BuildError, Kernel, build_shared, harness
 
     path = Path(asm_path)
@@ -271,6 +271,8 @@ def verify_kernel(
     for unit in ocb.units(kernel, n=n, quick=quick, seed=seed):
         units.append(unit)
     for unit in otr_checks.units(kernel, n=n, quick=quick, seed=seed):
+        units.append(unit)
+    for unit in mpc.units(kernel, n=n, quick=quick, seed=seed):
         units.append(unit)
     for unit in wideblock.units(kernel, n=n, quick=quick, seed=seed):
         units.append(unit)

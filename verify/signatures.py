@@ -19,9 +19,9 @@ from aesgen.verify.results import CheckResult
 P, SZ, U, I = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int
 
 # Families: which group of checks a function gets.
-CPU, KEYSETUP, BLOCK, GCM, GCM_STREAM, HASH, GCMSIV, XTS, GFDOUBLE, OCB, OTR, WIDEBLOCK = (
+CPU, KEYSETUP, BLOCK, GCM, GCM_STREAM, HASH, GCMSIV, XTS, GFDOUBLE, OCB, OTR, WIDEBLOCK, MPC = (
     "cpu", "keysetup", "block", "gcm", "gcm-stream", "hash", "gcm-siv", "xts", "gfdouble", "ocb", "otr",
-    "wideblock")
+    "wideblock", "mpc")
 
 
 @dataclass(frozen=True)
@@ -228,6 +228,18 @@ SIGNATURES: dict[str, Signature] = {s.name: s for s in (
     _setup("otr_set_key", _TKEY, (128, 192, 256)),
     _otr("otr_encrypt", decrypt=False),
     _otr("otr_decrypt", decrypt=True),
+    # batched kernels (MPC / garbling) and multi-stream CBC: verify/mpc.py (sizes depend on counts)
+    _sig("set_encrypt_keys", MPC, I, Param("user_keys", P, None, "r"), Param("bits", U), Param("nkeys", U),
+         Param("keys", P, None, "w", aligned=True), len0_touches_nothing=True),
+    _sig("ecb_encrypt_multikey", MPC, None, Param("keys", P, None, "r", aligned=True), Param("nkeys", U),
+         Param("in", P, None, "r"), Param("out", P, None, "w"), Param("blocks_per_key", SZ),
+         key_setup="set_encrypt_keys", len0_touches_nothing=True),
+    _sig("fixed_key_hash", MPC, None, _KEY, Param("in", P, "16*nblocks", "r"), Param("out", P, "16*nblocks", "w"),
+         Param("nblocks", SZ), key_setup="set_encrypt_key", len0_touches_nothing=True),
+    # pointer arrays of nstreams entries (each stream's buffers are placed by the scene)
+    _sig("cbc_encrypt_multi", MPC, None, Param("keys", P, None, "r"), Param("in", P, None, "r"),
+         Param("out", P, None, "r"), Param("nblocks", SZ), Param("ivs", P, None, "r"), Param("nstreams", U),
+         key_setup="set_encrypt_key", len0_touches_nothing=True),
     # 256-bit blocks (kernels/wideblock.py)
     _setup("rijndael256_set_encrypt_key", _RKEY, (256,)),
     _setup("rijndael256_set_decrypt_key", _RKEY, (256,)),
@@ -240,9 +252,9 @@ SIGNATURES: dict[str, Signature] = {s.name: s for s in (
 AEAD_FAMILIES = (GCM, GCM_STREAM, HASH, GCMSIV)
 # Families whose calls are driven by scenes (a prepared key or context): verify/aead.py's
 # and verify/tweakable.py's.
-SCENE_FAMILIES = AEAD_FAMILIES + (XTS, GFDOUBLE, OCB, OTR, WIDEBLOCK)
-# Families whose length is counted in blocks.
-BLOCK_COUNTED = (HASH, GFDOUBLE, WIDEBLOCK)
+SCENE_FAMILIES = AEAD_FAMILIES + (XTS, GFDOUBLE, OCB, OTR, WIDEBLOCK, MPC)
+# Families whose length is counted in blocks (MPC: blocks per key or stream; key count for setup).
+BLOCK_COUNTED = (HASH, GFDOUBLE, WIDEBLOCK, MPC)
 
 
 def lookup(name: str) -> Signature | None:
@@ -355,7 +367,7 @@ def check_groups(fn: str) -> list[str]:
             return [f"badargs {fn}"] + guards
         return [f"kat {fn}", f"diff {fn}", f"badargs {fn}", f"guard {fn} len0"] + guards + \
             ([f"tamper {fn}"] if fn == "otr_decrypt" else [])
-    if fam == WIDEBLOCK:
+    if fam in (WIDEBLOCK, MPC):
         return [f"kat {fn}", f"diff {fn}", f"simulate {fn}", f"abi {fn}", f"guard {fn} after",
                 f"guard {fn} before", f"guard {fn} len0"]
     if fam in AEAD_FAMILIES:

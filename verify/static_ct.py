@@ -306,7 +306,7 @@ def check(spec, asm_path: Path | str, *, allow_table_lookups: bool | None = None
     except (AssembleError, ElfError, OSError) as e:
         return [CheckResult("ct", "fail", str(e))]
     by_name = {f.name: f for f in functions}
-    scanner = _Scanner({spec.rounds_offset}, allow_table_lookups)
+    scanner = _Scanner(set(getattr(spec, "public_load_disps", (spec.rounds_offset,))), allow_table_lookups)
     declassify = declassify_points(asm_path)
     results: list[CheckResult] = []
     exported = [spec.symbol(name) for name in spec.functions]

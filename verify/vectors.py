@@ -42,6 +42,33 @@ FIPS197_APPENDIX_C: dict[int, tuple[bytes, bytes, bytes]] = {
 }
 
 
+# SP 800-38A Appendix F: the four-block example message, F.1 ECB and F.2 CBC (encryption).
+SP800_38A_PLAINTEXT = bytes.fromhex(
+    "6bc1bee22e409f96e93d7e117393172a" "ae2d8a571e03ac9c9eb76fac45af8e51"
+    "30c81c46a35ce411e5fbc1191a0a52ef" "f69f2445df4f9b17ad2b417be66c3710")
+SP800_38A_KEYS = {
+    128: bytes.fromhex("2b7e151628aed2a6abf7158809cf4f3c"),
+    192: bytes.fromhex("8e73b0f7da0e6452c810f32b809079e562f8ead2522c6b7b"),
+    256: bytes.fromhex("603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4"),
+}
+SP800_38A_IV = bytes(range(16))
+# F.1.1, F.1.3, F.1.5 (ECB) and F.2.1, F.2.3, F.2.5 (CBC, IV = SP800_38A_IV): (mode, bits) -> ciphertext
+SP800_38A_CIPHERTEXT = {(mode, bits): bytes.fromhex(hexes) for mode, bits, hexes in (
+    ("ECB", 128, "3ad77bb40d7a3660a89ecaf32466ef97f5d3d58503b9699de785895a96fdbaaf"
+                 "43b1cd7f598ece23881b00e3ed0306887b0c785e27e8ad3f8223207104725dd4"),
+    ("ECB", 192, "bd334f1d6e45f25ff712a214571fa5cc974104846d0ad3ad7734ecb3ecee4eef"
+                 "ef7afd2270e2e60adce0ba2face6444e9a4b41ba738d6c72fb16691603c18e0e"),
+    ("ECB", 256, "f3eed1bdb5d2a03c064b5a7e3db181f8591ccb10d410ed26dc5ba74a31362870"
+                 "b6ed21b99ca6f4f9f153e7b1beafed1d23304b7a39f9f3ff067d8d8f9e24ecc7"),
+    ("CBC", 128, "7649abac8119b246cee98e9b12e9197d5086cb9b507219ee95db113a917678b2"
+                 "73bed6b8e3c1743b7116e69e222295163ff1caa1681fac09120eca307586e1a7"),
+    ("CBC", 192, "4f021db243bc633d7178183a9fa071e8b4d9ada9ad7dedf4e5e738763f69145a"
+                 "571b242012fb7ae07fa9baac3df102e008b0e27988598881d920a9e64f5615cd"),
+    ("CBC", 256, "f58c4c04d6e5f1ba779eabfb5f7bfbd69cfc4e967edb808d679f777bc6702c7d"
+                 "39f23369a9d9bacfa530e26304231461b2eb05e2c39be9fcda6c19078c6a9d1b"),
+)}
+
+
 def _package_dir(module: str) -> Path:
     mod = __import__(module)
     return Path(mod.__file__).parent
