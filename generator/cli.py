@@ -40,8 +40,8 @@ def config_options(f):
                           "bitsliced (logic ops and byte shuffles only; ecb, ctr32, cbc; depth = sets of 8 "
                           "bit-planes: 1, or 2 on avx512, the default there).")(f)
     f = click.option("--depth", "-d", type=int, default=None,
-                     help=f"Independent block groups interleaved (1..{MAX_DEPTH}; default 8, "
-                          "or the target model's choice).")(f)
+                     help=f"Independent block groups interleaved (1..{MAX_DEPTH}; default 8, lowered per mode to what "
+                          "fits the register file, or the target model's choice).")(f)
     f = click.option("--width", "-w", type=int, default=None,
                      help="Vector width in bits: 128, 256 or 512 (default: the ISA's widest, "
                           "or the target's preferred).")(f)
@@ -94,6 +94,21 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
         raise UsageFailure(str(e)) from None
 
 
+def default_depths_that_fit(spec: KernelSpec, pinned: dict[str, tuple[int, int]]) -> KernelSpec:
+    """No --depth given: depth 8, lowered for a mode whose kernel does not fit the register file
+    at 8 (XTS or OTR on 16 registers, Rijndael-256...) to the deepest that does, as a per-mode
+    override (the file's header and regenerate command say so). An explicit --depth is never lowered."""
+    from .model import max_depth
+
+    per_mode = dict(pinned)
+    for m in spec.modes:
+        if m not in pinned and 0 < (fit := max_depth(spec.isa, spec.width, m, spec.backend)) < spec.depth:
+            per_mode[m] = (spec.width, fit)
+    if per_mode == pinned:
+        return spec
+    return make_spec(spec.modes, spec.isa, spec.width, spec.depth, spec.backend, spec.prefix or None, per_mode)
+
+
 def _spec_from_options(modes: str, isa: str | None, width: int | None, depth: int | None, backend: str,
                        prefix: str | None, target: str | None, tuned: bool, profile: str,
                        per_mode: tuple[str, ...]) -> KernelSpec:
@@ -104,8 +119,10 @@ def _spec_from_options(modes: str, isa: str | None, width: int | None, depth: in
         if target is None:
             if tuned:
                 raise ConfigError("--tuned needs --target native")
-            return make_spec(mode_list, isa or "avx512", width, 8 if depth is None else depth, backend, prefix,
-                             parse_per_mode(per_mode, mode_list))
+            pinned = parse_per_mode(per_mode, mode_list)
+            spec = make_spec(mode_list, isa or "avx512", width, 8 if depth is None else depth, backend, prefix,
+                             pinned)
+            return spec if depth is not None else default_depths_that_fit(spec, pinned)
         from . import model, target as targets
 
         t = targets.load(target)

@@ -35,17 +35,26 @@ def pipe_depth(target: Target, width: int) -> int:
 
 @lru_cache(maxsize=None)
 @functools.lru_cache(maxsize=None)
-def max_depth(isa: str, width: int, mode: str) -> int:
+@lru_cache(maxsize=None)
+def max_depth(isa: str, width: int, mode: str, backend: str = "aesni") -> int:
     """The largest depth whose kernel fits the register file (0 if none)."""
     from .pipeline import check_fits
 
-    lo, hi = 0, MAX_DEPTH  # feasibility is monotone in depth: bisect
+    def fits(depth: int) -> bool:
+        try:
+            check_fits(KernelSpec((mode,), isa, width, depth, backend=backend))
+            return True
+        except BuildError:
+            return False
+
+    if fits(MAX_DEPTH):  # most modes on 32 registers: one build instead of a bisection
+        return MAX_DEPTH
+    lo, hi = 0, MAX_DEPTH - 1  # feasibility is monotone in depth: bisect
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        try:
-            check_fits(KernelSpec((mode,), isa, width, mid))
+        if fits(mid):
             lo = mid
-        except BuildError:
+        else:
             hi = mid - 1
     return lo
 

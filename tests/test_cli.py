@@ -226,3 +226,16 @@ def test_simulate_output_is_one_line_for_long_inputs() -> None:
 def test_simulate_bad_function_is_one_line() -> None:
     p = aesgen("simulate", "ccm_encrypt", "--key", "00" * 16)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "ccm_encrypt" in p.stderr
+
+
+def test_default_depth_is_lowered_per_mode_to_what_fits_but_an_explicit_depth_is_not(tmp_path) -> None:
+    from aesgen.model import max_depth
+
+    fit = max_depth("avx", 128, "xts")
+    assert 0 < fit < 8  # XTS's tweaks need registers: depth 8 does not fit 16 xmm
+    p = aesgen("generate", "xts,ecb", "--isa", "avx", "-o", str(tmp_path / "k.S"))
+    assert p.returncode == 0, p.stderr
+    assert f"--per-mode xts=128x{fit}" in (tmp_path / "k.S").read_text()
+    p = aesgen("generate", "xts", "--isa", "avx", "--depth", "8", "-o", str(tmp_path / "refused.S"))
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert not (tmp_path / "refused.S").exists()
