@@ -161,3 +161,39 @@ def test_generated_file_verifies_full(tmp_path, method, isa, width, depth):
     if isa in ("sse", "avx", "avx2") and depth == 8:
         depth = 6
     verify_generated(tmp_path, spec_for(method, isa, width, depth))
+
+
+# -- the batch loop's tweaks from general-purpose registers (kernels/xts_table.py) ----------
+@pytest.mark.parametrize("isa,width,depth,method,backend,gpr", [
+    ("avx512", 512, 8, "batch", "aesni", True), ("avx512", 512, 2, "batch", "aesni", True),
+    ("avx512", 512, 8, "lanewise", "aesni", False), ("avx512", 512, 9, "batch", "aesni", False),
+    ("avx512", 512, 1, "batch", "aesni", False), ("avx512", 256, 8, "batch", "aesni", False),
+    ("avx2", 256, 4, "batch", "aesni", False), ("avx512", 512, 4, "batch", "gfni", False)])
+def test_gpr_tweak_table_only_where_chosen(isa, width, depth, method, backend, gpr):
+    """AVX-512, 512 bits, the batch method, AES-NI, depth 2..8: the table (sarx doublings);
+    anything else keeps the vector doubling in the loop."""
+    import iced_x86 as ix
+    from aesgen.pipeline import generate
+    spec = KernelSpec(("xts",), isa, width, depth, backend=backend, gfdouble=method)
+    sarx = sum(ins.mnemonic == ix.Mnemonic.SARX for ins in generate(spec).instructions)
+    # per key size and direction: the first fill (two batches) and the loop's
+    assert sarx == (2 * 3 * 3 * 4 * depth if gpr else 0)
+
+
+@pytest.mark.parametrize("bits", [128, 256])
+def test_simulated_gpr_tweak_table_matches_cryptography(bits):
+    """The simulator runs the table's doublings, jumps and both tables (three batches and
+    a vector, and a partial block for stealing) as written; cryptography says what is right."""
+    spec = KernelSpec(("xts",), "avx512", 512, 2)
+    rng = random.Random(bits)
+    k1, k2, tweak = rng.randbytes(bits // 8), rng.randbytes(bits // 8), rng.randbytes(16)
+    n = 3 * 16 * spec.lanes * spec.depth + 16 * spec.lanes + 5
+    data = rng.randbytes(n)
+    for decrypt in (False, True):
+        m = Machine(spec, size=1 << 16)
+        xkey = m.alloc(bytes(spec.xts_key_bytes), align=64)
+        call(m, build_function(spec, "xts_set_key"), m.alloc(k1), m.alloc(k2), bits, xkey, 0 if decrypt else 1)
+        out = m.alloc(bytes(n))
+        call(m, build_function(spec, "xts_decrypt" if decrypt else "xts_encrypt"),
+             xkey, m.alloc(data), out, n, m.alloc(tweak))
+        assert m.read(out, n) == xts(k1, k2, tweak, data, decrypt), decrypt
