@@ -165,37 +165,33 @@ class Xts:
 
     def batches(self, stream: TweakStream, body) -> None:
         """The D-vector loop with its tweaks from the GPR tables, filled two batches ahead.
-        The first batch takes vector-doubled tweaks (no wait on the table's stores), and
-        the table is filled only when a loop iteration will read it; after the loop the
-        stream restarts from the table's first vector (the next block's tweaks)."""
+        From three batches on: the first two take vector-doubled tweaks while the tables
+        fill for the two after them (no load waits on the table's stores); after the loop
+        the stream restarts from the next table's first vector. Fewer: main's loop."""
         b, D, L, n = self.b, self.b.depth, self.b.lanes, self.n
         table, batch = self.table, 16 * L * D
-        skip, alone, top = b.label_name("no_batch"), b.label_name("one_batch"), b.label_name("batch")
-        b.s("cmp", n, imm=batch)
-        b.branch("b", skip)
-        b.s("cmp", n, imm=2 * batch)
-        b.branch("b", alone)
-        table.start(stream.current)
-        table.fill()  # the second batch's tweaks
-        table.toggle()
-        table.fill()  # the third batch's
-        table.toggle()
-        b.label(alone)
-        body(D, stream.vectors(D))
-        self.step(batch)
-        b.s("cmp", n, imm=batch)
-        b.branch("b", skip)  # one batch: the stream is where it should be
+        few, joined, top = b.label_name("few_batches"), b.label_name("batches_done"), b.label_name("batch")
+        b.s("cmp", n, imm=3 * batch)
+        b.branch("b", few)
+        table.start(stream.current, batches=2)
+        # the fills ride spread over the rounds: in one run before them their 64 stores
+        # filled the store queue and stalled dispatch (0.18 ticks/B instead of 0.125)
+        for k in range(2):
+            body(D, stream.vectors(D), riders=table.fill)  # fills the tweaks of batch k + 2
+            table.toggle()
+            self.step(batch)
         b.label(top)
         tweaks = table.vectors()
-        # the batch after next, spread over the rounds: in one run before them its 64 stores
-        # filled the store queue and stalled dispatch (0.18 ticks/B instead of 0.125)
-        body(D, tweaks, riders=table.fill)
+        body(D, tweaks, riders=table.fill)  # the batch after next
         table.toggle()
         self.step(batch)
         b.s("cmp", n, imm=batch)
         b.branch("ae", top)
         b.assign(stream.current, b.v("vload", table.entry(0)), comment="the next block's tweaks")
-        b.label(skip)
+        b.branch("jmp", joined)
+        b.label(few)
+        vector_loops(b, n, 16 * L, (self.inp, self.outp), body, sizes=(D,))
+        b.label(joined)
 
     def step(self, nbytes: int) -> None:
         b = self.b

@@ -83,9 +83,9 @@ class TweakTable:
         return Mem(BASE, 16 * k)
 
     # -- the chains ---------------------------------------------------------------
-    def start(self, current: VReg) -> None:
-        """Chain 0 a batch on from lane 0 of `current` (the next block's tweak), chain 1
-        half a batch further."""
+    def start(self, current: VReg, batches: int) -> None:
+        """Chain 0 `batches` batches on from lane 0 of `current` (the next block's tweak),
+        chain 1 half a batch further."""
         b = self.b
         (lo, hi), (lo1, hi1) = CHAINS
         b.s("movi", COUNT63, imm=63, comment="sarx count: bit 127 spread over the qword")
@@ -95,7 +95,8 @@ class TweakTable:
             b.store(self.entry(0), current, comment="the next block's tweak, to the GPRs")
         b.s("load64", lo, Mem(BASE, 0, bits=64))
         b.s("load64", hi, Mem(BASE, 8, bits=64))
-        self.jump(lo, hi, self.blocks)
+        for _ in range(batches):
+            self.jump(lo, hi, self.blocks)
         b.s("mov", lo1, lo)
         b.s("mov", hi1, hi)
         self.jump(lo1, hi1, self.half)
