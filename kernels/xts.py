@@ -100,6 +100,7 @@ class Xts:
         b = self.b
         b.label(self.exit)
         self.table.leave()
+        finish(b)
 
     def path(self, nr: int) -> None:
         b, L = self.b, self.b.lanes
@@ -166,8 +167,9 @@ class Xts:
     def batches(self, stream: TweakStream, body) -> None:
         """The D-vector loop with its tweaks from the GPR tables, filled two batches ahead.
         From three batches on: the first two take vector-doubled tweaks while the tables
-        fill for the two after them (no load waits on the table's stores); after the loop
-        the stream restarts from the next table's first vector. Fewer: main's loop."""
+        fill for the two after them (no load waits on the table's stores); the loop is
+        unrolled twice, one body per table; after it the stream restarts from the next
+        table's first vector. Fewer batches: main's loop."""
         b, D, L, n = self.b, self.b.depth, self.b.lanes, self.n
         table, batch = self.table, 16 * L * D
         few, joined, top = b.label_name("few_batches"), b.label_name("batches_done"), b.label_name("batch")
@@ -177,18 +179,21 @@ class Xts:
         # the fills ride spread over the rounds: in one run before them their 64 stores
         # filled the store queue and stalled dispatch (0.18 ticks/B instead of 0.125)
         for k in range(2):
-            body(D, stream.vectors(D), riders=table.fill)  # fills the tweaks of batch k + 2
-            table.toggle()
+            body(D, stream.vectors(D), riders=lambda k=k: table.fill(k))  # batch k + 2's tweaks
             self.step(batch)
+        after_first = b.label_name("after_table0")
         b.label(top)
-        tweaks = table.vectors()
-        body(D, tweaks, riders=table.fill)  # the batch after next
-        table.toggle()
-        self.step(batch)
-        b.s("cmp", n, imm=batch)
-        b.branch("ae", top)
-        b.assign(stream.current, b.v("vload", table.entry(0)), comment="the next block's tweaks")
-        b.branch("jmp", joined)
+        for k in range(2):
+            tweaks = table.vectors(k)
+            body(D, tweaks, riders=lambda k=k: table.fill(k))  # the batch after next
+            self.step(batch)
+            b.s("cmp", n, imm=batch)
+            b.branch("b" if k == 0 else "ae", after_first if k == 0 else top)
+        for k in (0, 1):  # the table of the batch after the last one run
+            if k == 1:
+                b.label(after_first)
+            b.assign(stream.current, b.v("vload", table.entry(k, 0)), comment="the next block's tweaks")
+            b.branch("jmp", joined)
         b.label(few)
         vector_loops(b, n, 16 * L, (self.inp, self.outp), body, sizes=(D,))
         b.label(joined)
