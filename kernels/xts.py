@@ -21,7 +21,7 @@ from aesgen.ir import XOR3, Const, Mem, VReg
 from .aes import _r32, encrypt_rounds, expand_schedule, finish, key_size_paths
 from .gfdouble import CLMUL_METHODS, TweakStream, double
 from .modes import vector_loops
-from .xts_table import TweakTable, gpr_tweaks
+from .xts_table import TABLE_FROM_BYTES, TweakTable, gpr_tweaks
 
 
 
@@ -88,19 +88,8 @@ class Xts:
         b.branch("ae", go)
         b.s("ret", comment="less than one block: nothing to do")
         b.label(go)
-        if self.table is None:
-            b.key_paths("xkey", self.path)
-            return
-        self.exit = b.label_name("exit")
-        self.table.enter()
-        b.key_paths("xkey", self.path, scratch="r10d")  # rax holds tweak bits
-        b.single_path(None, self.epilogue)
-
-    def epilogue(self) -> None:
-        b = self.b
-        b.label(self.exit)
-        self.table.leave()
-        finish(b)
+        # with the tweak table rax holds tweak bits (the ct check tracks registers, not points)
+        b.key_paths("xkey", self.path, scratch="eax" if self.table is None else "r10d")
 
     def path(self, nr: int) -> None:
         b, L = self.b, self.b.lanes
@@ -159,22 +148,21 @@ class Xts:
             b.branch("e", done)
             self.steal(nr, single, double(b, single, method))
             b.label(done)
-        if self.table is None:
-            finish(b)
-        else:
-            b.branch("jmp", self.exit)
+        finish(b)
 
     def batches(self, stream: TweakStream, body) -> None:
         """The D-vector loop with its tweaks from the GPR tables, filled two batches ahead.
-        From three batches on: the first two take vector-doubled tweaks while the tables
+        From three batches (and TABLE_FROM_BYTES) on: the first two take vector-doubled tweaks while the tables
         fill for the two after them (no load waits on the table's stores); the loop is
         unrolled twice, one body per table; after it the stream restarts from the next
-        table's first vector. Fewer batches: main's loop."""
+        table's first vector and the frame is wiped and dropped. Fewer batches: main's
+        loop, no frame."""
         b, D, L, n = self.b, self.b.depth, self.b.lanes, self.n
         table, batch = self.table, 16 * L * D
         few, joined, top = b.label_name("few_batches"), b.label_name("batches_done"), b.label_name("batch")
-        b.s("cmp", n, imm=3 * batch)
+        b.s("cmp", n, imm=max(3 * batch, TABLE_FROM_BYTES))
         b.branch("b", few)
+        table.enter()  # registers saved and the frame made only here: short messages skip it
         table.start(stream.current, batches=2)
         # the fills ride spread over the rounds: in one run before them their 64 stores
         # filled the store queue and stalled dispatch (0.18 ticks/B instead of 0.125)
@@ -189,11 +177,16 @@ class Xts:
             self.step(batch)
             b.s("cmp", n, imm=batch)
             b.branch("b" if k == 0 else "ae", after_first if k == 0 else top)
+        done = b.label_name("tables_done")
         for k in (0, 1):  # the table of the batch after the last one run
             if k == 1:
                 b.label(after_first)
             b.assign(stream.current, b.v("vload", table.entry(k, 0)), comment="the next block's tweaks")
-            b.branch("jmp", joined)
+            if k == 0:
+                b.branch("jmp", done)
+        b.label(done)
+        table.leave()
+        b.branch("jmp", joined)
         b.label(few)
         vector_loops(b, n, 16 * L, (self.inp, self.outp), body, sizes=(D,))
         b.label(joined)

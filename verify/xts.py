@@ -24,6 +24,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
+from aesgen.kernels.xts_table import TABLE_FROM_BYTES
 from aesgen.verify import vectors
 from aesgen.verify.aead import (HeapMem, Invocation, Region, Scene, SceneError, _aes_ecb, _fill, _first_diff,
                                 _io_alias, _maybe, _result, invoke)
@@ -202,12 +203,14 @@ def batch_bytes(kernel: Kernel) -> int:
 
 def _lengths(n: int, quick: bool, rng: random.Random, batch: int) -> list[int]:
     """Every length up to a few groups' worth of blocks (stealing at each); then whole
-    blocks, and 1 or 15 bytes more (stealing), at every block up to three batches and a
-    vector (the batch loop's entry, first iteration, iterations on both tweak tables, and
-    the tails after each); then random ones."""
-    top = max(16 * n + 15, 3 * batch + batch // 2 + 31)
+    blocks, and 1 or 15 bytes more (stealing), at every block up to two batches and a
+    vector past where the GPR tweak tables start (kernels/xts_table.py: the batch loop's
+    entries, its iterations on both tables, its two exits and the tails after each);
+    then random ones."""
+    last = max(3 * batch, TABLE_FROM_BYTES) + 2 * batch + batch // 2 + 16
+    top = max(16 * n + 15, last + 15)
     every = list(range(0, min(top, 160 if quick else 16 * 24) + 1))
-    near = sorted({k + d for k in range(16, 3 * batch + batch // 2 + 17, 16) for d in (0, 1, 15)} - set(every))
+    near = sorted({k + d for k in range(16, last + 1, 16) for d in (0, 1, 15)} - set(every))
     if quick:
         near = [x for x in near if x % batch < 48 or x % batch > batch - 32]
     return every + near + sorted(rng.randrange(16, top + 1) for _ in range(8 if quick else 40))
