@@ -14,6 +14,8 @@ is two byte shuffles and a mask, chosen by the public r (see Xts.steal).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from aesgen.consts import bswap_mask
 from aesgen.dsl import FunctionBuilder, key
 from aesgen.ir import XOR3, Const, Mem, VReg
@@ -111,7 +113,7 @@ class Xts:
         b.s("sub", n, imm=16, comment="the last whole block goes with the partial one")
         b.label(whole)
 
-        def body(g: int, tweaks: list[VReg] | None = None, riders=None) -> None:
+        def body(g: int, tweaks: list[VReg] | None = None, riders: Callable[[], None] | None = None) -> None:
             tweaks = tweaks or stream.vectors(g)
 
             def block(j: int) -> None:
@@ -152,11 +154,11 @@ class Xts:
 
     def batches(self, stream: TweakStream, body) -> None:
         """The D-vector loop with its tweaks from the GPR tables, filled two batches ahead.
-        From three batches (and TABLE_FROM_BYTES) on: the first two take vector-doubled tweaks while the tables
-        fill for the two after them (no load waits on the table's stores); the loop is
-        unrolled twice, one body per table; after it the stream restarts from the next
-        table's first vector and the frame is wiped and dropped. Fewer batches: main's
-        loop, no frame."""
+        From max(3 batches, TABLE_FROM_BYTES) on: the first two batches take vector-doubled
+        tweaks while the tables fill for the two after them (no load waits on the tables'
+        stores); the loop is unrolled twice, one body per table; after it the stream
+        restarts from the next table's first vector and the frame is wiped and dropped.
+        Shorter messages: main's loop, no frame."""
         b, D, L, n = self.b, self.b.depth, self.b.lanes, self.n
         table, batch = self.table, 16 * L * D
         few, joined, top = b.label_name("few_batches"), b.label_name("batches_done"), b.label_name("batch")
@@ -177,13 +179,12 @@ class Xts:
             self.step(batch)
             b.s("cmp", n, imm=batch)
             b.branch("b" if k == 0 else "ae", after_first if k == 0 else top)
+        # the next block's tweaks head the table the last batch did not read
         done = b.label_name("tables_done")
-        for k in (0, 1):  # the table of the batch after the last one run
-            if k == 1:
-                b.label(after_first)
-            b.assign(stream.current, b.v("vload", table.entry(k, 0)), comment="the next block's tweaks")
-            if k == 0:
-                b.branch("jmp", done)
+        b.assign(stream.current, b.v("vload", table.entry(0, 0)), comment="the next block's tweaks")
+        b.branch("jmp", done)
+        b.label(after_first)
+        b.assign(stream.current, b.v("vload", table.entry(1, 0)), comment="the next block's tweaks")
         b.label(done)
         table.leave()
         b.branch("jmp", joined)

@@ -72,6 +72,7 @@ class TweakTable:
         b.s("add", "rsp", imm=2 * self.bytes)
         for r in reversed(SAVED):
             b.s("pop", r)
+        b.s("xor32", "eax", "eax", comment="rax (caller-saved) held tweak bits")
 
     def entry(self, table: int, k: int, bits: int | None = None) -> Mem:
         """Block k's tweak in table 0 or 1."""
