@@ -327,6 +327,8 @@ class Assembler:
             return Instruction.create_reg_mem(C("LEA_R64_M"), gpr(d), self.mem(s[0]))
         if op == "bzhi":
             return Instruction.create_reg_reg_reg(C("VEX_BZHI_R64_RM64_R64"), gpr(d), gpr(s[0]), gpr(s[1]))
+        if op == "sarx":  # d = s0 >> s1 (arithmetic, count mod 64), flags untouched (BMI2)
+            return Instruction.create_reg_reg_reg(C("VEX_SARX_R64_RM64_R64"), gpr(d), gpr(s[0]), gpr(s[1]))
         if op == "movmskpd":  # the two qwords' sign bits of an xmm (no EVEX form: xmm0-15 only)
             form = "MOVMSKPD_R32_XMM" if self.isa == "sse" else "VEX_VMOVMSKPD_R32_XMM"
             return Instruction.create_reg_reg(C(form), gpr(d), vreg(s[0].num, 128))

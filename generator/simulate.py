@@ -380,6 +380,11 @@ def _bzhi(it: Interpreter, i: Insn) -> None:
     it.m.put(i.dst, src if n >= 64 else src & ((1 << n) - 1))
 
 
+def _sarx(it: Interpreter, i: Insn) -> None:
+    c = it.m.get(i.srcs[1]) & 63
+    it.m.put(i.dst, ((it.m.get(i.srcs[0]) ^ 1 << 63) - (1 << 63) >> c) & M64)
+
+
 def _shld(it: Interpreter, i: Insn, count: int) -> None:
     c = count & 63
     d = it.m.get(i.dst)
@@ -458,6 +463,7 @@ SCALAR = {
     "lea": lambda it, i: it.m.put(i.dst, it.m.const_addr(i.srcs[0]) if isinstance(i.srcs[0], Const)
                                   else it.m.addr(i.srcs[0])),
     "bzhi": _bzhi,
+    "sarx": _sarx,
     "movmskpd": _movmskpd,
     "kmovq": lambda it, i: it.m.kreg.__setitem__(i.dst, it.m.get(i.srcs[0])),
     "cpuid": _cpuid,

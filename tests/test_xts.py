@@ -14,6 +14,7 @@ from aesgen.config import ConfigError, with_doubling
 from aesgen.doubling import METHODS, refusal
 from aesgen.gf128 import doubling_reduction
 from aesgen.kernels import build_function
+from aesgen.kernels.xts_table import TABLE_FROM_BYTES
 from aesgen.simulate import Machine, call
 from aesgen.spec import KernelSpec
 from aesgen.verify import static_ct
@@ -91,7 +92,9 @@ def test_machine_code_xts_matches_cryptography(method, isa, width):
             key = ctypes.create_string_buffer(spec.xts_key_bytes + 64)
             at = (ctypes.addressof(key) + 63) // 64 * 64
             assert set_key(k1, k2, bits, at, 0 if decrypt else 1) == 0
-            for n in (16, 17, 31, 32, 47, group - 1, group, group + 16 + 5, 3 * group + 15):
+            table = max(3 * group, TABLE_FROM_BYTES)  # where the GPR tweak tables start (512 bits)
+            for n in (16, 17, 31, 32, 47, group - 1, group, group + 16 + 5, 3 * group + 15,
+                      table + 16 + 5, table + group + 16 + 5):
                 tweak, data = rng.randbytes(16), rng.randbytes(n)
                 out = ctypes.create_string_buffer(n)
                 fn(at, data, out, n, tweak)
@@ -161,3 +164,42 @@ def test_generated_file_verifies_full(tmp_path, method, isa, width, depth):
     if isa in ("sse", "avx", "avx2") and depth == 8:
         depth = 6
     verify_generated(tmp_path, spec_for(method, isa, width, depth))
+
+
+# -- the batch loop's tweaks from general-purpose registers (kernels/xts_table.py) ----------
+@pytest.mark.parametrize("isa,width,depth,method,backend,gpr", [
+    ("avx512", 512, 8, "batch", "aesni", True), ("avx512", 512, 2, "batch", "aesni", True),
+    ("avx512", 512, 8, "lanewise", "aesni", False), ("avx512", 512, 9, "batch", "aesni", False),
+    ("avx512", 512, 1, "batch", "aesni", False), ("avx512", 256, 8, "batch", "aesni", False),
+    ("avx2", 256, 4, "batch", "aesni", False), ("avx512", 512, 4, "batch", "gfni", False)])
+def test_gpr_tweak_table_only_where_chosen(isa, width, depth, method, backend, gpr):
+    """AVX-512, 512 bits, the batch method, AES-NI, depth 2..8: the table (sarx doublings);
+    anything else keeps the vector doubling in the loop."""
+    import iced_x86 as ix
+    from aesgen.pipeline import generate
+    spec = KernelSpec(("xts",), isa, width, depth, backend=backend, gfdouble=method)
+    sarx = sum(ins.mnemonic == ix.Mnemonic.SARX for ins in generate(spec).instructions)
+    # per key size and direction, 4 x depth doublings per fill: two fills riding the
+    # vector-tweak batches, one per table in the loop (unrolled twice)
+    assert sarx == (2 * 3 * 4 * 4 * depth if gpr else 0)
+
+
+@pytest.mark.parametrize("bits", [128, 256])
+def test_simulated_gpr_tweak_table_matches_cryptography(bits):
+    """The simulator runs the table's doublings, jumps and both tables (from where they
+    start, a batch more and a vector, and a partial block for stealing) as written;
+    cryptography says what is right."""
+    spec = KernelSpec(("xts",), "avx512", 512, 2)
+    rng = random.Random(bits)
+    k1, k2, tweak = rng.randbytes(bits // 8), rng.randbytes(bits // 8), rng.randbytes(16)
+    batch = 16 * spec.lanes * spec.depth
+    n = max(3 * batch, TABLE_FROM_BYTES) + batch + 16 * spec.lanes + 5
+    data = rng.randbytes(n)
+    for decrypt in (False, True):
+        m = Machine(spec, size=1 << 16)
+        xkey = m.alloc(bytes(spec.xts_key_bytes), align=64)
+        call(m, build_function(spec, "xts_set_key"), m.alloc(k1), m.alloc(k2), bits, xkey, 0 if decrypt else 1)
+        out = m.alloc(bytes(n))
+        call(m, build_function(spec, "xts_decrypt" if decrypt else "xts_encrypt"),
+             xkey, m.alloc(data), out, n, m.alloc(tweak))
+        assert m.read(out, n) == xts(k1, k2, tweak, data, decrypt), decrypt

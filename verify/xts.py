@@ -24,6 +24,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
+from aesgen.kernels.xts_table import TABLE_FROM_BYTES
 from aesgen.verify import vectors
 from aesgen.verify.aead import (HeapMem, Invocation, Region, Scene, SceneError, _aes_ecb, _fill, _first_diff,
                                 _io_alias, _maybe, _result, invoke)
@@ -195,11 +196,24 @@ def kat_xts(kernel: Kernel, fn: str, probe: Probe, *, quick: bool, seed: int) ->
         yield CheckResult(f"kat {fn} IEEE1619", "skip", f"{CRYPTOPP_XTS} not installed (libcrypto++-utils)")
 
 
-def _lengths(n: int, quick: bool, rng: random.Random) -> list[int]:
-    """Every length up to a few groups' worth of blocks (stealing at each), then random ones."""
-    top = 16 * n + 15
+def batch_bytes(kernel: Kernel) -> int:
+    """Bytes one main-loop iteration takes: depth x lanes blocks."""
+    return 16 * kernel.spec.depth_for("xts") * kernel.spec.width_for("xts") // 128
+
+
+def _lengths(n: int, quick: bool, rng: random.Random, batch: int) -> list[int]:
+    """Every length up to a few groups' worth of blocks (stealing at each); then whole
+    blocks, and 1 or 15 bytes more (stealing), at every block up to two batches and a
+    vector past where the GPR tweak tables start (kernels/xts_table.py: the batch loop's
+    entries, its iterations on both tables, its two exits and the tails after each);
+    then random ones."""
+    last = max(3 * batch, TABLE_FROM_BYTES) + 2 * batch + batch // 2 + 16
+    top = max(16 * n + 15, last + 15)
     every = list(range(0, min(top, 160 if quick else 16 * 24) + 1))
-    return every + sorted(rng.randrange(16, top + 1) for _ in range(8 if quick else 40))
+    near = sorted({k + d for k in range(16, last + 1, 16) for d in (0, 1, 15)} - set(every))
+    if quick:
+        near = [x for x in near if x % batch < 48 or x % batch > batch - 32]
+    return every + near + sorted(rng.randrange(16, top + 1) for _ in range(8 if quick else 40))
 
 
 def diff_xts(kernel: Kernel, fn: str, bits: int, probe: Probe, *, n: int, quick: bool,
@@ -209,7 +223,7 @@ def diff_xts(kernel: Kernel, fn: str, bits: int, probe: Probe, *, n: int, quick:
     mem = HeapMem(rng)
     errors: list[str] = []
     oracles: set[str] = set()
-    lengths = _lengths(n, quick, rng)
+    lengths = _lengths(n, quick, rng, batch_bytes(kernel))
     for k, length in enumerate(lengths):
         probe.note(name, f"len={length}")
         key1, key2, tweak = rng.randbytes(bits // 8), rng.randbytes(bits // 8), rng.randbytes(16)

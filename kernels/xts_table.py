@@ -1,0 +1,146 @@
+"""XTS tweaks doubled in general-purpose registers into tables in the stack frame.
+
+On Zen 4 a zmm vpclmulqdq (the batch doubling's multiply) or shuffle issues on the pipes
+vaesenc needs, so the vector tweak arithmetic costs AES throughput; the integer ALUs and
+the store ports sit idle. Here two 64-bit registers (lo, hi: the le tweak, bit k the
+coefficient of x^k) double the tweak once per block and store each one to a table that
+the batch loop reads as whole vectors two batches later (a zmm load that spans recent
+narrower stores cannot be store-forwarded; two tables alternate so none waits).
+
+One doubling, 5 ops, no branch: t = hi >> 63 (arithmetic: all ones if bit 127 is set),
+t &= x^128 mod P (0x87), (hi, lo) <<= 1 by add/adc, lo ^= t. Its dependency chain is
+about 2.5 cycles, as long as the AES rounds of a block at 512 bits, so a batch's table
+comes from two chains: the first half's tweaks from one, the second half's from another
+that starts half a batch on (a jump by x^h: the top h bits, carry-less times 0x87, added
+back). The stores ride spread over the AES rounds (GroupBlock riders).
+
+Registers: the chains, t and u are the only GPRs that hold data (the static constant-time
+check tracks registers, not program points); the sarx count 63 is public.
+"""
+from __future__ import annotations
+
+from aesgen.dsl import FunctionBuilder
+from aesgen.gf128 import doubling_reduction
+from aesgen.ir import Mem, VReg
+
+# Shorter messages keep the vector tweaks: at 1 KiB (512 x 4, four batches) the table's
+# start-up (frame, chains, two filling batches) was 8% slower than main's loop, at 2 KiB even.
+TABLE_FROM_BYTES = 2048
+MAX_DEPTH = 8  # D tweak vectors live beside D AES states and 15 round keys (AES-256)
+COUNT63 = "r11"
+CHAINS = (("rax", "rbx"), ("rbp", "r12"))  # (lo, hi) of each chain
+T, U = "r13", "r14"
+SAVED = ("rbx", "rbp", "r12", "r13", "r14")  # five pushes: rsp is 16-byte aligned after them
+
+
+def gpr_tweaks(b: FunctionBuilder) -> bool:
+    """The batch method at 512 bits on AVX-512 (AES-NI backend, depth <= 8) takes its
+    in-loop tweaks from the GPR table; anything else keeps the vector doubling."""
+    spec = b.spec
+    return (spec.isa == "avx512" and b.width == 512 and spec.backend == "aesni"
+            and spec.gfdouble == "batch" and 1 < b.depth <= MAX_DEPTH)
+
+
+class TweakTable:
+    """Two tables of one batch's tweaks at [rsp] and [rsp + bytes]; batch k reads table k mod 2.
+    rsp-relative on purpose: a stack address in another register would make the static
+    check treat every stack reload as secret (a win64 wrapper reloads its fifth argument).
+    rsp is only 16-byte aligned, so some zmm loads split a cache line (measured: no worse
+    than 64-byte aligned tables within the noise, 0.120-0.123 ticks/B either way)."""
+
+    def __init__(self, b: FunctionBuilder) -> None:
+        self.b = b
+        self.blocks = b.depth * b.lanes  # tweaks of one batch
+        self.half = self.blocks // 2
+        self.bytes = 16 * self.blocks  # one table
+
+    # -- frame ------------------------------------------------------------------
+    def enter(self) -> None:
+        """Save the registers the chains use, make the frame."""
+        b = self.b
+        for r in SAVED:
+            b.s("push", r)
+        b.s("sub", "rsp", imm=2 * self.bytes, comment="the two tweak tables")
+
+    def leave(self) -> None:
+        """Wipe the tables (tweaks are secret), drop the frame, restore the registers
+        (before the function's tails: they run with rsp where it was at entry)."""
+        b = self.b
+        z = b.v("vzero", width=512)
+        for off in range(0, 2 * self.bytes, 64):
+            b.store(Mem("rsp", off), z, width=512, comment="wipe the tweak tables")
+        b.s("add", "rsp", imm=2 * self.bytes)
+        for r in reversed(SAVED):
+            b.s("pop", r)
+        b.s("xor32", "eax", "eax", comment="rax (caller-saved) held tweak bits")
+
+    def entry(self, table: int, k: int, bits: int | None = None) -> Mem:
+        """Block k's tweak in table 0 or 1."""
+        return Mem("rsp", table * self.bytes + 16 * k) if bits is None else \
+            Mem("rsp", table * self.bytes + 16 * k, bits=bits)
+
+    # -- the chains ---------------------------------------------------------------
+    def start(self, current: VReg, batches: int) -> None:
+        """Chain 0 `batches` batches on from lane 0 of `current` (the next block's tweak),
+        chain 1 half a batch further."""
+        b = self.b
+        (lo, hi), (lo1, hi1) = CHAINS
+        b.s("movi", COUNT63, imm=63, comment="sarx count: bit 127 spread over the qword")
+        with b.at_width(128):
+            b.store(self.entry(0, 0), current, comment="the next block's tweak, to the GPRs")
+        b.s("load64", lo, Mem("rsp", 0, bits=64))
+        b.s("load64", hi, Mem("rsp", 8, bits=64))
+        for _ in range(batches):
+            self.jump(lo, hi, self.blocks)
+        b.s("mov", lo1, lo)
+        b.s("mov", hi1, hi)
+        self.jump(lo1, hi1, self.half)
+
+    def double(self, lo: str, hi: str) -> None:
+        """(hi, lo) = (hi, lo) * x."""
+        b = self.b
+        b.s("sarx", T, hi, COUNT63, comment="all ones if bit 127 is set")
+        b.s("and", T, imm=doubling_reduction(), comment="x^128 = x^7 + x^2 + x + 1 then")
+        b.s("add_r", lo, lo, comment="the low qword doubled, its bit 63 carried")
+        b.s("adc_r", hi, hi, comment="the high qword doubled")
+        b.s("xor_r", lo, T, comment="next block's tweak")
+
+    def jump(self, lo: str, hi: str, h: int) -> None:
+        """(hi, lo) = (hi, lo) * x^h, 0 < h <= 57 (the reduction fits the low qword): the
+        top h bits, carry-less times 0x87, added to the shifted value."""
+        b = self.b
+        b.s("mov", T, hi)
+        b.s("shr", T, imm=64 - h, comment=f"the top {h} bits, x^128 * them to add")
+        b.s("shld", hi, lo, imm=h, comment=f"<< {h}")
+        b.s("shl", lo, imm=h)
+        reduction = doubling_reduction()
+        for k in range(reduction.bit_length()):
+            if not reduction >> k & 1:
+                continue
+            if k == 0:
+                b.s("xor_r", lo, T, comment="+ them * x^k for each x^k of 0x87")
+                continue
+            b.s("mov", U, T)
+            b.s("shl", U, imm=k)
+            b.s("xor_r", lo, U)
+
+    def fill(self, table: int) -> None:
+        """The chains' batch of tweaks into a table; the chains move on by a batch."""
+        b = self.b
+        (lo0, hi0), (lo1, hi1) = CHAINS
+        for k in range(self.half):
+            for c, (lo, hi) in enumerate(CHAINS):
+                e = k + c * self.half
+                b.s("store64", self.entry(table, e, 64), lo, comment=f"tweak of block {e} of the batch")
+                b.s("store64", Mem("rsp", self.entry(table, e).disp + 8, bits=64), hi)
+                self.double(lo, hi)
+        # chain 1 ended where the next batch starts; chain 1 goes half a batch on
+        b.s("mov", lo0, lo1)
+        b.s("mov", hi0, hi1)
+        self.jump(lo1, hi1, self.half)
+
+    def vectors(self, table: int) -> list[VReg]:
+        """A table's D tweak vectors (read before fill overwrites them)."""
+        b = self.b
+        return [b.v("vload", self.entry(table, b.lanes * j), role="tweak", comment=f"tweaks of vector {j}")
+                for j in range(b.depth)]
