@@ -268,6 +268,8 @@ def _expected(case: smoke.SmokeCase) -> dict[str, bytes]:
 def test_smoke_vectors_agree_with_cryptography(mode: str) -> None:
     for case in smoke.SMOKE_CASES[mode]:
         v, want = _values(case), _expected(case)
+        if "back" in want:  # decrypting (inverting) must give the input back
+            assert want["back"] == v.get("pt", v.get("given")), case.name
         if mode == "ecb":
             assert _ecb(v["key"], v["pt"]) == want["ct"]
         elif mode == "ctr32":
@@ -360,3 +362,4 @@ def test_full_export_checks(env, tmp_path: Path, abi_name: str) -> None:
     p = make(tmp_path, "check", CFLAGS="-O2 -Wall -Wextra -Werror")
     assert p.returncode == 0, p.stdout + p.stderr
     assert re.search(r"\d+ checks, 0 failed", p.stdout)
+    assert len(re.findall(r"^ok   \S+: \d+ known-answer cases?$", p.stdout, re.M)) == len(MODES), p.stdout
