@@ -19,11 +19,15 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM, AESGCMSIV, AESOC
 
 from _support import aesgen_command, run
 from aesgen.pipeline import generate
-from aesgen.spec import KernelSpec
-from aesgen.verify import abi, smoke
+from aesgen.spec import MODES, KernelSpec
+from aesgen.verify import abi, otr, smoke
+from aesgen.verify.mpc import sigma_reference
+from aesgen.verify.wideblock_ref import rijndael256_ecb, simpira256_many
 from aesgen.verify.runner import verify_kernel
 
 SMALL = "ecb,ctr32,cbc,gcm,ocb"  # a few families with stack arguments, frames and tails
+# The families whose smoke vectors came last (and the multi-stream pointer arrays).
+LATER = "otr,rijndael256,simpira,multikey,fixed-key-hash,cbc-multi"
 MINGW_AS = "x86_64-w64-mingw32-as"
 
 
@@ -96,6 +100,35 @@ def test_readme_is_generated_from_data(exported) -> None:
     assert "aesgen_native_gcm_gcm_encrypt(" in text and "vpclmulqdq" in text
     assert re.search(r"aesgen generate gcm .*--prefix aesgen_native_gcm -o aesgen_native_gcm.S", header)
     assert "not measured" in text
+
+
+@pytest.mark.parametrize("abi_name", ["sysv", "win64"])
+def test_later_families_pass_their_known_answers_and_a_wrong_byte_fails(env, tmp_path: Path, abi_name: str) -> None:
+    """Every family prints a checked result; then one expected byte per family is flipped in
+    a copy of smoke_test.c and each family must report the difference."""
+    out = tmp_path / "export"
+    assert export(env, out, "--abi", abi_name, "--modes", LATER).returncode == 0
+    p = make(out, "check", CFLAGS="-O2 -Wall -Wextra -Werror")
+    assert p.returncode == 0, p.stdout + p.stderr
+    stems = [f"aesgen_native_{re.sub(r'[^a-z0-9]', '', m)}" for m in LATER.split(",")]
+    for stem in stems:
+        assert re.search(rf"^ok   {stem}: \d+ known-answer cases?$", p.stdout, re.M), p.stdout
+    assert re.search(r"\d+ checks, 0 failed, 0 file\(s\) skipped", p.stdout)
+
+    bad = tmp_path / "corrupted"
+    shutil.copytree(out, bad, ignore=shutil.ignore_patterns("*.o", "*.a", "smoke_test"))
+    source = (bad / "smoke_test.c").read_text()
+    for stem in stems:  # the first expected byte of each family's first case
+        start = source.index(f"static void check_{stem}(void)")
+        want = re.compile(r"(static const uint8_t want_\w+\[\d+\] = \{0x)([0-9a-f]{2})").search(source, start)
+        flipped = f"{int(want.group(2), 16) ^ 1:02x}"
+        source = source[:want.start(2)] + flipped + source[want.end(2):]
+    (bad / "smoke_test.c").write_text(source)
+    p = make(bad, "check")
+    assert p.returncode != 0, p.stdout
+    for stem in stems:
+        assert f"FAIL {stem}: " in p.stdout, (stem, p.stdout)
+        assert f"ok   {stem}" not in p.stdout, (stem, p.stdout)
 
 
 def test_export_is_deterministic(env, tmp_path: Path) -> None:
@@ -235,6 +268,8 @@ def _expected(case: smoke.SmokeCase) -> dict[str, bytes]:
 def test_smoke_vectors_agree_with_cryptography(mode: str) -> None:
     for case in smoke.SMOKE_CASES[mode]:
         v, want = _values(case), _expected(case)
+        if "back" in want:  # decrypting (inverting) must give the input back
+            assert want["back"] == v.get("pt", v.get("given")), case.name
         if mode == "ecb":
             assert _ecb(v["key"], v["pt"]) == want["ct"]
         elif mode == "ctr32":
@@ -270,8 +305,34 @@ def test_smoke_vectors_agree_with_cryptography(mode: str) -> None:
             for i in range(0, len(v["x"]), 16):
                 acc = _dot(acc ^ int.from_bytes(v["x"][i:i + 16], "little"), h)
             assert acc.to_bytes(16, "little") == want["acc"]
+        elif mode == "otr":  # the designer's vectors, through the reference written from the specification
+            assert otr.otr_encrypt(v["key"], v["nonce"], v["ad"], v["pt"]) == (want["ct"], want["tag"])
+        elif mode == "rijndael256":  # Gladman's vector, through the reference written from the specification
+            assert rijndael256_ecb(v["key"], v["pt"]) == want["ct"] and len(v["key"]) == len(v["pt"]) == 32
+        elif mode == "simpira":
+            assert simpira256_many(v["given"]) == want["permuted"] and v["given"] == bytes(32)
+        elif mode == "multikey":  # each key's blocks through AES-ECB
+            n, per_key = case.calls[0].args[2], len(v["keys"]) // case.calls[0].args[2]
+            assert n >= 2 and len(set(v["keys"][k * per_key:(k + 1) * per_key] for k in range(n))) == n
+            for k in range(n):
+                key, block = v["keys"][k * per_key:(k + 1) * per_key], slice(16 * k, 16 * k + 16)
+                assert _ecb(key, v["pt"][block]) == want["ct"][block]
+        elif mode == "fixed-key-hash":  # the definition: pi(sigma(x)) ^ sigma(x), pi = AES under the key
+            for i in range(0, len(v["x"]), 16):
+                s = sigma_reference(v["x"][i:i + 16])
+                assert bytes(a ^ b for a, b in zip(_ecb(v["key"], s), s)) == want["hash"][i:i + 16]
+        elif mode == "cbc-multi":  # each stream on its own through AES-CBC
+            streams = sum(1 for name in v if name.startswith("src"))
+            assert streams >= 2
+            for s in range(streams):
+                e = Cipher(algorithms.AES(v["key"]), modes.CBC(v[f"iv{s}"])).encryptor()
+                assert e.update(v[f"src{s}"]) == want[f"dst{s}"] and want[f"iv{s}"] == want[f"dst{s}"][-16:]
         else:
             pytest.fail(f"no independent check for the {mode} smoke vector")
+
+
+def test_every_family_has_a_smoke_vector() -> None:
+    assert sorted(smoke.SMOKE_CASES) == sorted(MODES)
 
 
 def _dot(a: int, b: int) -> int:
@@ -301,3 +362,4 @@ def test_full_export_checks(env, tmp_path: Path, abi_name: str) -> None:
     p = make(tmp_path, "check", CFLAGS="-O2 -Wall -Wextra -Werror")
     assert p.returncode == 0, p.stdout + p.stderr
     assert re.search(r"\d+ checks, 0 failed", p.stdout)
+    assert len(re.findall(r"^ok   \S+: \d+ known-answer cases?$", p.stdout, re.M)) == len(MODES), p.stdout

@@ -10,18 +10,28 @@ has no smoke vector and that `aesgen verify` is its evidence.
 Sources (data, not derived here): FIPS-197 Appendix C; NIST SP 800-38A F.2.1 and
 F.5.1; McGrew and Viega, "The Galois/Counter Mode of Operation", test cases 1 and 2
 (GHASH alone as the XOR of their tags); RFC 8452 Appendix A (POLYVAL) and C.1 (first
-case); IEEE 1619-2007 Appendix B, vector 2; RFC 7253 Appendix A (first two cases). The
-doubling case follows the definition of multiplication by x (IEEE 1619 section 5.2).
+case); IEEE 1619-2007 Appendix B, vector 2; RFC 7253 Appendix A (first two cases); NIST
+SP 800-38A F.1 and F.2.5 and FIPS-197 C.3 (verify/vectors.py); the AES-OTR v3 designer's
+vectors (verify/data/otr_vectors.txt); Gladman's Rijndael-256/256 and Simpira-256 of zero
+(verify/data/wideblock_vectors.txt). The doubling case follows the definition of
+multiplication by x (IEEE 1619 section 5.2); the fixed-key hash's cases choose the input
+through sigma's inverse so that the published AES pair gives the answer (see
+`_fixed_key_hash_case`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aesgen.verify import otr, vectors, wideblock
+from aesgen.verify.mpc import sigma_inverse
+
 
 @dataclass(frozen=True)
 class Buf:
     """A byte buffer of a case: initial bytes (`data`, hex), or `size` zero bytes, or a
-    key schedule sized by a header macro (`schedule`: e.g. "KEY_BYTES", 64-byte aligned);
+    key schedule sized by a header macro (`schedule`: e.g. "KEY_BYTES", 64-byte aligned),
+    or an array of pointers to earlier buffers (`pointers`, elements `ctype *const`, the
+    header's parameter type: the multi-stream functions take one pointer per stream);
     `expect`: the bytes it must hold after the calls (hex)."""
 
     name: str
@@ -29,6 +39,8 @@ class Buf:
     size: int = 0
     schedule: str = ""
     expect: str | None = None
+    pointers: tuple[str, ...] = ()
+    ctype: str = "uint8_t"
 
     @property
     def nbytes(self) -> int:
@@ -56,16 +68,18 @@ class SmokeCase:
         return tuple(dict.fromkeys(c.fn for c in self.calls))
 
 
-def _block_case(name: str, key: str, pt: str, ct: str) -> SmokeCase:
-    bits = len(key) * 4
+def _block_case(name: str, key: str, pt: str, ct: str, cipher: str = "", block: int = 16,
+                schedule: str = "KEY_BYTES") -> SmokeCase:
+    """Encrypt pt, decrypt it back; `cipher` prefixes the function names (e.g. "rijndael256_")."""
+    bits, nblocks = len(key) * 4, len(pt) // 2 // block
     return SmokeCase(name, (
-        Buf("key", key), Buf("ks", schedule="KEY_BYTES"), Buf("dks", schedule="KEY_BYTES"),
+        Buf("key", key), Buf("ks", schedule=schedule), Buf("dks", schedule=schedule),
         Buf("pt", pt), Buf("ct", size=len(ct) // 2, expect=ct), Buf("back", size=len(pt) // 2, expect=pt),
     ), (
-        Call("set_encrypt_key", ("key", bits, "ks"), 0),
-        Call("ecb_encrypt", ("ks", "pt", "ct", len(pt) // 32)),
-        Call("set_decrypt_key", ("key", bits, "dks"), 0),
-        Call("ecb_decrypt", ("dks", "ct", "back", len(pt) // 32)),
+        Call(f"{cipher}set_encrypt_key", ("key", bits, "ks"), 0),
+        Call(f"{cipher}ecb_encrypt", ("ks", "pt", "ct", nblocks)),
+        Call(f"{cipher}set_decrypt_key", ("key", bits, "dks"), 0),
+        Call(f"{cipher}ecb_decrypt", ("dks", "ct", "back", nblocks)),
     ))
 
 
@@ -111,6 +125,104 @@ def _doublings(start: bytes, n: int, order: str) -> str:
 
 TOP_BIT_LE = bytes(15) + b"\x80"  # x^127: the next doubling reduces
 TOP_BIT_BE = b"\x80" + bytes(15)
+
+
+def _wide_vector(fn: str) -> wideblock.Vector:
+    """The one published vector a 256-bit-block kernel runs (verify/data/wideblock_vectors.txt)."""
+    (v,) = wideblock.kernel_vectors(fn)
+    return v
+
+
+def _rijndael256_case() -> SmokeCase:
+    v = _wide_vector(wideblock.ECB)
+    return _block_case("Gladman's Rijndael vectors (256-bit block, 256-bit key)", v.key.hex(), v.given.hex(),
+                       v.want.hex(), cipher="rijndael256_", block=32, schedule="RIJNDAEL256_KEY_BYTES")
+
+
+def _simpira_case() -> SmokeCase:
+    v = _wide_vector(wideblock.PERMUTE)
+    return SmokeCase("Simpira-256 of zero (Gueron-Mouha reference), and back", (
+        Buf("given", v.given.hex()), Buf("permuted", size=32, expect=v.want.hex()),
+        Buf("back", size=32, expect=v.given.hex()),
+    ), (
+        Call("simpira256_permute", ("given", "permuted", 1)),
+        Call("simpira256_inverse", ("permuted", "back", 1)),
+    ))
+
+
+def _otr_case(suite: str, case: str) -> SmokeCase:
+    """A designer's AES-OTR v3 vector (verify/data/otr_vectors.txt): encrypt, then decrypt
+    with the published tag; the kernels run the parallel AD hash and 16-byte tags."""
+    (v,) = [v for v in otr.load_vectors() if v.suite == suite and v.name == case]
+    n = len(v.plaintext)
+    return SmokeCase(f"AES-OTR v3 {suite} {case} (Minematsu)", (
+        Buf("key", v.key.hex()), Buf("tk", schedule="OTR_KEY_BYTES"), Buf("nonce", v.nonce.hex()),
+        Buf("ad", v.aad.hex()), Buf("pt", v.plaintext.hex()), Buf("ct", size=n, expect=v.ciphertext.hex()),
+        Buf("tag", size=16, expect=v.tag.hex()), Buf("back", size=n, expect=v.plaintext.hex()),
+    ), (
+        Call("otr_set_key", ("key", 8 * len(v.key), "tk"), 0),
+        Call("otr_encrypt", ("tk", "nonce", len(v.nonce), "ad", len(v.aad), "pt", "ct", n, "tag"), 0),
+        Call("otr_decrypt", ("tk", "nonce", len(v.nonce), "ad", len(v.aad), "ct", "back", n, "tag"), 0),
+    ))
+
+
+def _ecb_published(bits: int) -> tuple[tuple[bytes, bytes, bytes], ...]:
+    """(key, plaintext, ciphertext) of one block each: FIPS-197 Appendix C, SP 800-38A F.1."""
+    sp = vectors.SP800_38A_CIPHERTEXT[("ECB", bits)]
+    return (vectors.FIPS197_APPENDIX_C[bits],
+            (vectors.SP800_38A_KEYS[bits], vectors.SP800_38A_PLAINTEXT[:16], sp[:16]))
+
+
+def _multikey_case(bits: int) -> SmokeCase:
+    """Two published keys of one size in one call, one block each."""
+    keys, pts, cts = (b"".join(field) for field in zip(*_ecb_published(bits)))
+    n = len(keys) // (bits // 8)
+    return SmokeCase(f"FIPS-197 C and SP 800-38A F.1 (AES-{bits}): {n} keys in one call", (
+        Buf("keys", keys.hex()), Buf("ks", schedule=f"MULTIKEY_SCHEDULE_BYTES({n})"),
+        Buf("pt", pts.hex()), Buf("ct", size=len(cts), expect=cts.hex()),
+    ), (
+        Call("set_encrypt_keys", ("keys", bits, n, "ks"), 0),
+        Call("ecb_encrypt_multikey", ("ks", n, "pt", "ct", 1)),
+    ))
+
+
+def _fixed_key_hash_case(name: str, key: bytes, pt: bytes, ct: bytes) -> SmokeCase:
+    """The hash is pi(sigma(x)) ^ sigma(x) with pi = AES under the key: choosing x so that
+    sigma(x) is a published plaintext P (x = sigma^-1(P): xL = P[8..15], xR = P[0..7] ^
+    P[8..15], verify/mpc.py) makes the published answer C ^ P, block by block."""
+    x = b"".join(sigma_inverse(pt[i:i + 16]) for i in range(0, len(pt), 16))
+    return SmokeCase(f"{name} through sigma: x = sigma^-1(P) hashes to C ^ P", (
+        Buf("key", key.hex()), Buf("ks", schedule="KEY_BYTES"), Buf("x", x.hex()),
+        Buf("hash", size=len(pt), expect=_xor_hex(ct.hex(), pt.hex())),
+    ), (
+        Call("set_encrypt_key", ("key", 8 * len(key), "ks"), 0),
+        Call("fixed_key_hash", ("ks", "x", "hash", len(pt) // 16)),
+    ))
+
+
+def _cbc_multi_case(bits: int, streams: int) -> SmokeCase:
+    """SP 800-38A F.2 (CBC encryption) cut into `streams` streams of equal length: stream s
+    chains from the ciphertext block before its first (the published IV for stream 0), each
+    with a schedule of its own, and its IV must end as its last ciphertext block."""
+    key, ct = vectors.SP800_38A_KEYS[bits], vectors.SP800_38A_CIPHERTEXT[("CBC", bits)]
+    pt, chain = vectors.SP800_38A_PLAINTEXT, vectors.SP800_38A_IV + ct
+    size = len(pt) // streams
+    part = lambda data, s: data[s * size:(s + 1) * size].hex()  # noqa: E731
+    buffers = [Buf("key", key.hex())]
+    for s in range(streams):
+        buffers += [Buf(f"ks{s}", schedule="KEY_BYTES"), Buf(f"src{s}", part(pt, s)),
+                    Buf(f"dst{s}", size=size, expect=part(ct, s)),
+                    Buf(f"iv{s}", chain[s * size:s * size + 16].hex(), expect=ct[(s + 1) * size - 16:(s + 1) * size].hex())]
+    named = lambda stem: tuple(f"{stem}{s}" for s in range(streams))  # noqa: E731
+    buffers += [Buf("keys", pointers=named("ks"), ctype="const void"), Buf("srcs", pointers=named("src"), ctype="const uint8_t"),
+                Buf("dsts", pointers=named("dst")), Buf("ivs", pointers=named("iv"))]
+    blocks = size // 16
+    return SmokeCase(f"SP 800-38A F.2 (CBC-AES{bits}) as {streams} streams of {blocks} block{'s' * (blocks > 1)}",
+                     tuple(buffers), (
+        *(Call("set_encrypt_key", ("key", bits, f"ks{s}"), 0) for s in range(streams)),
+        Call("cbc_encrypt_multi", ("keys", "srcs", "dsts", blocks, "ivs", streams)),
+    ))
+
 
 SMOKE_CASES: dict[str, tuple[SmokeCase, ...]] = {
     "ecb": (
@@ -200,6 +312,16 @@ SMOKE_CASES: dict[str, tuple[SmokeCase, ...]] = {
         Call("ocb_encrypt", ("ok", "n2", 12, "ad", 8, "pt", "ct", 8, "tag2", 16), 0),
         Call("ocb_decrypt", ("ok", "n2", 12, "ad", 8, "ct", "back", 8, "tag2", 16), 0),
     )),),
+    "otr": (_otr_case("P-AES128", "M63B-H31B"), _otr_case("P-AES256", "M32B-H16B")),
+    "rijndael256": (_rijndael256_case(),),
+    "simpira": (_simpira_case(),),
+    "multikey": (_multikey_case(128), _multikey_case(256)),
+    "fixed-key-hash": (
+        _fixed_key_hash_case("FIPS-197 C.1 (AES-128)", *vectors.FIPS197_APPENDIX_C[128]),
+        _fixed_key_hash_case("SP 800-38A F.1.5 (AES-256)", vectors.SP800_38A_KEYS[256], vectors.SP800_38A_PLAINTEXT,
+                             vectors.SP800_38A_CIPHERTEXT[("ECB", 256)]),
+    ),
+    "cbc-multi": (_cbc_multi_case(128, 2), _cbc_multi_case(256, 4)),
 }
 
 
@@ -230,6 +352,8 @@ def case_c(prefix: str, case: SmokeCase) -> list[str]:
     for b in case.buffers:
         if b.schedule:
             lines.append(f"        static _Alignas(64) uint8_t {b.name}[{prefix}_{b.schedule}];")
+        elif b.pointers:
+            lines.append(f"        {b.ctype} *const {b.name}[{len(b.pointers)}] = {{{', '.join(b.pointers)}}};")
         elif b.data:
             lines.append(f"        uint8_t {b.name}[{b.nbytes}] = {_bytes(b.data)};")
         else:
