@@ -454,10 +454,16 @@ class Otr:
             le = b.v("pshufb", b.v("vload", self.offset_entry(table, 0)), bswap_mask(L), role="ofs")
             b.assign(offsets.current, le, comment="the offsets of the chunks after the batches, byte-reversed")
 
+        def first_batch() -> list[tuple[VReg, VReg]]:
+            """The first batch's offsets by vector doublings: no wait for the tables' stores."""
+            return self.chunk_offsets(offsets.vectors(D), offsets.current)
+
+        alone = b.label_name("one_batch")
         b.s("cmp", count, imm=batch)
         b.branch("b", skip)
-        # the first batch's offsets by vector doublings: no wait for the tables' stores
-        first = self.chunk_offsets(offsets.vectors(D), offsets.current)
+        b.s("cmp", count, imm=2 * batch)
+        b.branch("b", alone)  # the tables are only filled if a loop iteration reads them
+        first = first_batch()
         with b.at_width(128):
             b.store(self.offset_entry(0, 0), offsets.current, comment="the next batch's first offset, byte-reversed")
         b.s("load64", self.OFS_LO, Mem("rsp", TABLE, bits=64))
@@ -482,6 +488,13 @@ class Otr:
             b.s("add", outp, imm=batch)
             b.s("sub", count, imm=batch)
         b.branch("jmp", top)
+        b.label(alone)  # one batch: its first rounds, then straight to its second
+        first = first_batch()
+        b.store(self.offset_entry(1, 0), b.v("pshufb", offsets.current, bswap_mask(L)),
+                comment="the next batch's offsets, big-endian, where the drain reads them")
+        b.groups(D, lambda j: start(j, first), comment=f"first rounds of {D} group(s) of {L} chunk(s)")
+        b.s("add", inp, imm=batch)
+        b.s("sub", count, imm=batch)
         for table in (1, 0):  # the batch after the last one's offsets head the table it would read
             b.label(drains[table])
             drain(table)
