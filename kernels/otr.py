@@ -13,8 +13,9 @@ blocks are dealt into first blocks and second blocks, and the outputs zipped bac
 Each group of a batch runs both Feistel rounds (2 x nr AES rounds) in its stream; the D
 groups' first rounds interleave, then their second rounds. On AVX-512 (depth 1..4) the
 batches are software-pipelined instead: one batch's second rounds beside the next one's
-first rounds, the offsets read from a frame table that general-purpose registers fill
-(Otr.pipelined_batches; docs/tuning.md has the measurements behind it).
+first rounds, the offsets read from two frame tables that general-purpose registers fill
+two batches ahead, their stores riding between the AES rounds (Otr.pipelined_batches;
+docs/tuning.md has the measurements behind it).
 
 The AD hash is PMAC-like: TA = E(sum of E(2^(j-1) Q ^ A_j) ^ ozp(A_a) ^ c' 2^(a-1) Q) with
 Q = E(0) kept in the key, its mask stream like the offsets'. Tag = E(Sigma ^ c La) ^ TA.
@@ -23,7 +24,7 @@ Partial blocks and the nonce (1..15 bytes) are read and written byte-exactly: AV
 masks, else a gather into two GPRs (rbp, r11, rax: the only GPRs that hold data, none of
 them ever an address or a branch condition) and a byte loop out of a stack slot.
 Stack frame (rsp-relative, under six saved registers): [0] gathered bytes, [16] a block on
-its way out, [32] the tag difference, [48] TA, pipelined: [64] the offset table; all wiped
+its way out, [32] the tag difference, [48] TA, pipelined: [64] the two offset tables; all wiped
 before returning.
 """
 from __future__ import annotations
@@ -43,7 +44,7 @@ FRAME = 72  # after the six pushes rsp is 8 mod 16: this realigns it
 GATHER, OUTGOING, TAG_DIFF, TA = (Mem("rsp", o) for o in (0, 16, 32, 48))
 WIPED = range(0, 64, 16)
 PIPELINED_DEPTH = 4  # the deepest batches that are software-pipelined
-TABLE = 64  # software pipelining: the offset table
+TABLE = 64  # software pipelining: the offset tables
 
 
 # The multiples of masks the spec names, as polynomials in x: 3 = x + 1, 7 = x^2 + x + 1,
@@ -415,9 +416,13 @@ class Otr:
         rounds at once. inp runs one batch ahead of outp while a batch is in flight; the
         batch in flight is carried in pinned registers (zmm frame slots split cache lines
         when rsp is not 64-byte aligned, measurably slower).
-        The offsets come from a table in the frame that general-purpose registers fill one
-        batch ahead: on Zen 4 the vector doublings (vpclmulqdq), byte reversals and lane
-        shifts take the pipes vaesenc needs; integer ALUs and stores are idle."""
+        The offsets come from tables in the frame that general-purpose registers fill: on
+        Zen 4 the vector doublings (vpclmulqdq), byte reversals and lane shifts take the
+        pipes vaesenc needs; integer ALUs and stores are idle. Batch k reads table k mod 2
+        and refills it with batch k + 2's offsets, the stores riding between its rounds (in
+        one run they fill the store queue; one batch ahead, the next loads wait for them),
+        so the loop is unrolled once per table. From two batches on: the first batch's
+        rounds carry the fills of batches 1 and 2; one batch alone fills nothing."""
         b, D, L = self.b, self.b.depth, self.b.lanes
         inp, outp, count = self.inp, self.outp, self.count
         batch = 32 * L * D
@@ -707,7 +712,7 @@ class Otr:
         if self.pipelined:
             z = b.v("vzero", width=self.width)
             for off in range(TABLE, self.frame - FRAME + TABLE, self.vector_bytes):
-                b.store(Mem("rsp", off), z, width=self.width, comment="wipe the offset table")
+                b.store(Mem("rsp", off), z, width=self.width, comment="wipe the offset tables")
         b.s("add", "rsp", imm=self.frame)
         for r in reversed(SAVED):
             b.s("pop", r)
