@@ -13,8 +13,9 @@ blocks are dealt into first blocks and second blocks, and the outputs zipped bac
 Each group of a batch runs both Feistel rounds (2 x nr AES rounds) in its stream; the D
 groups' first rounds interleave, then their second rounds. On AVX-512 (depth 1..4) the
 batches are software-pipelined instead: one batch's second rounds beside the next one's
-first rounds, the offsets read from a frame table that general-purpose registers fill
-(Otr.pipelined_batches; docs/tuning.md has the measurements behind it).
+first rounds, the offsets read from two frame tables that general-purpose registers fill
+two batches ahead, their stores riding between the AES rounds (Otr.pipelined_batches;
+docs/tuning.md has the measurements behind it).
 
 The AD hash is PMAC-like: TA = E(sum of E(2^(j-1) Q ^ A_j) ^ ozp(A_a) ^ c' 2^(a-1) Q) with
 Q = E(0) kept in the key, its mask stream like the offsets'. Tag = E(Sigma ^ c La) ^ TA.
@@ -23,7 +24,7 @@ Partial blocks and the nonce (1..15 bytes) are read and written byte-exactly: AV
 masks, else a gather into two GPRs (rbp, r11, rax: the only GPRs that hold data, none of
 them ever an address or a branch condition) and a byte loop out of a stack slot.
 Stack frame (rsp-relative, under six saved registers): [0] gathered bytes, [16] a block on
-its way out, [32] the tag difference, [48] TA, pipelined: [64] the offset table; all wiped
+its way out, [32] the tag difference, [48] TA, pipelined: [64] the two offset tables; all wiped
 before returning.
 """
 from __future__ import annotations
@@ -43,7 +44,7 @@ FRAME = 72  # after the six pushes rsp is 8 mod 16: this realigns it
 GATHER, OUTGOING, TAG_DIFF, TA = (Mem("rsp", o) for o in (0, 16, 32, 48))
 WIPED = range(0, 64, 16)
 PIPELINED_DEPTH = 4  # the deepest batches that are software-pipelined
-TABLE = 64  # software pipelining: the offset table
+TABLE = 64  # software pipelining: the offset tables
 
 
 # The multiples of masks the spec names, as polynomials in x: 3 = x + 1, 7 = x^2 + x + 1,
@@ -104,10 +105,10 @@ class Otr:
         # (Not on the GFNI backend: its rounds keep more values live than two batches leave.)
         self.pipelined = self.avx512 and b.depth <= PIPELINED_DEPTH and self.spec.backend == "aesni"
         self.vector_bytes = b.width // 8
-        # after the fixed slots, the offset table of one batch (its D L chunks' L_i,
-        # big-endian, the next chunk's, and a spare entry), in whole vectors for the wipe
-        table = -(-16 * (b.depth * b.lanes + 2) // self.vector_bytes) * self.vector_bytes
-        self.frame = FRAME + (table if self.pipelined else 0)
+        # after the fixed slots, two offset tables of one batch each (its D L chunks' L_i,
+        # big-endian, and the next chunk's), in whole vectors for the wipe
+        self.table_bytes = -(-16 * (b.depth * b.lanes + 1) // self.vector_bytes) * self.vector_bytes
+        self.frame = FRAME + (2 * self.table_bytes if self.pipelined else 0)
 
     # -- the function -----------------------------------------------------------
     def function(self) -> None:
@@ -415,13 +416,18 @@ class Otr:
         rounds at once. inp runs one batch ahead of outp while a batch is in flight; the
         batch in flight is carried in pinned registers (zmm frame slots split cache lines
         when rsp is not 64-byte aligned, measurably slower).
-        The offsets come from a table in the frame that general-purpose registers fill one
-        batch ahead: on Zen 4 the vector doublings (vpclmulqdq), byte reversals and lane
-        shifts take the pipes vaesenc needs; integer ALUs and stores are idle."""
+        The offsets come from tables in the frame that general-purpose registers fill: on
+        Zen 4 the vector doublings (vpclmulqdq), byte reversals and lane shifts take the
+        pipes vaesenc needs; integer ALUs and stores are idle. Batch k reads table k mod 2
+        and refills it with batch k + 2's offsets, the stores riding between its rounds (in
+        one run they fill the store queue; one batch ahead, the next loads wait for them),
+        so the loop is unrolled once per table. From two batches on: the first batch's
+        rounds carry the fills of batches 1 and 2; one batch alone fills nothing."""
         b, D, L = self.b, self.b.depth, self.b.lanes
         inp, outp, count = self.inp, self.outp, self.count
         batch = 32 * L * D
-        skip, top, drain = b.label_name("no_batch"), b.label_name("batch"), b.label_name("drain")
+        skip, top = b.label_name("no_batch"), b.label_name("batch")
+        drains = {t: b.label_name(f"drain_table{t}") for t in (0, 1)}
 
         # MASKS is free while batches run (the table holds the offsets; it is reloaded after
         # them): it carries group 0's second-round input, a register more for the round keys
@@ -441,79 +447,100 @@ class Otr:
             b.final()
             self.store_chunks(32 * L * j, carried[j][1], y2)
 
-        def starting():
-            """The batch's offsets from the table (read before it is refilled)."""
-            ofs = [self.tabled_offsets(j) for j in range(D)]
+        def starting(table: int):
+            """The batch's offsets from a table (read before it is refilled)."""
+            ofs = [self.tabled_offsets(table, j) for j in range(D)]
             return lambda j: start(j, ofs)
 
+        def drain(table: int) -> None:
+            """The last batch's second rounds; the next chunks' offsets head `table`."""
+            b.groups(D, finish, comment=f"second rounds of the last {D} group(s)")
+            b.s("add", outp, imm=batch)
+            le = b.v("pshufb", b.v("vload", self.offset_entry(table, 0)), bswap_mask(L), role="ofs")
+            b.assign(offsets.current, le, comment="the offsets of the chunks after the batches, byte-reversed")
+
+        def first_batch() -> list[tuple[VReg, VReg]]:
+            """The first batch's offsets by vector doublings: no wait for the tables' stores."""
+            return self.chunk_offsets(offsets.vectors(D), offsets.current)
+
+        alone = b.label_name("one_batch")
         b.s("cmp", count, imm=batch)
         b.branch("b", skip)
-        # the first batch's offsets by vector doublings: no wait for the table's stores
-        first = self.chunk_offsets(offsets.vectors(D), offsets.current)
-        b.store(self.offset_entry(0), b.v("pshufb", offsets.current, bswap_mask(L)),
-                comment="the next batch's offsets, big-endian: what the table holds after the batches")
-        spare = self.offset_entry(D * L + 1)  # after the table's entries
-        with b.at_width(128):
-            b.store(spare, offsets.current, comment="the next batch's first offset, byte-reversed")
-        b.groups(D, lambda j: start(j, first), comment=f"first rounds of {D} group(s) of {L} chunk(s)")
-        alone = b.label_name("one_batch")
         b.s("cmp", count, imm=2 * batch)
-        b.branch("b", alone)  # the table is only filled (a serial chain) if a loop iteration reads it
-        b.s("load64", self.OFS_LO, Mem("rsp", spare.disp, bits=64))
-        b.s("load64", self.OFS_HI, Mem("rsp", spare.disp + 8, bits=64))
-        self.fill_table()  # the next batch's
-        b.label(alone)
+        b.branch("b", alone)  # the tables are only filled if a loop iteration reads them
+        first = first_batch()
+        with b.at_width(128):
+            b.store(self.offset_entry(0, 0), offsets.current, comment="the next batch's first offset, byte-reversed")
+        b.s("load64", self.OFS_LO, Mem("rsp", TABLE, bits=64))
+        b.s("load64", self.OFS_HI, Mem("rsp", TABLE + 8, bits=64))
+        b.s("movi", self.COUNT63, imm=63, comment="sarx count: bit 127 spread over the qword")
+        # the tables of batches 1 and 2 fill beside the first batch's rounds; batch k reads
+        # table k mod 2 and refills it with batch k + 2's offsets, spread over its rounds
+        # (no load waits for recent stores; stores in one run fill the store queue)
+        b.groups(D, lambda j: start(j, first), comment=f"first rounds of {D} group(s) of {L} chunk(s)",
+                 riders=lambda: (self.fill_table(1), self.fill_table(0)))
         b.s("add", inp, imm=batch)
         b.s("sub", count, imm=batch)
         b.label(top)
-        b.s("cmp", count, imm=batch)
-        b.branch("b", drain)
-        begin = starting()
-        self.fill_table()
-        b.groups(2 * D, lambda j: finish(j) if j < D else begin(j - D),
-                 comment=f"second rounds of {D} group(s) beside the next {D} groups' first rounds")
-        b.s("add", inp, imm=batch)
-        b.s("add", outp, imm=batch)
-        b.s("sub", count, imm=batch)
+        for table in (1, 0):  # unrolled twice: one body per table
+            b.s("cmp", count, imm=batch)
+            b.branch("b", drains[table])
+            begin = starting(table)
+            b.groups(2 * D, lambda j: finish(j) if j < D else begin(j - D),
+                     comment=f"second rounds of {D} group(s) beside the next {D} groups' first rounds",
+                     riders=lambda table=table: self.fill_table(table))
+            b.s("add", inp, imm=batch)
+            b.s("add", outp, imm=batch)
+            b.s("sub", count, imm=batch)
         b.branch("jmp", top)
-        b.label(drain)
-        b.groups(D, finish, comment=f"second rounds of the last {D} group(s)")
-        b.s("add", outp, imm=batch)
-        le = b.v("pshufb", b.v("vload", self.offset_entry(0)), bswap_mask(L), role="ofs")
-        b.assign(offsets.current, le, comment="the offsets of the chunks after the batches, byte-reversed")
+        b.label(alone)  # one batch: its first rounds, then straight to its second
+        first = first_batch()
+        b.store(self.offset_entry(1, 0), b.v("pshufb", offsets.current, bswap_mask(L)),
+                comment="the next batch's offsets, big-endian, where the drain reads them")
+        b.groups(D, lambda j: start(j, first), comment=f"first rounds of {D} group(s) of {L} chunk(s)")
+        b.s("add", inp, imm=batch)
+        b.s("sub", count, imm=batch)
+        for table in (1, 0):  # the batch after the last one's offsets head the table it would read
+            b.label(drains[table])
+            drain(table)
+            if table:
+                b.branch("jmp", skip)
         b.label(skip)
 
     # -- the offset table, filled by general-purpose registers --------------------------
     # L_i (byte-reversed: bit k the coefficient of x^k) in two GPRs that hold nothing else
     # secret (the static check's data registers), r11 their scratch.
     OFS_LO, OFS_HI, OFS_T = "rax", "rbp", "r11"
+    COUNT63 = "r10"  # public: the sarx count
 
-    def offset_entry(self, k: int) -> Mem:
-        """Entry k of the offset table: chunk k's L_i of the batch, big-endian."""
-        return Mem("rsp", TABLE + 16 * k)
+    def offset_entry(self, table: int, k: int) -> Mem:
+        """Entry k of offset table 0 or 1: chunk k's L_i of the batch, big-endian."""
+        return Mem("rsp", TABLE + table * self.table_bytes + 16 * k)
 
-    def tabled_offsets(self, j: int) -> tuple[VReg, VReg]:
+    def tabled_offsets(self, table: int, j: int) -> tuple[VReg, VReg]:
         """(L_i, L*_i) of group j's chunks: L*_i = L_i ^ L_(i+1), the table read one entry on."""
         b, L = self.b, self.b.lanes
-        l = b.v("vload", self.offset_entry(L * j), role="ofs", comment="L_i")
-        return l, b.v("vxor", l, self.offset_entry(L * j + 1), role="ofs", comment="L*_i = L_i ^ L_(i+1)")
+        l = b.v("vload", self.offset_entry(table, L * j), role="ofs", comment="L_i")
+        return l, b.v("vxor", l, self.offset_entry(table, L * j + 1), role="ofs", comment="L*_i = L_i ^ L_(i+1)")
 
-    def fill_table(self) -> None:
-        """The table's D L + 1 entries from the GPRs, which end on the last entry: the
+    def fill_table(self, table: int) -> None:
+        """A table's D L + 1 entries from the GPRs, which end on the last entry: the
         next batch's first. One doubling: shift the 128 bits left by one, and if bit 127
-        fell off add x^128 = x^7 + x^2 + x + 1 (a mask from its sign, no branch)."""
+        fell off add x^128 = x^7 + x^2 + x + 1 (a mask from its sign, no branch; taken
+        from the old high qword, so the chain is add/xor on lo, about 2 cycles)."""
         b, lo, hi, t = self.b, self.OFS_LO, self.OFS_HI, self.OFS_T
         n = b.depth * b.lanes
         for k in range(n + 1):
+            entry = self.offset_entry(table, k).disp
             for half, reg in ((0, hi), (8, lo)):  # big-endian: the high qword first, bytes reversed
-                b.s("movbe_store64", Mem("rsp", TABLE + 16 * k + half, bits=64), reg,
+                b.s("movbe_store64", Mem("rsp", entry + half, bits=64), reg,
                     comment=f"L_i of chunk {k} of the batch" if half else "")
             if k == n:
                 break
-            b.s("add_r", lo, lo, comment="the low qword doubled, its bit 63 carried")
-            b.s("adc_r", hi, hi, comment="the high qword doubled, bit 127 out in the carry")
-            b.s("sbb_r", t, t, comment="all ones if bit 127 was set")
+            b.s("sarx", t, hi, self.COUNT63, comment="all ones if bit 127 is set")
             b.s("and", t, imm=doubling_reduction(), comment="x^128 = x^7 + x^2 + x + 1 then")
+            b.s("add_r", lo, lo, comment="the low qword doubled, its bit 63 carried")
+            b.s("adc_r", hi, hi, comment="the high qword doubled")
             b.s("xor_r", lo, t, comment="L_(i+1) = 2 L_i")
 
     # -- the last chunk -------------------------------------------------------------
@@ -685,7 +712,7 @@ class Otr:
         if self.pipelined:
             z = b.v("vzero", width=self.width)
             for off in range(TABLE, self.frame - FRAME + TABLE, self.vector_bytes):
-                b.store(Mem("rsp", off), z, width=self.width, comment="wipe the offset table")
+                b.store(Mem("rsp", off), z, width=self.width, comment="wipe the offset tables")
         b.s("add", "rsp", imm=self.frame)
         for r in reversed(SAVED):
             b.s("pop", r)

@@ -120,19 +120,35 @@ def test_generated_file_verifies_full(tmp_path, isa, width, depth):
 
 @pytest.mark.parametrize("width,depth", [(512, 1), (512, 3), (512, 4), (256, 2)])
 def test_avx512_main_loop_pipelines_two_batches_without_vector_doublings(width, depth):
-    """The batch loop holds the second rounds of one batch and the first rounds of the next
-    (2 x depth vectors through 10 AES-128 rounds), takes its offsets from the table the
-    general-purpose registers fill (movbe: no vpclmulqdq, no byte shuffle of offsets), and
-    moves by one batch of 32-byte chunks."""
+    """The batch loop (unrolled twice: one body per offset table) holds the second rounds of
+    one batch and the first rounds of the next (2 x depth vectors through 10 AES-128 rounds),
+    takes its offsets from the tables the general-purpose registers fill (movbe: no
+    vpclmulqdq, no byte shuffle of offsets), and moves by one batch of 32-byte chunks."""
     asm = generate(KernelSpec(("otr",), "avx512", width, depth)).asm
     for function in ("otr_encrypt", "otr_decrypt"):
         loop = main_loop(asm, function)
         assert f"_{function}_batch" in loop.label
-        assert dict(loop.unit_counts()) == {("vaesenc", width): 2 * 10 * depth}
+        assert dict(loop.unit_counts()) == {("vaesenc", width): 2 * 2 * 10 * depth}
         assert not any(i.startswith("vpshufb") for i in loop.instructions)
         chunks = depth * width // 128
-        assert sum(i.startswith("movbe") for i in loop.instructions) == 2 * (chunks + 1)
-        assert f"add ${32 * chunks:#x},%r9" in loop.text()
+        assert sum(i.startswith("movbe") for i in loop.instructions) == 2 * 2 * (chunks + 1)
+        assert loop.text().count(f"add ${32 * chunks:#x},%r9") == 2
+
+
+@pytest.mark.parametrize("depth", [3, 4])
+def test_offset_table_stores_ride_between_the_aes_rounds(depth):
+    """The table's stores are spread over the rounds (in one run they fill the store queue):
+    no more than an eighth of them between two vaesenc (not a fill's 2 (4 depth + 1) in a row)."""
+    loop = main_loop(generate(KernelSpec(("otr",), "avx512", 512, depth)).asm, "otr_encrypt")
+    runs, run = [], 0
+    for i in loop.instructions:
+        if i.startswith("vaesenc"):
+            runs.append(run)
+            run = 0
+        run += i.startswith("movbe")
+    stores = 2 * 2 * (4 * depth + 1)
+    assert sum(runs) + run == stores
+    assert max(runs + [run]) <= stores // 8
 
 
 def test_deeper_avx512_batches_keep_the_unpipelined_loop():

@@ -59,11 +59,12 @@ def batch_bytes(kernel: Kernel) -> int:
 
 def text_lengths(kernel: Kernel, quick: bool, rng: random.Random) -> list[int]:
     """Every length up to a few chunks; then every length within 2 bytes of each multiple of a
-    chunk up to three batches and a vector of chunks (the tails after each loop; three: a
-    software-pipelined loop body runs twice, the second time on state the first carried);
-    a random few."""
+    chunk up to five batches and a vector of chunks (the tails after each loop; five: the
+    software-pipelined loop body runs on state the one before carried, and its two offset
+    tables, filled two batches ahead, are each refilled in the loop and read back before
+    the loop goes round again); a random few."""
     batch = batch_bytes(kernel)
-    top = 3 * batch + 2 * 32 * kernel.spec.width_for("otr") // 128 + 40
+    top = 5 * batch + 2 * 32 * kernel.spec.width_for("otr") // 128 + 40
     dense = set(range(0, 100 if quick else 200))
     near = {k + d for k in range(32, top + 1, 32) for d in (-2, -1, 0, 1, 2) if k + d >= 0}
     if quick:
