@@ -33,6 +33,7 @@ from aesgen.consts import bswap_mask, zip_index
 from aesgen.dsl import FunctionBuilder, key
 from aesgen.gf128 import clmul, doubling_reduction
 from aesgen.ir import XOR3, Const, Mem, VReg
+from aesgen.spec import KernelSpec
 
 from .aes import encrypt_rounds, key_size_paths, finish
 from .gcm import SAVED
@@ -85,6 +86,12 @@ def otr_set_key_function(b: FunctionBuilder) -> None:
     key_size_paths(b, then=q)
 
 
+
+def pipelined(spec: KernelSpec, depth: int) -> bool:
+    """Whether the batch loop is software-pipelined with GPR-doubled offsets (AVX-512 AES-NI,
+    depth <= PIPELINED_DEPTH); otherwise offsets come from the spec's vector doubling method."""
+    return spec.isa == "avx512" and depth <= PIPELINED_DEPTH and spec.backend == "aesni"
+
 class Otr:
     """One of otr_encrypt / otr_decrypt. Two pinned registers carry everything across loops
     and branches: MASKS (the AD masks, then the chunk offsets, then c La; byte-reversed) and
@@ -103,7 +110,7 @@ class Otr:
         # one batch run beside the first rounds of the next (pipelined_batches). Deeper
         # batches push the round keys out of the registers (measured slower).
         # (Not on the GFNI backend: its rounds keep more values live than two batches leave.)
-        self.pipelined = self.avx512 and b.depth <= PIPELINED_DEPTH and self.spec.backend == "aesni"
+        self.pipelined = pipelined(self.spec, b.depth)
         self.vector_bytes = b.width // 8
         # after the fixed slots, two offset tables of one batch each (its D L chunks' L_i,
         # big-endian, and the next chunk's), in whole vectors for the wipe

@@ -22,6 +22,7 @@ from __future__ import annotations
 from aesgen.dsl import FunctionBuilder
 from aesgen.gf128 import doubling_reduction
 from aesgen.ir import Mem, VReg
+from aesgen.spec import KernelSpec
 
 # Shorter messages keep the vector tweaks: at 1 KiB (512 x 4, four batches) the table's
 # start-up (frame, chains, two filling batches) was 8% slower than main's loop, at 2 KiB even.
@@ -34,11 +35,14 @@ SAVED = ("rbx", "rbp", "r12", "r13", "r14")  # five pushes: rsp is 16-byte align
 
 
 def gpr_tweaks(b: FunctionBuilder) -> bool:
+    return uses_gpr_tweaks(b.spec, b.width, b.depth)
+
+
+def uses_gpr_tweaks(spec: KernelSpec, width: int, depth: int) -> bool:
     """The batch method at 512 bits on AVX-512 (AES-NI backend, depth <= 8) takes its
     in-loop tweaks from the GPR table; anything else keeps the vector doubling."""
-    spec = b.spec
-    return (spec.isa == "avx512" and b.width == 512 and spec.backend == "aesni"
-            and spec.gfdouble == "batch" and 1 < b.depth <= MAX_DEPTH)
+    return (spec.isa == "avx512" and width == 512 and spec.backend == "aesni"
+            and spec.gfdouble == "batch" and 1 < depth <= MAX_DEPTH)
 
 
 class TweakTable:

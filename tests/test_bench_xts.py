@@ -91,3 +91,15 @@ def test_xts_ceiling_is_the_aes_bound_at_the_mode_width():
     narrow = KernelSpec(("xts",), "avx512", 512, 8, overrides=(("xts", 256, 4),))
     assert op_ceiling(ceiling, narrow, "xts_encrypt", 128).bytes_per_cycle == pytest.approx(32 / (10 * 0.5))
     assert all(op_ceiling(ceiling, spec, op, 128) is None for op in DOUBLING_OPS)
+
+
+def test_ceiling_line_names_how_the_loop_makes_its_tweaks():
+    from aesgen.spec import KernelSpec
+    from aesgen.verify.bench import tweak_source
+
+    zmm = KernelSpec(("xts", "otr"), "avx512", 512, 4, gfdouble="batch")
+    assert tweak_source(zmm, "xts") == " tweaks doubled in GPRs into tables"
+    assert tweak_source(zmm, "otr") == " pipelined, offsets doubled in GPRs into tables"
+    ymm = KernelSpec(("xts", "otr"), "avx2", 256, 4, gfdouble="batch")
+    assert tweak_source(ymm, "xts") == tweak_source(ymm, "otr") == " batch doubling"
+    assert tweak_source(zmm, "ctr32") == ""
