@@ -497,6 +497,8 @@ def print_bench(spec: KernelSpec, result) -> None:
         console.print(f"{peer}: {info}")
     for peer, ops, info in unavailable_by_op(result):
         console.print(f"{peer} for {', '.join(ops)}: {info}")
+    for r in result.refused:
+        console.print(f"{r.impl} refused {r.op} at {r.size} B ({r.why}): not timed there")
     ciphers = [m for m in result.measurements if m.impl == "aesgen" and m.op not in DOUBLING_OPS]
     if ciphers:
         print_cipher_bench(spec, result, ciphers)

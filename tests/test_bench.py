@@ -150,6 +150,6 @@ def test_a_peer_that_runs_one_op_keeps_its_description(monkeypatch, tmp_path):
 
     infos = iter([{"ipsec-mb": "intel-ipsec-mb (fake)"}, {"ipsec-mb": "n/a (no POLYVAL)"}])
     monkeypatch.setattr(bench_mod, "build_shared", lambda p: p)
-    monkeypatch.setattr(bench_mod, "run_op", lambda *a, **k: (1e9, next(infos), []))
+    monkeypatch.setattr(bench_mod, "run_op", lambda *a, **k: (1e9, next(infos), [], []))
     result = bench(SPEC, tmp_path / "k.S", ops=["ghash", "polyval"], sizes=[64], peers=("ipsec-mb",), cpu=0)
     assert result.peers == {"ipsec-mb": "intel-ipsec-mb (fake)"}

@@ -152,3 +152,22 @@ def test_explore_passes_the_backend_and_lists_what_does_not_fit(tmp_path):
 def test_explore_refuses_an_unknown_backend():
     r = CliRunner().invoke(main, ["explore", "ctr32", "--backend", "nosuch"])
     assert r.exit_code == 2 and "unknown backend 'nosuch'" in r.output
+
+
+def test_a_size_a_peer_refuses_is_reported_not_timed(monkeypatch):
+    """intel-ipsec-mb's job API takes no 64 KiB ECB message: the peer returns at once, and was
+    once reported at 1454 GB/s. A refused size now has no measurement and a line saying why."""
+    import subprocess
+
+    from aesgen.verify import bench as bench_mod
+
+    lines = ['{"meta": true, "op": "ecb_encrypt", "key_bits": 128, "tsc_hz": 2600000000, "trials": 3}',
+             '{"impl": "aesgen", "size": 65536, "min_ticks": 7000, "median_ticks": 7300, "reps": 1}',
+             '{"impl": "ipsec-mb", "size": 65536, "refused": "job status 4, not completed"}']
+    monkeypatch.setattr(bench_mod, "bench_binary", lambda: "bench")
+    monkeypatch.setattr(subprocess, "run",
+                        lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout="\n".join(lines), stderr=""))
+    spec = KernelSpec(("ecb",), "avx512", 512, 4)
+    _, info, ms, refused = bench_mod.run_op(spec, "k.so", "ecb_encrypt", [65536], ("ipsec-mb",), 128, 3, None)
+    assert [m.impl for m in ms] == ["aesgen"] and info["ipsec-mb"] == "available"
+    assert [(r.impl, r.size, r.why) for r in refused] == [("ipsec-mb", 65536, "job status 4, not completed")]

@@ -69,6 +69,16 @@ class OpCeiling:
 
 
 @dataclass
+class Refusal:
+    """A peer that returned an error for one message size (e.g. a length intel-ipsec-mb's job
+    API does not take): it was not timed there, rather than timed on its early exit."""
+    op: str
+    size: int
+    impl: str
+    why: str
+
+
+@dataclass
 class BenchResult:
     spec: dict
     key_bits: int
@@ -80,6 +90,7 @@ class BenchResult:
     core_hz: float = 0.0  # from the ceiling's add chain; 0 when no ceiling was measured
     ceiling_bounds: dict[str, OpCeiling] = field(default_factory=dict)  # op -> the ceiling's derivation
     op_peers: dict[str, dict[str, str]] = field(default_factory=dict)  # op -> peer -> detail or "n/a (why)"
+    refused: list["Refusal"] = field(default_factory=list)  # sizes a peer would not run (not timed)
 
     def get(self, op: str, size: int, impl: str) -> Measurement | None:
         return next((m for m in self.measurements if (m.op, m.size, m.impl) == (op, size, impl)), None)
@@ -140,7 +151,7 @@ def pin_cpu() -> int:
 
 
 def run_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[str, ...], key_bits: int,
-           trials: int, cpu: int | None) -> tuple[float, dict[str, str], list[Measurement]]:
+           trials: int, cpu: int | None) -> tuple[float, dict[str, str], list[Measurement], list["Refusal"]]:
     cmd = [str(bench_binary()), str(so), spec.prefix, op, str(key_bits), ",".join(map(str, sizes)),
            str(trials), ",".join(peers) or "-"]
     if cpu is not None:
@@ -149,10 +160,13 @@ def run_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[s
     rows = [json.loads(line) for line in out.splitlines() if line.strip()]
     tsc = rows[0]["tsc_hz"]
     peer_info: dict[str, str] = {}
-    measurements = []
+    measurements: list[Measurement] = []
+    refused: list[Refusal] = []
     for r in rows[1:]:
         if "na" in r:
             peer_info[r["impl"]] = f"n/a ({r['na']})"
+        elif "refused" in r:  # one size the peer would not run (not timed); its other sizes stand
+            refused.append(Refusal(op, r["size"], r["impl"], r["refused"]))
         elif "detail" in r:
             peer_info[r["impl"]] = r["detail"]
         else:
@@ -161,7 +175,7 @@ def run_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[s
                                             r["size"] / (med / tsc) / 1e9, med / r["size"]))
     for p in peers:
         peer_info.setdefault(p, "available")
-    return tsc, peer_info, measurements
+    return tsc, peer_info, measurements, refused
 
 
 def bench(spec: KernelSpec, asm_path: Path, *, ops: list[str], sizes: list[int], peers: tuple[str, ...] = (),
@@ -174,7 +188,9 @@ def bench(spec: KernelSpec, asm_path: Path, *, ops: list[str], sizes: list[int],
         op_sizes = [n for n in sizes if n % 32 == 0] if op in WIDE_BLOCK_ROUNDS else sizes  # whole 32-byte blocks
         if not op_sizes:
             continue
-        tsc, info, ms = run_op(spec, so, op, op_sizes, () if op in DOUBLING_OPS else peers, key_bits, trials, cpu)
+        tsc, info, ms, refused = run_op(spec, so, op, op_sizes, () if op in DOUBLING_OPS else peers, key_bits,
+                                        trials, cpu)
+        result.refused.extend(refused)
         result.tsc_hz = result.tsc_hz or tsc  # one TSC rate for the whole result
         result.op_peers[op] = dict(info)
         for peer, detail in info.items():  # a peer that runs some op keeps its description
