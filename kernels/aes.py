@@ -18,6 +18,19 @@ def finish(b: FunctionBuilder) -> None:
         b.s("vzeroupper")
     b.s("ret")
 
+
+def drop_frame(b: FunctionBuilder, frame: int, saved: tuple[str, ...]) -> None:
+    """Undo a prologue that pushed `saved` and then took `frame` bytes of stack."""
+    b.s("add", "rsp", imm=frame)
+    for r in reversed(saved):
+        b.s("pop", r)
+
+
+def leave_frame(b: FunctionBuilder, frame: int, saved: tuple[str, ...]) -> None:
+    """The epilogue of such a function: drop the frame, return."""
+    drop_frame(b, frame, saved)
+    finish(b)
+
 ROUNDS_BY_BITS = {128: 10, 192: 12, 256: 14}
 
 

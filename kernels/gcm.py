@@ -20,7 +20,7 @@ from aesgen.consts import be32_one_in_dword3, bswap_mask
 from aesgen.dsl import FunctionBuilder
 from aesgen.ir import Mem, VReg
 
-from .aes import encrypt_rounds
+from .aes import encrypt_rounds, leave_frame
 from .ghash import HashCore, Products, dot, multiply
 from .modes import counter_base, ctr_stream
 
@@ -361,12 +361,7 @@ class Gcm:
         b = self.b
         if label:
             b.label(self.exit)
-        b.s("add", "rsp", imm=self.frame)
-        for r in reversed(SAVED):
-            b.s("pop", r)
-        if b.width > 128:
-            b.s("vzeroupper")
-        b.s("ret")
+        leave_frame(b, self.frame, SAVED)
 
 
 class _Stitch:

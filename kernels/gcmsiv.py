@@ -25,7 +25,7 @@ from aesgen.dsl import FunctionBuilder
 from aesgen.ir import Mem, Schedule, VReg
 
 from . import gcm
-from .aes import EXPANDERS, ScheduleWriter, encrypt_rounds, key_size_paths
+from .aes import EXPANDERS, ScheduleWriter, encrypt_rounds, key_size_paths, leave_frame
 from .ghash import HashCore, build_powers, dot
 from .gcm import AAD_LEN, AAD_PTR, BLOCK, SAVED, TAG, Gcm
 from .modes import counter_base, ctr_stream
@@ -208,12 +208,7 @@ class GcmSiv(Gcm):
     def epilogue(self) -> None:
         b = self.b
         b.label(self.exit)
-        b.s("add", "rsp", imm=self.frame)
-        for r in reversed(SAVED):
-            b.s("pop", r)
-        if b.width > 128:
-            b.s("vzeroupper")
-        b.s("ret")
+        leave_frame(b, self.frame, SAVED)
 
 
 def gcmsiv_function(b: FunctionBuilder, decrypt: bool) -> None:

@@ -35,7 +35,7 @@ from aesgen.gf128 import clmul, doubling_reduction
 from aesgen.ir import XOR3, Const, Mem, VReg
 from aesgen.spec import KernelSpec
 
-from .aes import encrypt_rounds, key_size_paths, finish
+from .aes import encrypt_rounds, key_size_paths, finish, leave_frame
 from .gcm import SAVED
 from .gfdouble import TweakStream, double
 from .modes import vector_loops
@@ -720,10 +720,7 @@ class Otr:
             z = b.v("vzero", width=self.width)
             for off in range(TABLE, self.frame - FRAME + TABLE, self.vector_bytes):
                 b.store(Mem("rsp", off), z, width=self.width, comment="wipe the offset tables")
-        b.s("add", "rsp", imm=self.frame)
-        for r in reversed(SAVED):
-            b.s("pop", r)
-        finish(b)
+        leave_frame(b, self.frame, SAVED)
 
 
 def fold(b: FunctionBuilder, v: VReg) -> None:

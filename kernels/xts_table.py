@@ -24,6 +24,8 @@ from aesgen.gf128 import doubling_reduction
 from aesgen.ir import Mem, VReg
 from aesgen.spec import KernelSpec
 
+from .aes import drop_frame
+
 # Shorter messages keep the vector tweaks: at 1 KiB (512 x 4, four batches) the table's
 # start-up (frame, chains, two filling batches) was 8% slower than main's loop, at 2 KiB even.
 TABLE_FROM_BYTES = 2048
@@ -73,9 +75,7 @@ class TweakTable:
         z = b.v("vzero", width=512)
         for off in range(0, 2 * self.bytes, 64):
             b.store(Mem("rsp", off), z, width=512, comment="wipe the tweak tables")
-        b.s("add", "rsp", imm=2 * self.bytes)
-        for r in reversed(SAVED):
-            b.s("pop", r)
+        drop_frame(b, 2 * self.bytes, SAVED)
         b.s("xor32", "eax", "eax", comment="rax (caller-saved) held tweak bits")
 
     def entry(self, table: int, k: int, bits: int | None = None) -> Mem:
