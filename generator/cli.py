@@ -620,6 +620,9 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
     shorts, bulk = tuple(size_list[:-1] or size_list), size_list[-1]
     width_list, depth_list = parse_range(widths), parse_range(depths or "1-16")
     measure = target == "native"
+    if not measure and mode not in ex.MODELLED_MODES:
+        raise UsageFailure(f"explore {mode} has no model for --target {target} (its main loop is not one batch); "
+                           f"it measures this CPU: --target native")
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"explore {mode} on {t.name}", total=None)
         result = ex.explore(mode, t, width_list, depth_list, bulk=bulk, short=shorts, measure=measure,

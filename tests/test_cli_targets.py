@@ -151,3 +151,18 @@ def test_explore_table_gives_an_infeasible_reason_its_own_column(monkeypatch):
     row = next(line for line in lines if "infeasible" in line)
     assert "reason" in header
     assert row.index("out of vector") >= header.index("reason")
+
+
+def test_explore_measures_the_later_modes_and_refuses_to_model_them(tmp_path):
+    from aesgen.explore import MODELLED_MODES, OP_FOR_MODE
+    from aesgen.verify.bench import OPS_BY_MODE
+
+    assert all(op in OPS_BY_MODE[mode] for mode, op in OP_FOR_MODE.items())  # each explored op is a bench op
+    js = tmp_path / "simpira.json"
+    r = run("explore", "simpira", "--widths", "128", "--depths", "1", "--sizes", "256,1024", "--json", str(js))
+    assert r.exit_code == 0, r.output
+    point, = json.loads(js.read_text())["points"]
+    assert point["status"] == "measured" and point["bulk_gbps"] > 0
+    assert "simpira" not in MODELLED_MODES
+    r = run("explore", "cbc-multi", "--target", "zen4", "--widths", "512", "--depths", "4")
+    assert r.exit_code == 2 and "no model" in r.output
