@@ -11,7 +11,6 @@ import random
 import struct
 
 import pytest
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from aesgen.cpu import missing_features
 from aesgen.kernels import build_function
@@ -20,22 +19,12 @@ from aesgen.simulate import Machine, call
 from aesgen.spec import KernelSpec
 from aesgen.verify import mpc, static_ct
 
-from _support import aesgen_command, run, verify_generated
+from _support import aesgen_command, cbc_encrypt as cbc, ecb_encrypt as ecb, run, verify_generated
 
 MODES = ("multikey", "fixed-key-hash", "cbc-multi")
 # (isa, width, depth) the issue asks for, and a few more
 CONFIGS = [("avx", 128, 8), ("avx2", 256, 8), ("avx512", 512, 8)]
 MORE = [("sse", 128, 4), ("avx512", 512, 4), ("avx512", 256, 8), ("avx512", 128, 16), ("avx2", 256, 3)]
-
-
-def ecb(key: bytes, data: bytes) -> bytes:
-    e = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
-    return e.update(data) + e.finalize()
-
-
-def cbc(key: bytes, iv: bytes, data: bytes) -> bytes:
-    e = Cipher(algorithms.AES(key), modes.CBC(iv)).encryptor()
-    return e.update(data) + e.finalize()
 
 
 # ---------------------------------------------------------------- sigma, from its definition

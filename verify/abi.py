@@ -137,13 +137,7 @@ def self_tests(seed: int) -> Iterator[CheckResult]:
             yield CheckResult(name, "skip", "CPU lacks avx512f")
             continue
         bad, ctx = call(fn_address(h, f"abi_fault_{fault}"), (0, 128), mask32=0b10, seed=seed)
-        if bit is None:
-            ok = bad == 0 and (ctx.ret & 0xFFFFFFFF) == 128
-            detail = "no false alarm" if ok else f"false alarm: {describe(bad, ctx) or 'wrong return value'}"
-        else:
-            ok = bool(bad & bit)
-            detail = f"caught: {describe(bad, ctx)}" if ok else "planted fault NOT caught"
-        yield CheckResult(name, "pass" if ok else "fail", detail)
+        yield planted_fault_verdict(name, bad, ctx, bit)
 
     # A callee that reads `unsigned bits` as 64-bit must see garbage above bit 31.
     bad, ctx = call(fn_address(h, "abi_fault_upper32"), (0, 128), mask32=0b10, seed=seed)
@@ -167,6 +161,18 @@ def self_tests(seed: int) -> Iterator[CheckResult]:
                           f"caught: {describe(bad, ctx)}" if ok else "planted fault NOT caught")
 
 
+def planted_fault_verdict(name: str, bad: int, ctx, bit: int | None) -> CheckResult:
+    """A self-test call of a stub that returns its second argument (128): a clean stub must raise
+    nothing, a faulty one must raise `bit`."""
+    if bit is None:
+        ok = bad == 0 and (ctx.ret & 0xFFFFFFFF) == 128
+        detail = "no false alarm" if ok else f"false alarm: {describe(bad, ctx) or 'wrong return value'}"
+    else:
+        ok = bool(bad & bit)
+        detail = f"caught: {describe(bad, ctx)}" if ok else "planted fault NOT caught"
+    return CheckResult(name, "pass" if ok else "fail", detail)
+
+
 # (win64 callee, failure bit it must raise or None)
 WIN64_SELF_TESTS: tuple[tuple[str, int | None], ...] = (
     ("clean", None),
@@ -184,13 +190,7 @@ def win64_self_tests(seed: int) -> Iterator[CheckResult]:
     for fault, bit in WIN64_SELF_TESTS:
         name = f"abi selftest win64 {fault}"
         bad, ctx = call(fn_address(h, f"abi_w64_{fault}"), (0, 128), mask32=0b10, seed=seed, win64=True)
-        if bit is None:
-            ok = bad == 0 and (ctx.ret & 0xFFFFFFFF) == 128
-            detail = "no false alarm" if ok else f"false alarm: {describe(bad, ctx) or 'wrong return value'}"
-        else:
-            ok = bool(bad & bit)
-            detail = f"caught: {describe(bad, ctx)}" if ok else "planted fault NOT caught"
-        yield CheckResult(name, "pass" if ok else "fail", detail)
+        yield planted_fault_verdict(name, bad, ctx, bit)
     eight = (1, 2, 3, 4, 0x1111 << 32, 0x2222, 0x4444 << 16, 0x8888)
     bad, ctx = call(fn_address(h, "abi_w64_stack_echo"), eight, seed=seed, win64=True)
     want = eight[4] ^ eight[5] ^ eight[6] ^ eight[7]
