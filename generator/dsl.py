@@ -15,6 +15,10 @@ from .spec import KernelSpec, mode_of
 
 # SysV AMD64 integer argument registers, in order.
 SYSV_ARGS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
+# Label stems of declassification marks (FunctionBuilder.declassify_mark); the static check
+# matches `_ct_declassify` in both, register allocation passes the second through.
+DECLASSIFY_MARK = "ct_declassify"
+PASS_THROUGH_MARK = "ct_declassify_mark"
 # Caller-saved scratch GPRs the kernels may use freely (r9 only when not an argument).
 SCRATCH = ("rax", "r10", "r11", "r9")
 
@@ -66,6 +70,14 @@ class FunctionBuilder:
     # -- control flow -------------------------------------------------------
     def label(self, name: str) -> None:
         self._items.append(Label(name))
+
+    def declassify_mark(self, values_live_across: bool = False) -> None:
+        """A local symbol the static constant-time check reads (`*_ct_declassify*`): the next
+        instruction's result is public by design (a tag verdict, a caller's pointer).
+        values_live_across: register allocation passes the mark through (no branch goes there),
+        instead of ending a region at it as at any label."""
+        stem = PASS_THROUGH_MARK if values_live_across else DECLASSIFY_MARK
+        self.label(self.label_name(stem).lstrip("."))
 
     def branch(self, cond: str, target: str) -> None:
         self._items.append(Branch(cond, target))

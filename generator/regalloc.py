@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .dsl import BuildError
+from .dsl import PASS_THROUGH_MARK, BuildError
 from .ir import ALWAYS_TIED, Branch, Insn, KeyRef, Label, Mem, VReg, commutative
 
 # Ops whose legacy SSE form overwrites the first source.
@@ -43,11 +43,10 @@ class Allocation:
 
 # Labels that only mark an instruction for the static constant-time check (no branch goes
 # there): straight-line code runs through them, so vector values may live across.
-MARK_LABEL = "ct_declassify_mark"
 
 
 def _splits(it) -> bool:
-    return isinstance(it, Branch) or (isinstance(it, Label) and MARK_LABEL not in it.name)
+    return isinstance(it, Branch) or (isinstance(it, Label) and PASS_THROUGH_MARK not in it.name)
 
 
 def _regions(items: list) -> list[list[Insn]]:
@@ -93,7 +92,7 @@ class _Scan:
         where: dict[int, int] = {}
         out: list[Insn] = []
         for n, i in enumerate(insns):
-            if isinstance(i, Label):  # a mark (MARK_LABEL), passed through
+            if isinstance(i, Label):  # a mark (PASS_THROUGH_MARK), passed through
                 out.append(i)
                 continue
             srcs = list(i.srcs)

@@ -60,7 +60,7 @@ class GcmStream(Gcm):
     def public_load(self, reg: str, field: Mem) -> None:
         """reg = a public context field (declassified for the static constant-time check)."""
         b = self.b
-        b.label(b.label_name("ct_declassify").lstrip("."))
+        b.declassify_mark()
         b.s("load64", reg, field)
 
     def load_hash(self) -> VReg:

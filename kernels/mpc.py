@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from aesgen.dsl import FunctionBuilder, key
 from aesgen.ir import Mem, VReg
-from aesgen.regalloc import MARK_LABEL
 from aesgen.spec import MULTIKEY_BYTES
 
 from .aes import EXPANDERS, _r32, encrypt_rounds, finish, key_size_paths
@@ -41,7 +40,7 @@ def zero_extend(b: FunctionBuilder, reg: str) -> None:
 
 def public_pointer(b: FunctionBuilder, reg: str, slot: Mem) -> None:
     """reg = a caller's pointer from an array (public: declassified for the static CT check)."""
-    b.label(b.label_name(MARK_LABEL).lstrip("."))
+    b.declassify_mark(values_live_across=True)
     b.s("load64", reg, Mem(slot.base, slot.disp, bits=64))
 
 

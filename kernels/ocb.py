@@ -387,7 +387,7 @@ class Ocb(Gcm):
         b.s("shl", "rax", imm=60, comment="TAGLEN mod 128 (bits) in the top 7 bits")
         b.s("or_r", "rbp", "rax")
         # bottom comes from the nonce alone (public): declassified, it is a clean shift count
-        b.label(b.label_name("ct_declassify").lstrip("."))
+        b.declassify_mark()
         b.s("mov", "rcx", "r11")
         b.s("and", "rcx", imm=63, comment="bottom: the last 6 bits")
         b.s("and", "r11", imm=-64, comment="Top: the rest")

@@ -680,7 +680,7 @@ class Otr:
         b.s("load64", "r11", Mem("rsp", TAG_DIFF.disp + 8, bits=64))
         b.s("or_r", "r11", "rax")
         b.s("neg", "r11", comment="CF = any difference")
-        b.label(b.label_name("ct_declassify").lstrip("."))
+        b.declassify_mark()
         b.s("sbb_r", "r15", "r15", comment="verdict: -1 wrong tag, 0 authentic (public)")
         good = b.label_name("authentic")
         b.s("test", "r15", "r15")
