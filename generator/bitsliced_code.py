@@ -20,8 +20,7 @@ from . import bitslice
 from .circuits.compile import compile_circuit, target_for
 from .circuits.program import Program, Reg, Slot
 from .dsl import FunctionBuilder
-from .ir import XOR3, Const, Insn, Mem
-from .regalloc import Phys
+from .ir import XOR3, Const, Insn, Mem, Phys
 from .spec import KernelSpec
 
 PLANES = 8

@@ -13,6 +13,15 @@ from dataclasses import dataclass, field
 from typing import Union
 
 
+@dataclass(frozen=True)
+class Phys:
+    """A physical vector register number, with the role it plays (for comments): what
+    allocation turns a VReg into, and what register-level code (bitsliced) writes directly."""
+
+    num: int
+    role: str = ""
+
+
 @dataclass(eq=False)
 class VReg:
     """A virtual vector register. `pinned` ones live for a whole path."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .dsl import PASS_THROUGH_MARK, BuildError
-from .ir import ALWAYS_TIED, Branch, Insn, KeyRef, Label, Mem, VReg, commutative
+from .ir import ALWAYS_TIED, Branch, Insn, KeyRef, Label, Mem, Phys, VReg, commutative
 
 # Ops whose legacy SSE form overwrites the first source.
 TIED_LEGACY = {"vxor", "paddd", "pshufb", "aesenc", "aesenclast", "aesdec", "aesdeclast",
@@ -23,14 +23,6 @@ TIED_LEGACY = {"vxor", "paddd", "pshufb", "aesenc", "aesenclast", "aesdec", "aes
 
 class RegisterPressure(BuildError):
     pass
-
-
-@dataclass(frozen=True)
-class Phys:
-    """A physical vector register number, with the role it plays (for comments)."""
-
-    num: int
-    role: str = ""
 
 
 @dataclass

@@ -29,8 +29,7 @@ from aesgen import bitslice
 from aesgen.bitsliced_code import PLANES, Planes, circuit_pass, sbox_program
 from aesgen.consts import bswap_mask, counter_step, lane_index
 from aesgen.dsl import BuildError, FunctionBuilder
-from aesgen.ir import Insn, Mem
-from aesgen.regalloc import Phys
+from aesgen.ir import Insn, Mem, Phys
 from aesgen.spec import BITSLICED_MODES, KernelSpec
 
 from .aes import ROUNDS_BY_BITS, finish
