@@ -14,8 +14,9 @@ from rich.table import Table
 from . import __version__
 from .config import ConfigError, make_spec, parse_modes, parse_per_mode, with_doubling
 from .doubling import METHODS as DOUBLING_METHODS
-from .cpu import missing_features
+from .cpu import MASK_ENV, MaskError, mask_note, missing_features, parse_mask
 from .dsl import BuildError
+from .verify.results import NOT_RUN_EXIT, not_run
 from .spec import (ABIS, FEATURES_BY_ISA, ISAS, MAX_DEPTH, MODE_FUNCTIONS, MODES, WIDTHS_BY_ISA, KernelSpec,
                    required_features)
 
@@ -35,8 +36,9 @@ class UsageFailure(click.ClickException):
 def config_options(f):
     f = click.option("--prefix", default=None, help="Symbol prefix (a C identifier). "
                      "Default: aesgen_<backend>_<isa>_<width>x<depth>, or aesgen_<target>.")(f)
-    f = click.option("--backend", default="aesni", show_default=True,
-                     help="Kernel family: aesni (AES-NI/VAES), gfni (AES from GF2P8AFFINEINVQB, no AES-NI) or "
+    f = click.option("--backend", default=None,
+                     help="Kernel family [default: aesni; on a target without AES-NI, gfni or bitsliced]: "
+                          "aesni (AES-NI/VAES), gfni (AES from GF2P8AFFINEINVQB, no AES-NI) or "
                           "bitsliced (logic ops and byte shuffles only; ecb, ctr32, cbc; depth = sets of 8 "
                           "bit-planes: 1, or 2 on avx512, the default there).")(f)
     f = click.option("--depth", "-d", type=int, default=None,
@@ -45,10 +47,10 @@ def config_options(f):
     f = click.option("--width", "-w", type=int, default=None,
                      help="Vector width in bits: 128, 256 or 512 (default: the ISA's widest, "
                           "or the target's preferred).")(f)
-    f = click.option("--isa", default=None, help=f"One of: {', '.join(ISAS)} (default avx512, or the target's).")(f)
+    f = click.option("--isa", default=None, help=f"One of: {', '.join(ISAS)} (default: the target's).")(f)
     f = click.option("--target", "-t", default=None,
                      help="Choose ISA, width and depth per mode for a CPU: native or a target name "
-                          "(see `aesgen targets`).")(f)
+                          "(see `aesgen targets`) [default: native when --isa is not given].")(f)
     f = click.option("--per-mode", "per_mode", multiple=True, metavar="MODE=WIDTHxDEPTH",
                      help="A mode's own width and depth, e.g. cbc=256x4 (repeatable; what tuned files record).")(f)
     f = click.option("--karatsuba", is_flag=True,
@@ -66,20 +68,39 @@ def config_options(f):
     f = click.option("--abi", type=click.Choice(ABIS), default="sysv", show_default=True,
                      help="Calling convention: sysv (Linux, BSD, macOS) or win64 (Microsoft x64: rcx/rdx/r8/r9, "
                           "xmm6-15 and rdi/rsi callee-saved, SEH unwind info for COFF).")(f)
-    f = click.option("--profile", type=click.Choice(["bulk", "short"]), default="bulk", show_default=True,
-                     help="With --tuned: the configs tuned for bulk (16 KiB) or short (256 B) messages.")(f)
+    f = click.option("--profile", type=click.Choice(["bulk", "short"]), default=None,
+                     help="With --tuned: the configs tuned for bulk (16 KiB, the default) or short (256 B) "
+                          "messages.")(f)
     return f
 
 
 def spec_from_options(modes: str, isa: str | None = None, width: int | None = None, depth: int | None = None,
-                      backend: str = "aesni", prefix: str | None = None, target: str | None = None,
-                      tuned: bool = False, profile: str = "bulk", per_mode: tuple[str, ...] = (),
+                      backend: str | None = None, prefix: str | None = None, target: str | None = None,
+                      tuned: bool = False, profile: str | None = None, per_mode: tuple[str, ...] = (),
                       karatsuba: bool = False, gfdouble: str = "", table_lookups: bool = False,
-                      no_ternlog: bool = False, abi: str = "sysv") -> KernelSpec:
+                      no_ternlog: bool = False, abi: str = "sysv", default_native: bool = True) -> KernelSpec:
+    """The KernelSpec the options describe. With neither --isa nor --target the file is for this
+    CPU (`--target native`, said in one line on stderr) unless default_native is False (simulate:
+    the DSL runs anywhere, so its default stays the fixed avx512)."""
+    if profile is not None and not tuned:
+        raise UsageFailure("--profile applies with --tuned only (it picks the bulk or short tuning)")
+    if isa is None and target is None and default_native:
+        target = "native"
+        say_native = True
+    else:
+        say_native = False
+    if target is not None and backend is None:
+        backend = _target_backend(target, modes)
+    backend = backend or "aesni"
+    if target is not None and not tuned and (backend != "aesni" or (say_native and per_mode)):
+        # the other backends have no performance model yet (and --per-mode sets widths and depths
+        # itself): the target picks the ISA and its preferred width, the usual defaults the rest
+        isa, width = _target_isa_width(target, backend, isa, width)
+        target = None
     if depth is None and backend == "bitsliced" and target is None:
         # sets of 8 bit-planes interleaved: two fit AVX-512's 32 registers, one the others' 16
         depth = 2 if (isa or "avx512") == "avx512" else 1
-    spec = _spec_from_options(modes, isa, width, depth, backend, prefix, target, tuned, profile, per_mode)
+    spec = _spec_from_options(modes, isa, width, depth, backend, prefix, target, tuned, profile or "bulk", per_mode)
     if karatsuba:
         spec = replace(spec, karatsuba=True)
     if no_ternlog:
@@ -89,9 +110,64 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
     if abi != spec.abi:
         spec = replace(spec, abi=abi)
     try:
-        return with_doubling(spec, gfdouble, table_lookups)
+        spec = with_doubling(spec, gfdouble, table_lookups)
     except ConfigError as e:
         raise UsageFailure(str(e)) from None
+    if say_native:  # said once the file is written (a refusal stays one line)
+        _pending_notes.append(f"no --isa or --target: --target native ({native_summary()}): {describe_choice(spec)}")
+    return spec
+
+
+_pending_notes: list[str] = []
+
+
+def note(text: str) -> None:
+    """One line on stderr, never wrapped."""
+    click.echo(f"aesgen: {text}", err=True)
+
+
+def native_summary() -> str:
+    from .cpu import mask_note
+    from .target import native
+
+    t = native()
+    name = t.description.removeprefix("this CPU: ").removesuffix(f" (modelled as {t.modelled_as})")
+    return f"{name}, modelled as {t.modelled_as}{mask_note()}"
+
+
+def describe_choice(spec: KernelSpec) -> str:
+    """'avx2 256-bit x depth 8, backend aesni (xts 256 x 5)'"""
+    per = "".join(f", {m} {w} x {d}" for m, w, d in spec.overrides)
+    return f"{spec.isa} {spec.width}-bit x depth {spec.depth}, backend {spec.backend}{per}"
+
+
+def _target_backend(target: str, modes: str) -> str:
+    """No --backend: AES-NI where the target has it, else what runs there without it."""
+    from .target import TargetError, load
+
+    try:
+        t = load(target)
+        mode_list = parse_modes(modes)
+    except (ConfigError, TargetError) as e:
+        raise UsageFailure(str(e)) from None
+    backend = t.backend_for(mode_list)
+    if not t.isa_for(backend):
+        from .spec import BITSLICED_MODES
+        raise UsageFailure(f"target {t.name} has no AES-NI and no GFNI, and {', '.join(mode_list)} has no "
+                           f"bitsliced kernel (it covers {', '.join(BITSLICED_MODES)}); name --isa to "
+                           "cross-generate")
+    return backend
+
+
+def _target_isa_width(target: str, backend: str, isa: str | None, width: int | None) -> tuple[str, int | None]:
+    from .target import load
+
+    t = load(target)
+    isa = isa or t.isa_for(backend)
+    if isa is None:
+        raise UsageFailure(f"target {t.name} cannot run --backend {backend} on any ISA "
+                           f"(it has {' '.join(t.features) or 'no listed feature'})")
+    return isa, width or t.widths(isa)[0]
 
 
 def default_depths_that_fit(spec: KernelSpec, pinned: dict[str, tuple[int, int]]) -> KernelSpec:
@@ -181,30 +257,48 @@ def generate_files(spec: KernelSpec, output: Path) -> tuple[Path, Path]:
         raise UsageFailure(str(e)) from None
     header = output.with_suffix(".h")
     write_atomically({output: kernel.asm, header: kernel.header})
+    while _pending_notes:
+        note(_pending_notes.pop(0))
     return output, header
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="aesgen")
-def main() -> None:
+@click.option("--cpu-mask", metavar="FEATURES", default=None,
+              help=f"Behave as on a CPU without these features (comma list as /proc/cpuinfo spells them, "
+                   f"e.g. avx512f,gfni; features that depend on them go too). Sets {MASK_ENV} for aesgen's "
+                   "view of the CPU: native detection, list, verify's can-run decisions, tune, bench, explore. "
+                   "Generated cpu_supported() still reads CPUID.")
+def main(cpu_mask: str | None) -> None:
     """aesgen: generate tuned, verified x86-64 AES kernels as drop-in .S + .h files."""
+    if cpu_mask is not None:
+        os.environ[MASK_ENV] = cpu_mask
+    try:
+        parse_mask(os.environ.get(MASK_ENV, ""))
+    except MaskError as e:
+        raise UsageFailure(str(e)) from None
 
 
-@main.command()
+@main.command(help=f"""Generate MODES (a comma list of: {', '.join(MODES)}) into FILE.S and FILE.h.
+
+    With neither --isa nor --target the file is for this CPU (--target native; one line on
+    stderr says what was chosen), and a warning follows if the file cannot run here.
+
+    Examples: aesgen generate ecb,ctr32,cbc --isa avx512 --width 512 --depth 8 -o out/aes.S;
+    aesgen generate ctr32 --target skylake -o skl.S
+    """)
 @click.argument("modes")
 @config_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="The .S file to write; FILE.h is written next to it.")
 def generate(modes: str, output: Path, **config) -> None:
-    """Generate MODES (a comma list of: ecb, ctr32, cbc, ghash, polyval, gcm, gcm-siv, xts, gfdouble, ocb,
-    otr, rijndael256, simpira) into FILE.S and FILE.h.
-
-    Examples: aesgen generate ecb,ctr32,cbc --isa avx512 --width 512 --depth 8 -o out/aes.S;
-    aesgen generate ctr32 --target skylake -o skl.S
-    """
     spec = spec_from_options(modes, **config)
     asm, header = generate_files(spec, output)
     console.print(f"wrote {asm} and {header} ({spec.prefix}, {', '.join(spec.functions)})")
+    lacking = missing_features(spec.features)
+    if lacking:
+        note(f"warning: {asm} cannot run on this CPU (it lacks {' '.join(lacking)}{mask_note()}); "
+             "`aesgen verify` cannot execute it here")
 
 
 @main.command()
@@ -213,24 +307,30 @@ def generate(modes: str, output: Path, **config) -> None:
 @click.option("--quick", is_flag=True, help="Fewer random trials and shorter lengths.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of the random tests.")
 @click.option("-v", "--verbose", is_flag=True, help="List every check, not only failures.")
-def verify(what: str, quick: bool, seed: int, verbose: bool, **config) -> None:
+@click.option("--allow-skips", is_flag=True,
+              help=f"Exit 0 even if checks could not run because this CPU lacks a feature (default: exit "
+                   f"{NOT_RUN_EXIT}).")
+def verify(what: str, quick: bool, seed: int, verbose: bool, allow_skips: bool, **config) -> None:
     """Run the whole verification suite on a kernel.
 
     The argument is a generated .S file, or MODES to generate with the config flags
     first (e.g. `aesgen verify ctr32 --isa avx2 --depth 4`). Ends with the line
-    `N passed, M failed`; exits 1 on any failure.
+    `N passed, M failed`, then, if this CPU could not run some checks, `N checks NOT RUN: CPU
+    lacks ...`. Exit codes: 0 every check ran and passed; 1 a check failed; 2 usage error;
+    3 no failure but checks NOT RUN (0 with --allow-skips).
     """
     from .verify import verify_kernel
 
     with tempfile.TemporaryDirectory(prefix="aesgen-verify-") as tmp:
-        if what.endswith(".S") or os.path.sep in what:
+        if looks_like_file(what):
             path = Path(what)
             if not path.is_file():
                 raise UsageFailure(f"no such file '{what}'")
             try:
                 spec = KernelSpec.from_asm(path)
-            except ValueError as e:
-                raise UsageFailure(str(e)) from None
+            except (ValueError, UnicodeDecodeError) as e:
+                raise UsageFailure(f"{what}: not a file aesgen generated ({e})" if isinstance(e, UnicodeDecodeError)
+                                   else str(e)) from None
         else:
             spec = spec_from_options(what, **config)
             path, _ = generate_files(spec, Path(tmp) / f"{spec.prefix}.S")
@@ -239,7 +339,14 @@ def verify(what: str, quick: bool, seed: int, verbose: bool, **config) -> None:
         results = verify_kernel(path, spec, quick=quick, seed=seed)
     report(results, verbose)
     failed = sum(r.status == "fail" for r in results)
-    sys.exit(1 if failed else 0)
+    skipped, lacking = not_run(results)
+    sys.exit(1 if failed else NOT_RUN_EXIT if skipped and not allow_skips else 0)
+
+
+def looks_like_file(what: str) -> bool:
+    """A path (FILE.S, or anything with a folder or a dot in it: no mode name has one) rather
+    than a MODES list."""
+    return what.endswith(".S") or os.path.sep in what or "." in what
 
 
 def report(results, verbose: bool) -> None:
@@ -251,14 +358,18 @@ def report(results, verbose: bool) -> None:
         table.add_column("detail", overflow="fold")
         style = {"pass": "green", "fail": "bold red", "skip": "yellow"}
         for r in shown:
-            table.add_row(r.name, f"[{style[r.status]}]{r.status}[/]", r.detail)
+            status = "NOT RUN" if r.status == "skip" and r.missing else r.status
+            table.add_row(r.name, f"[{style[r.status]}]{status}[/]", r.detail)
         console.print(table)
-    skipped = sum(r.status == "skip" for r in results)
-    if skipped:
-        console.print(f"{skipped} skipped")
+    skipped, lacking = not_run(results)
+    other = sum(r.status == "skip" and not r.missing for r in results)
+    if other:
+        console.print(f"{other} skipped (see the table: not for want of a CPU feature)")
     passed = sum(r.status == "pass" for r in results)
     failed = sum(r.status == "fail" for r in results)
     console.print(f"{passed} passed, {failed} failed")
+    if skipped:
+        console.print(f"[bold red]{len(skipped)} checks NOT RUN: CPU lacks {', '.join(lacking)}{mask_note()}[/]", soft_wrap=True)
 
 
 @main.command()
@@ -328,6 +439,7 @@ def list_() -> None:
     for isa, width in configs:
         table.add_column(f"{isa}\n{width}", justify="right", no_wrap=True)
     lacking: dict[tuple[str, ...], set[str]] = {}
+    console.print(f"this CPU: {native_summary()}")
     for m in MODES:
         cells = []
         for isa, width in configs:
@@ -380,7 +492,7 @@ def simulate(function: str, key_hex: str, in_hex: str, iv_hex: str | None, **con
     if mode not in ("ecb", "ctr32", "cbc"):
         raise UsageFailure(f"simulate cannot run '{function}'; it runs the block-cipher functions: "
                            f"{', '.join(f for m in ('ecb', 'ctr32', 'cbc') for f in MODE_FUNCTIONS[m])}")
-    spec = spec_from_options(mode, **config)
+    spec = spec_from_options(mode, **config, default_native=False)
     if spec.abi != "sysv":
         raise UsageFailure("simulate runs the SysV kernel description; --abi changes only the wrapper")
     if spec.backend == "bitsliced":
@@ -473,6 +585,10 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
     spec = spec_from_options(modes, **config)
     if spec.abi != "sysv":
         raise UsageFailure(f"bench times SysV kernels; --abi {spec.abi} files are verified, not benchmarked")
+    lacking = missing_features(spec.features)
+    if lacking:
+        raise UsageFailure(f"this CPU cannot run {spec.prefix} (it lacks {' '.join(lacking)}{mask_note()}); "
+                           "bench measures, so choose what runs here (--target native)")
     with tempfile.TemporaryDirectory(prefix="aesgen-bench-") as tmp:
         path, _ = generate_files(spec, Path(tmp) / f"{spec.prefix}.S")
         if not no_verify:
@@ -864,7 +980,9 @@ def run() -> None:
     try:
         code = main(standalone_mode=False)
     except click.UsageError as e:
-        click.echo(f"aesgen: error: {e.format_message()}", err=True)
+        # one line, with the refusing command's usage in it
+        usage = f" ({e.ctx.get_usage().removeprefix('Usage: ')}; see --help)" if e.ctx is not None else ""
+        click.echo(f"aesgen: error: {e.format_message()}{usage}", err=True)
         sys.exit(2)
     except click.ClickException as e:
         e.show()

@@ -17,9 +17,12 @@ class ConfigError(BuildError):
 
 
 def parse_modes(text: str) -> tuple[str, ...]:
-    modes = tuple(m.strip() for m in text.split(",") if m.strip())
-    if not modes:
+    parts = [m.strip() for m in text.split(",")]
+    if not any(parts):
         raise ConfigError(f"no mode given; choose from {', '.join(MODES)}")
+    if not all(parts):
+        raise ConfigError(f"'{text}': an empty mode in the comma list; choose from {', '.join(MODES)}")
+    modes = tuple(parts)
     for m in modes:
         if m not in MODES:
             raise ConfigError(f"unknown mode '{m}'; choose from {', '.join(MODES)}")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .dsl import BuildError
-from .spec import MAX_DEPTH, KernelSpec
+from .spec import MAX_DEPTH, KernelSpec, default_prefix
 from .target import Target
 
 
@@ -81,4 +81,4 @@ def spec_for(target: Target, modes: tuple[str, ...], prefix: str | None = None,
     depth = max(c.depth for c in choices.values())
     overrides = tuple((m, c.width, c.depth) for m, c in choices.items() if (c.width, c.depth) != (width, depth))
     return KernelSpec(modes=modes, isa=isa, width=width, depth=depth, backend=backend,
-                      prefix=prefix or f"aesgen_{target.name}", overrides=overrides)
+                      prefix=prefix or default_prefix(f"aesgen_{target.name}", modes), overrides=overrides)

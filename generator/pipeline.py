@@ -339,7 +339,7 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
         "isa_line": isa_line(spec), "bitsliced": spec.backend == "bitsliced", "register_notes": emitter.notes, "spec_line": SPEC_MARKER + spec_json,
         "functions": fn_views, "constants": const_views, "multikey_bytes": MULTIKEY_BYTES,
         "spec_hash": hashlib.sha256(spec_json.encode()).hexdigest()[:16],
-        "instruction_count": len(instructions), "guard": f"AESGEN_{spec.prefix.upper()}",
+        "instruction_count": len(instructions), "guard": f"AESGEN_{spec.prefix}",  # as the prefix is spelled: guards differ when prefixes do
         "per_mode": ", ".join(f"{MODE_TITLES[m]} {spec.width_for(m)}-bit x depth {spec.depth_for(m)}"
                               + (" (serial encrypt)" if m == "cbc" else "")
                               + (f" ({'Karatsuba' if spec.karatsuba else 'schoolbook'} products, "

@@ -101,6 +101,14 @@ def required_features(isa: str, width: int, modes: tuple[str, ...], gfdouble: st
     return tuple(feats)
 
 
+def default_prefix(stem: str, modes: tuple[str, ...]) -> str:
+    """stem_<modes>: the mode set, in MODES order, is part of every default prefix, so two files
+    generated with different mode sets never define the same symbol (set_encrypt_key...) or
+    include guard; the same set in another order gets the same prefix."""
+    names = [re.sub(r"[^a-z0-9]", "", m) for m in MODES if m in modes]
+    return "_".join([stem, *names])
+
+
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -135,7 +143,7 @@ class KernelSpec:
             object.__setattr__(self, "gfdouble", default_method(self.isa, self.width))
         if not self.prefix:
             object.__setattr__(
-                self, "prefix", f"aesgen_{self.backend}_{self.isa}_{self.width}x{self.depth}"
+                self, "prefix", default_prefix(f"aesgen_{self.backend}_{self.isa}_{self.width}x{self.depth}", self.modes)
             )
         if not self.features:
             object.__setattr__(self, "features",

@@ -13,8 +13,8 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from .cpu import host_flags
-from .spec import FEATURES_BY_ISA, ISAS, WIDTHS_BY_ISA
+from .cpu import flags as cpu_flags
+from .spec import BITSLICED_MODES, FEATURES_BY_ISA, ISAS, WIDTHS_BY_ISA, required_features
 
 
 class TargetError(ValueError):
@@ -46,6 +46,24 @@ class Target:
 
     def has_isa(self, isa: str) -> bool:
         return all(f in self.features for f in FEATURES_BY_ISA[isa])
+
+    def runs(self, isa: str, backend: str = "aesni") -> bool:
+        """The target has what a file of this ISA family and backend needs (hashing aside)."""
+        return all(f in self.features for f in required_features(isa, WIDTHS_BY_ISA[isa][-1], (), backend=backend))
+
+    def isa_for(self, backend: str) -> str | None:
+        """The richest ISA family the backend runs on here (None: not even SSE)."""
+        fits = [isa for isa in ISAS if self.runs(isa, backend)]
+        return fits[-1] if fits else None
+
+    def backend_for(self, modes: tuple[str, ...]) -> str:
+        """What `--target` picks when no --backend is named: AES-NI where the target has it; else
+        the GFNI S-box; else bitsliced (which covers only BITSLICED_MODES)."""
+        if self.isa_for("aesni"):
+            return "aesni"
+        if self.isa_for("gfni") or not all(m in BITSLICED_MODES for m in modes):
+            return "gfni" if self.isa_for("gfni") else "aesni"
+        return "bitsliced"
 
     def widths(self, isa: str | None = None) -> list[int]:
         """The ISA's widths in the target's order of preference."""
@@ -125,7 +143,7 @@ def nearest(vendor: str, family: int, model: int, flags: frozenset[str]) -> Targ
 
 def native(cpuinfo: str | None = None, flags: frozenset[str] | None = None) -> Target:
     vendor, family, model, name = cpu_signature(cpuinfo)
-    flags = host_flags() if flags is None else flags
+    flags = cpu_flags() if flags is None else flags
     base = nearest(vendor, family, model, flags)
     known = {f for t in targets().values() for f in t.features}
     real = tuple(f for f in sorted(known) if f in flags)

@@ -16,7 +16,7 @@ from typing import Callable
 from .config import ConfigError
 from .explore import Point, explore
 from .model import max_depth, pipe_depth
-from .spec import MAX_DEPTH, WIDTHS_BY_ISA, KernelSpec
+from .spec import MAX_DEPTH, WIDTHS_BY_ISA, KernelSpec, default_prefix
 from .target import Target, cpu_signature
 
 SCHEMA = "aesgen-tune/1"
@@ -111,4 +111,4 @@ def load_tuned(target: Target, modes: tuple[str, ...], profile: str, prefix: str
     overrides = tuple((m, p["width"], p["depth"]) for m, p in picks.items() if (p["width"], p["depth"]) != (width, depth))
     karatsuba = any(p.get("variant") == "karatsuba" for p in picks.values())
     return KernelSpec(modes=modes, isa=data["isa"], width=width, depth=depth,
-                      prefix=prefix or f"aesgen_native_{profile}", overrides=overrides, karatsuba=karatsuba)
+                      prefix=prefix or default_prefix(f"aesgen_native_{profile}", modes), overrides=overrides, karatsuba=karatsuba)

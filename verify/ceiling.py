@@ -16,6 +16,8 @@ import json
 import subprocess
 from dataclasses import asdict, dataclass
 
+from aesgen.cpu import flags as cpu_flags
+
 from .bench_build import bench_binary, build_so_from_text
 
 CHAINS = 12
@@ -121,9 +123,7 @@ class Ceiling:
     def measure_mix(self, counts: dict[tuple[str, int], int]) -> float | None:
         """Core cycles one iteration of a mix loop (see mix_source) takes, measured; None when
         this CPU lacks an instruction of the mix."""
-        from aesgen.cpu import host_flags
-
-        have = host_flags()
+        have = cpu_flags()
         if not counts or any(f not in have for key in counts for f in FEATURES[key]):
             return None
         so = build_so_from_text(mix_source(counts), "ceiling-mix")
@@ -139,10 +139,8 @@ class Ceiling:
 
 
 def measure(cpu: int | None = None) -> Ceiling:
-    from aesgen.cpu import host_flags
-
     text, names = ceiling_source()
-    have = host_flags()
+    have = cpu_flags()
     def needs(name: str) -> tuple[str, ...]:
         _, ins, width, _ = name.split("_")
         return FEATURES[(ins, int(width))]

@@ -26,14 +26,7 @@ from pathlib import Path
 from aesgen.spec import KernelSpec
 
 
-try:  # one result type for every check: verify/results.py (shared with the static checks)
-    from aesgen.verify.results import CheckResult
-except ImportError:  # pragma: no cover - only if results.py is absent
-    @dataclass(frozen=True)
-    class CheckResult:  # type: ignore[no-redef]
-        name: str
-        status: str  # "pass" | "fail" | "skip"
-        detail: str = ""
+from aesgen.verify.results import CheckResult  # one result type for every check
 
 
 Progress = Callable[[str, int, int], None]  # (unit label, index, total)
@@ -208,11 +201,11 @@ def _runtime_groups(spec: KernelSpec) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _skip_all(spec: KernelSpec, why: str) -> list[CheckResult]:
+def _skip_all(spec: KernelSpec, why: str, missing: tuple[str, ...] = ()) -> list[CheckResult]:
     from aesgen.verify import signatures
 
     problems = signatures.function_set(spec).problems
-    return problems + [CheckResult(n, "skip", why) for n in _runtime_groups(spec)]
+    return problems + [CheckResult(n, "skip", why, missing) for n in _runtime_groups(spec)]
 
 
 def verify_kernel(
@@ -243,7 +236,7 @@ def verify_kernel(
 
     missing = cpu.missing_features(spec.features)
     if missing:
-        return results + _skip_all(spec, "CPU lacks " + ", ".join(missing))
+        return results + _skip_all(spec, "CPU lacks " + ", ".join(missing) + cpu.mask_note(), missing)
     # win64 files: Kernel calls through ms_abi pointers, the trampoline through the Microsoft convention.
     kernel = Kernel(so, spec)
     results.extend(kernel.problems)  # unknown modes/functions, missing KernelSpec size attributes
