@@ -9,7 +9,7 @@ OUT    := out
 APT_PACKAGES := gcc binutils libssl-dev libipsec-mb-dev llvm-19 libcrypto++-utils binutils-mingw-w64-x86-64
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: setup test test-full demo clean regen-check
+.PHONY: setup test test-portability test-full demo clean regen-check
 
 setup: $(VENV)/.installed
 
@@ -24,8 +24,18 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
 	touch $@
 
+# The suite on this CPU, then the `portability` tests again under each CPU view of
+# aesgen.cpu.PORTABILITY_MASKS (AVX2+VAES without AVX-512; AES-NI+AVX without VAES; no AES-NI).
 test: setup
 	$(BIN)/pytest -q -n $(JOBS)
+	$(MAKE) --no-print-directory test-portability
+
+test-portability: setup
+	@for view in $$($(BIN)/python -m aesgen.cpu --portability-masks); do \
+	  name=$${view%%=*}; mask=$${view#*=}; \
+	  echo "portability pass $$name: AESGEN_CPU_MASK=$$mask"; \
+	  AESGEN_CPU_MASK=$$mask $(BIN)/pytest -q -n $(JOBS) -m portability || exit 1; \
+	done
 
 test-full: setup
 	$(BIN)/pytest -q -n $(JOBS) -m "full or not full"

@@ -16,6 +16,7 @@ from .config import ConfigError, make_spec, parse_modes, parse_per_mode, with_do
 from .doubling import METHODS as DOUBLING_METHODS
 from .cpu import MASK_ENV, MaskError, mask_note, missing_features, parse_mask
 from .dsl import BuildError
+from .model import bitsliced_depth
 from .verify.results import NOT_RUN_EXIT, not_run
 from .spec import (ABIS, FEATURES_BY_ISA, ISAS, MAX_DEPTH, MODE_FUNCTIONS, MODES, WIDTHS_BY_ISA, KernelSpec,
                    required_features)
@@ -98,8 +99,7 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
         isa, width = _target_isa_width(target, backend, isa, width)
         target = None
     if depth is None and backend == "bitsliced" and target is None:
-        # sets of 8 bit-planes interleaved: two fit AVX-512's 32 registers, one the others' 16
-        depth = 2 if (isa or "avx512") == "avx512" else 1
+        depth = bitsliced_depth(isa or "avx512")
     spec = _spec_from_options(modes, isa, width, depth, backend, prefix, target, tuned, profile or "bulk", per_mode)
     if karatsuba:
         spec = replace(spec, karatsuba=True)
@@ -686,8 +686,9 @@ def parse_range(text: str) -> list[int]:
               help="xts and gfdouble: the doubling methods to explore (comma list).")
 @click.option("--blocks", type=int, default=None,
               help="gfdouble: doublings (16-byte blocks) per timed call [default: 4096].")
-@click.option("--backend", default="aesni", show_default=True,
-              help="Kernel family every config is generated with (as for generate), e.g. gfni.")
+@click.option("--backend", default=None,
+              help="Kernel family every config is generated with (as for generate), e.g. gfni "
+                   "[default: aesni; on a CPU without AES-NI, what runs there].")
 def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str | None, json_path: Path | None,
             plot_path: Path | None, methods: str, blocks: int | None, backend: str) -> None:
     """Interleave depth vs throughput and latency, per width, for MODE.
@@ -719,6 +720,8 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
     for path in (json_path, plot_path):
         if path is not None and not path.parent.is_dir():
             raise UsageFailure(f"output folder '{path.parent}' does not exist")
+    if backend is None:
+        backend = t.backend_for((mode,)) if target == "native" and mode in MODES else "aesni"
     if backend not in BACKENDS:
         raise UsageFailure(f"unknown backend '{backend}'; choose from {', '.join(BACKENDS)}")
     if mode == "gfdouble":

@@ -120,3 +120,11 @@ def missing_features(required: tuple[str, ...] | list[str]) -> tuple[str, ...]:
     """Required flags this CPU (as masked) lacks, in the order given."""
     have = flags()
     return tuple(f for f in required if f not in have)
+
+
+if __name__ == "__main__":  # `python -m aesgen.cpu --portability-masks`: NAME=MASK per line (the Makefile's)
+    import sys
+
+    if sys.argv[1:] != ["--portability-masks"]:
+        sys.exit("usage: python -m aesgen.cpu --portability-masks")
+    print("\n".join(f"{name}={mask}" for name, mask in PORTABILITY_MASKS.items()))

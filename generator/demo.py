@@ -19,7 +19,10 @@ from rich.progress import Progress
 
 from .cli import print_bench, print_ceiling, print_exploration, write_atomically
 from .pipeline import generate
+from .cpu import mask_note
 from .spec import CIPHER_MODES as MODES
+from .model import backend_choice
+from .spec import KernelSpec, default_prefix
 from .target import native
 
 SIZES = [64, 256, 1024, 4096, 16384]
@@ -40,24 +43,36 @@ def main(argv: list[str] | None = None) -> int:
     from . import cli
     cli.console.width = 150  # the tables printed through the CLI helpers too
     target = native()
-    console.print(f"[bold]aesgen demo[/] on {target.description}; ISA {target.isa}")
+    aesni = target.isa_for("aesni")
+    backend = target.backend_for(MODES)
+    console.print(f"[bold]aesgen demo[/] on {target.description}{mask_note()}; "
+                  f"ISA {aesni or target.isa_for(backend)}, backend {backend}")
 
     ceiling = measure()
     print_ceiling(ceiling)
 
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("tune", total=None)
-        tuning = tune.tune(target, MODES, progress=lambda s: progress.update(task, description=f"tune {s}"))
-    tune.save(tuning)
-    for mode, mt in tuning.modes.items():
-        console.print(f"tuned {mode}: bulk {mt.bulk['width']}-bit x depth {mt.bulk['depth']} "
-                      f"({mt.bulk['gbps']:.1f} GB/s at 16 KiB), short {mt.short['width']}-bit x depth "
-                      f"{mt.short['depth']} ({mt.short['cycles']:.0f} cycles per 256 B)")
+    if aesni:
+        with Progress(console=console, transient=True) as progress:
+            task = progress.add_task("tune", total=None)
+            tuning = tune.tune(target, MODES, progress=lambda s: progress.update(task, description=f"tune {s}"))
+        tune.save(tuning)
+        for mode, mt in tuning.modes.items():
+            console.print(f"tuned {mode}: bulk {mt.bulk['width']}-bit x depth {mt.bulk['depth']} "
+                          f"({mt.bulk['gbps']:.1f} GB/s at 16 KiB), short {mt.short['width']}-bit x depth "
+                          f"{mt.short['depth']} ({mt.short['cycles']:.0f} cycles per 256 B)")
+        specs = {profile: tune.load_tuned(target, MODES, profile, None) for profile in tune.PROFILES}
+        peers: tuple[str, ...] = ("openssl", "ipsec-mb")
+    else:  # no AES-NI here: nothing to tune; the table-free backend that runs, against OpenSSL without AES-NI
+        console.print(f"this CPU has no AES-NI: the demo generates, verifies and times the {backend} backend "
+                      "(constant-time, no tables) instead of tuned AES-NI kernels")
+        c = backend_choice(target, MODES[0], backend)
+        specs = {"bulk": KernelSpec(MODES, c.isa, c.width, c.depth, backend=backend,
+                                    prefix=default_prefix(f"aesgen_native_{backend}", MODES))}
+        peers = ("openssl-noaesni",)
 
     failed = 0
     files = {}
-    for profile in tune.PROFILES:
-        spec = tune.load_tuned(target, MODES, profile, None)
+    for profile, spec in specs.items():
         path = out / f"{spec.prefix}.S"
         kernel = generate(spec, path.name)
         write_atomically({path: kernel.asm, path.with_suffix(".h"): kernel.header})
@@ -73,14 +88,15 @@ def main(argv: list[str] | None = None) -> int:
 
     spec, path = files["bulk"]
     ops = [op for m in MODES for op in OPS_BY_MODE[m]]
-    result = bench(spec, path, ops=ops, sizes=SIZES, peers=("openssl", "ipsec-mb"), ceiling=ceiling)
+    result = bench(spec, path, ops=ops, sizes=SIZES, peers=peers, ceiling=ceiling)
     print_bench(spec, result)
     (out / "bench.json").write_text(json.dumps(result.to_json(), indent=1))
 
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("explore", total=None)
-        ex = explore.explore("ctr32", target, [128, 256, 512], list(range(1, 17)),
-                             progress=lambda s: progress.update(task, description=f"explore ctr32: {s}"))
+        ex = explore.explore("ctr32", target, [128, 256, 512], list(range(1, 17 if aesni else 3)),
+                             progress=lambda s: progress.update(task, description=f"explore ctr32: {s}"),
+                             backend=spec.backend)
     print_exploration(ex)
     explore.write_json(ex, out / "ctr32_explore.json")
     explore.plot(ex, out / "ctr32_explore.png")

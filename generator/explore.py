@@ -130,7 +130,7 @@ def explore(mode: str, target: Target, widths: list[int], depths: list[int], *, 
     them: a burst of noise on the shared machine then spoils one pass, not one config.
     `short` is one short-message size or several; the smallest is the `short_cycles` one.
     `backend` goes to every config's KernelSpec as it is."""
-    isa = target.isa
+    isa = target.isa_for(backend) or target.isa
     shorts = sorted({short} if isinstance(short, int) else set(short))
     result = Exploration(mode, target.name, measure, bulk, shorts[0], short_sizes=shorts, backend=backend)
     for w in widths:

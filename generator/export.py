@@ -10,6 +10,7 @@ folder and where it came from.
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from dataclasses import dataclass, field, replace
@@ -17,8 +18,10 @@ from pathlib import Path
 
 from . import __version__
 from .config import ConfigError, parse_modes
+from .cpu import MASK_ENV
 from .pipeline import GeneratedKernel, MODE_TITLES, _env, generate
-from .spec import MODE_FUNCTIONS, MODES, KernelSpec
+from .dsl import BuildError
+from .spec import BITSLICED_MODES, MODE_FUNCTIONS, MODES, KernelSpec
 
 LIBRARY = "libaesgen.a"
 SMOKE_TEST = "smoke_test.c"
@@ -55,6 +58,18 @@ def choose(target_name: str, modes: tuple[str, ...], abi: str) -> list[Family]:
     out = []
     for mode in modes:
         prefix = family_prefix(t.name, mode)
+        backend = t.backend_for((mode,))
+        if backend != "aesni":  # a target without AES-NI: what runs there, or a refusal
+            try:
+                choice = model.backend_choice(t, mode, backend)
+            except BuildError:
+                raise ConfigError(f"target {t.name} has no AES-NI and no GFNI, and {mode} has no bitsliced "
+                                  f"kernel; export --modes {','.join(BITSLICED_MODES)}") from None
+            spec = KernelSpec((mode,), choice.isa, choice.width, choice.depth, backend=backend, prefix=prefix,
+                              abi=abi)
+            out.append(Family(mode, spec, f"no AES-NI on {t.name}: {backend} {choice.isa} {choice.width}-bit "
+                                          f"x depth {choice.depth} ({choice.reason})"))
+            continue
         if mode in tuned:
             from .tune import load_tuned
             spec = load_tuned(t, (mode,), "bulk", prefix)
@@ -79,7 +94,6 @@ def _model_spec(t, mode: str, prefix: str, choice, abi: str) -> tuple[KernelSpec
     """The model's choice, or the deepest smaller depth the mode accepts when it refuses
     that one (e.g. OCB takes power-of-two batches only); the refusal is kept as the reason."""
     from . import model
-    from .dsl import BuildError
 
     first: BuildError | None = None
     for depth in range(choice.depth, 0, -1):
@@ -104,8 +118,8 @@ def _tuned_modes() -> dict[str, dict]:
     if not path.exists():
         return {}
     data = json.loads(path.read_text())
-    if data.get("signature") != list(cpu_signature()[:3]):
-        return {}
+    if data.get("signature") != list(cpu_signature()[:3]) or data.get("cpu_mask", "") != os.environ.get(MASK_ENV, ""):
+        return {}  # tuned on another CPU, or under another view of this one
     return {m: v["bulk"] for m, v in data.get("modes", {}).items() if "bulk" in v}
 
 

@@ -72,6 +72,25 @@ def choose(target: Target, mode: str, isa: str | None = None, width: int | None 
     return ModeChoice(mode, isa, width, depth, reason)
 
 
+def bitsliced_depth(isa: str) -> int:
+    """Sets of 8 bit-planes interleaved: two fit AVX-512's 32 registers, one the others' 16."""
+    return 2 if isa == "avx512" else 1
+
+
+def backend_choice(target: Target, mode: str, backend: str, isa: str | None = None,
+                   width: int | None = None) -> ModeChoice:
+    """A backend without a pipe model (gfni, bitsliced): the target's richest ISA for it and its
+    preferred width there; depth: bitsliced's plane sets, gfni the deepest up to 8 that fits."""
+    isa = isa or target.isa_for(backend)
+    if isa is None:
+        raise BuildError(f"target {target.name} cannot run --backend {backend} on any ISA")
+    width = width or target.widths(isa)[0]
+    if backend == "bitsliced":
+        return ModeChoice(mode, isa, width, bitsliced_depth(isa), "bitsliced: plane sets the registers hold")
+    depth = min(8, max_depth(isa, width, mode, backend))
+    return ModeChoice(mode, isa, width, depth, f"{backend}: depth 8 or the deepest that fits")
+
+
 def spec_for(target: Target, modes: tuple[str, ...], prefix: str | None = None,
              choices: dict[str, ModeChoice] | None = None, backend: str = "aesni") -> KernelSpec:
     """One file for the target: the widest chosen width sets the key stride; per-mode overrides."""

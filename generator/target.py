@@ -34,6 +34,9 @@ class Target:
     models: tuple = ()
     instructions: dict = field(default_factory=dict, hash=False, compare=False)
     modelled_as: str | None = None  # for native: the target whose costs it borrows
+    # Flags that single this microarchitecture out among targets of the same features, when the
+    # CPUID model is not one the file lists (virtual machines often report another model).
+    marks: tuple[str, ...] = ()
 
     @property
     def isa(self) -> str:
@@ -98,7 +101,8 @@ def _parse(text: str, origin: str) -> Target:
                       llvm_mca_cpu=d["llvm_mca_cpu"], features=tuple(d["features"]),
                       vector_registers=int(d["vector_registers"]),
                       preferred_widths=tuple(d["preferred_widths"]), family=d["match"]["family"],
-                      models=tuple(d["match"].get("models", ())), instructions=dict(d["instructions"]))
+                      models=tuple(d["match"].get("models", ())), instructions=dict(d["instructions"]),
+                      marks=tuple(d["match"].get("marks", ())))
     except KeyError as e:
         raise TargetError(f"{origin}: missing field {e}") from None
 
@@ -134,9 +138,10 @@ def nearest(vendor: str, family: int, model: int, flags: frozenset[str]) -> Targ
         if t.matches(vendor, family, model):
             return t
 
-    def score(t: Target) -> tuple[int, int, int]:
+    def score(t: Target) -> tuple[int, int, int, int]:
         covered = all(f in flags for f in t.features)
-        return (covered, sum(f in flags for f in t.features), t.vendor == vendor)
+        marked = bool(t.marks) and all(f in flags for f in t.marks)
+        return (covered, sum(f in flags for f in t.features), marked, t.vendor == vendor)
 
     return max(all_targets, key=score)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from .config import ConfigError
+from .cpu import MASK_ENV, mask_note
 from .explore import Point, explore
 from .model import max_depth, pipe_depth
 from .spec import MAX_DEPTH, WIDTHS_BY_ISA, KernelSpec, default_prefix
@@ -36,6 +37,7 @@ class Tuning:
     cpu: str
     signature: list
     isa: str
+    cpu_mask: str = ""  # AESGEN_CPU_MASK when tuned: a tuning holds for the view it measured
     modes: dict[str, ModeTuning] = field(default_factory=dict)
 
 
@@ -53,8 +55,11 @@ def candidate_depths(target: Target, isa: str, width: int, mode: str) -> list[in
 
 def tune(target: Target, modes: tuple[str, ...], progress: Callable[[str], None] | None = None) -> Tuning:
     vendor, family, model, name = cpu_signature()
-    isa = target.isa
-    result = Tuning(cpu=name, signature=[vendor, family, model], isa=isa)
+    isa = target.isa_for("aesni")
+    if isa is None:
+        raise ConfigError(f"tune measures AES-NI kernels and this CPU has no AES-NI{mask_note()}; "
+                          "`aesgen explore ctr32 --backend bitsliced` measures what runs here")
+    result = Tuning(cpu=name, signature=[vendor, family, model], isa=isa, cpu_mask=os.environ.get(MASK_ENV, ""))
     for mode in modes:
         points: list[Point] = []
         for w in WIDTHS_BY_ISA[isa]:
@@ -80,9 +85,12 @@ def save(t: Tuning, path: Path | None = None) -> Path:
     existing = {}
     if path.exists():
         try:
-            existing = json.loads(path.read_text()).get("modes", {})
+            old = json.loads(path.read_text())
         except (OSError, ValueError):
-            existing = {}
+            old = {}
+        same_view = all(old.get(k) == v for k, v in (("signature", t.signature), ("isa", t.isa),
+                                                      ("cpu_mask", t.cpu_mask)))
+        existing = old.get("modes", {}) if same_view else {}  # another CPU or view: start afresh
     data = asdict(t)
     data["modes"] = {**existing, **data["modes"]}  # tuning some modes keeps the others
     data["schema"] = SCHEMA
@@ -101,6 +109,9 @@ def load_tuned(target: Target, modes: tuple[str, ...], profile: str, prefix: str
     vendor, family, model, _ = cpu_signature()
     if data.get("signature") != [vendor, family, model]:
         raise ConfigError(f"{path} was tuned on another CPU ({data.get('cpu')}); run `aesgen tune` again")
+    if data.get("cpu_mask", "") != os.environ.get(MASK_ENV, ""):
+        raise ConfigError(f"{path} was tuned with {MASK_ENV}='{data.get('cpu_mask', '')}', not the current "
+                          f"'{os.environ.get(MASK_ENV, '')}'; run `aesgen tune` again")
     missing = [m for m in modes if m not in data["modes"]]
     if missing:
         raise ConfigError(f"{path} has no tuning for {', '.join(missing)}; run `aesgen tune {','.join(missing)} "

@@ -61,7 +61,7 @@ def test_spec_for_sets_the_widest_width_and_per_mode_overrides():
     spec = model.spec_for(t, ("ecb", "cbc"), None, choices)
     assert (spec.width, spec.depth) == (512, 8)
     assert spec.width_for("cbc") == 256 and spec.depth_for("cbc") == 4
-    assert spec.prefix == "aesgen_zen5"
+    assert spec.prefix == "aesgen_zen5_ecb_cbc"  # the mode set is part of every default prefix
 
 
 CPUINFO = """processor\t: 0
