@@ -912,7 +912,10 @@ def tune(modes: str, target: str) -> None:
         raise UsageFailure(str(e)) from None
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("tune", total=None)
-        result = tuning.tune(t, mode_list, progress=lambda s: progress.update(task, description=s))
+        try:
+            result = tuning.tune(t, mode_list, progress=lambda s: progress.update(task, description=s))
+        except ConfigError as e:
+            raise UsageFailure(str(e)) from None
     path = tuning.save(result)
     table = Table(title=f"tuned for {result.cpu} ({t.description})")
     for c in ("mode", "bulk (16 KiB): width x depth", "GB/s", "short (256 B): width x depth", "cycles"):

@@ -144,7 +144,8 @@ def explore(mode: str, target: Target, widths: list[int], depths: list[int], *, 
                 for d in depths:
                     if progress:
                         progress(f"build {w}-bit depth {d} {variant}".rstrip())
-                    point, spec, path = _prepare(mode, target, isa, w, d, measure, Path(tmp), variant,
+                    point, spec, path = _prepare(mode, target, target.isa_for_width(w, backend) or isa, w, d,
+                                                 measure, Path(tmp), variant,
                                                  {**options, "backend": backend})
                     point.variant = variant
                     if mode in PRODUCT_MODES:

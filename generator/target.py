@@ -59,6 +59,12 @@ class Target:
         fits = [isa for isa in ISAS if self.runs(isa, backend)]
         return fits[-1] if fits else None
 
+    def isa_for_width(self, width: int, backend: str = "aesni") -> str | None:
+        """The richest ISA family with `width`-bit registers the backend runs on here (an AVX2
+        CPU explores 128 bits as avx)."""
+        fits = [isa for isa in ISAS if width in WIDTHS_BY_ISA[isa] and self.runs(isa, backend)]
+        return fits[-1] if fits else None
+
     def backend_for(self, modes: tuple[str, ...]) -> str:
         """What `--target` picks when no --backend is named: AES-NI where the target has it; else
         the GFNI S-box; else bitsliced (which covers only BITSLICED_MODES)."""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -9,6 +10,7 @@ from click.testing import CliRunner
 
 from aesgen.cli import main
 from aesgen.spec import KernelSpec
+from aesgen.cpu import MASK_ENV
 from aesgen.target import cpu_signature
 
 
@@ -112,6 +114,7 @@ def test_tuned_generation_uses_the_saved_result(tmp_path):
     vendor, family, model, name = cpu_signature()
     pick = lambda w, d: {"width": w, "depth": d, "gbps": 1.0, "cycles": 1.0}  # noqa: E731
     data = {"schema": "aesgen-tune/1", "cpu": name, "signature": [vendor, family, model], "isa": "avx2",
+            "cpu_mask": os.environ.get(MASK_ENV, ""),
             "modes": {"ctr32": {"mode": "ctr32", "bulk": pick(256, 6), "short": pick(256, 2), "candidates": []},
                       "ecb": {"mode": "ecb", "bulk": pick(256, 8), "short": pick(256, 1), "candidates": []}}}
     (tmp_path / "tuned-native.json").write_text(json.dumps(data))
@@ -125,6 +128,19 @@ def test_tuned_generation_uses_the_saved_result(tmp_path):
         assert {m: spec.depth_for(m) for m in depths} == depths
     r = run("generate", "cbc", "--target", "native", "--tuned", "-o", str(tmp_path / "c.S"), env=env)
     assert r.exit_code == 2 and "aesgen tune cbc" in r.output
+
+
+def test_a_tuning_under_another_cpu_view_is_not_used(tmp_path):
+    """A tuning measured under one AESGEN_CPU_MASK says nothing about another view."""
+    vendor, family, model, name = cpu_signature()
+    pick = {"width": 256, "depth": 4, "gbps": 1.0, "cycles": 1.0}
+    data = {"schema": "aesgen-tune/1", "cpu": name, "signature": [vendor, family, model], "isa": "avx2",
+            "cpu_mask": os.environ.get(MASK_ENV, "") + ",vaes",
+            "modes": {"ecb": {"mode": "ecb", "bulk": pick, "short": pick, "candidates": []}}}
+    (tmp_path / "tuned-native.json").write_text(json.dumps(data))
+    r = run("generate", "ecb", "--target", "native", "--tuned", "-o", str(tmp_path / "x.S"),
+            env={"AESGEN_TUNE_DIR": str(tmp_path)})
+    assert r.exit_code == 2 and "aesgen tune" in r.output and MASK_ENV in r.output, r.output
 
 
 def test_tuned_needs_a_tune_result(tmp_path):
