@@ -11,7 +11,8 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from .ir import Branch, Const, Function, GroupBlock, Insn, KeyRef, Label, Mem, Operand, Path, Schedule, VReg
-from .spec import KernelSpec, mode_of
+from .functions import mode_of
+from .spec import KernelSpec
 
 # SysV AMD64 integer argument registers, in order.
 SYSV_ARGS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")

@@ -16,8 +16,10 @@ from iced_x86 import Instruction
 
 from . import __version__
 from .dsl import BuildError
+from .functions import FUNCTIONS, MODE_TITLES
 from .ir import Const, Function, GroupBlock, Insn, Path
 from .isa import Assembler, Emitted
+from .kernels import build_function, build_functions
 from .lower import Lowerer
 from .regalloc import RegisterPressure, allocate_path
 from .schedule import flatten
@@ -26,10 +28,6 @@ from .win64 import EPILOGUE as WIN64_EPILOGUE, Directive, wrap as wrap_win64
 
 T = TypeVar("T")
 
-MODE_TITLES = {"ecb": "ECB", "ctr32": "CTR32", "cbc": "CBC", "ghash": "GHASH", "polyval": "POLYVAL",
-               "gcm": "GCM", "gcm-siv": "GCM-SIV", "xts": "XTS", "gfdouble": "GF(2^128) doubling",
-               "ocb": "OCB3", "otr": "OTR", "rijndael256": "Rijndael-256", "simpira": "Simpira-256",
-               "multikey": "multi-key ECB", "fixed-key-hash": "fixed-key hash", "cbc-multi": "multi-stream CBC"}
 ISA_LINES = {
     "sse": "sse: legacy AES-NI, two-operand SSE encoding, 16 xmm registers",
     "avx": "avx: VEX-encoded AES-NI, three-operand, 16 xmm registers",
@@ -46,62 +44,6 @@ def isa_line(spec: KernelSpec) -> str:
     regs = 32 if spec.isa == "avx512" else 16
     return (f"{spec.isa}: bitsliced AES from logic ops and byte shuffles ({circuit_pass(spec)} S-box "
             f"circuit), {regs} registers; no AES-NI")
-
-
-C_TYPES = {
-    "user_key": "const uint8_t *user_key", "bits": "unsigned bits", "key": "const void *key",
-    "in": "const uint8_t *in", "out": "uint8_t *out", "nblocks": "size_t nblocks", "len": "size_t len",
-    "ctr": "uint8_t ctr[16]", "iv": "uint8_t iv[16]", "acc": "uint8_t acc[16]", "data": "const uint8_t *data",
-    "h": "const uint8_t h[16]",
-}
-RETURNS_INT = {"cpu_supported", "set_encrypt_key", "set_decrypt_key", "gcm_set_key", "gcm_encrypt", "gcm_decrypt",
-               "gcm_start", "gcmsiv_set_key", "gcmsiv_encrypt", "gcmsiv_decrypt", "xts_set_key",
-               "ocb_set_key", "ocb_encrypt", "ocb_decrypt", "otr_set_key", "otr_encrypt", "otr_decrypt",
-               "rijndael256_set_encrypt_key", "rijndael256_set_decrypt_key", "set_encrypt_keys"}
-# Functions whose C parameters are not the shared names above.
-PROTOTYPE_ARGS = {
-    "gcm_encrypt": ("const void *gkey, const uint8_t *iv, size_t ivlen, const uint8_t *aad, size_t aadlen, "
-                    "const uint8_t *in, uint8_t *out, size_t len, uint8_t *tag, size_t taglen"),
-    "gcm_decrypt": ("const void *gkey, const uint8_t *iv, size_t ivlen, const uint8_t *aad, size_t aadlen, "
-                    "const uint8_t *in, uint8_t *out, size_t len, const uint8_t *tag, size_t taglen"),
-    "gcm_start": "void *ctx, const void *gkey, const uint8_t *iv, size_t ivlen",
-    "gcm_aad": "void *ctx, const uint8_t *aad, size_t len",
-    "gcm_encrypt_update": "void *ctx, const uint8_t *in, uint8_t *out, size_t len",
-    "gcm_decrypt_update": "void *ctx, const uint8_t *in, uint8_t *out, size_t len",
-    "gcm_finish": "void *ctx, uint8_t tag[16]",
-    "gcmsiv_set_key": "const uint8_t *user_key, unsigned bits, void *skey",
-    "gcmsiv_encrypt": ("const void *skey, const uint8_t nonce[12], const uint8_t *aad, size_t aadlen, "
-                       "const uint8_t *in, uint8_t *out, size_t len, uint8_t tag[16]"),
-    "gcmsiv_decrypt": ("const void *skey, const uint8_t nonce[12], const uint8_t *aad, size_t aadlen, "
-                       "const uint8_t *in, uint8_t *out, size_t len, const uint8_t tag[16]"),
-    "xts_set_key": "const uint8_t *key1, const uint8_t *key2, unsigned bits, void *xkey, int enc",
-    "xts_encrypt": "const void *xkey, const uint8_t *in, uint8_t *out, size_t len, const uint8_t tweak[16]",
-    "xts_decrypt": "const void *xkey, const uint8_t *in, uint8_t *out, size_t len, const uint8_t tweak[16]",
-    "ocb_set_key": "const uint8_t *user_key, unsigned bits, void *okey",
-    "ocb_encrypt": ("const void *okey, const uint8_t *nonce, size_t noncelen, const uint8_t *aad, size_t aadlen, "
-                    "const uint8_t *in, uint8_t *out, size_t len, uint8_t *tag, size_t taglen"),
-    "ocb_decrypt": ("const void *okey, const uint8_t *nonce, size_t noncelen, const uint8_t *aad, size_t aadlen, "
-                    "const uint8_t *in, uint8_t *out, size_t len, const uint8_t *tag, size_t taglen"),
-    "otr_set_key": "const uint8_t *user_key, unsigned bits, void *tkey",
-    "otr_encrypt": ("const void *tkey, const uint8_t *nonce, size_t noncelen, const uint8_t *aad, size_t aadlen, "
-                    "const uint8_t *in, uint8_t *out, size_t len, uint8_t tag[16]"),
-    "otr_decrypt": ("const void *tkey, const uint8_t *nonce, size_t noncelen, const uint8_t *aad, size_t aadlen, "
-                    "const uint8_t *in, uint8_t *out, size_t len, const uint8_t tag[16]"),
-    "set_encrypt_keys": "const uint8_t *user_keys, unsigned bits, unsigned nkeys, void *keys",
-    "ecb_encrypt_multikey": ("const void *keys, unsigned nkeys, const uint8_t *in, uint8_t *out, "
-                             "size_t blocks_per_key"),
-    "fixed_key_hash": "const void *key, const uint8_t *in, uint8_t *out, size_t nblocks",
-    "cbc_encrypt_multi": ("const void *const *keys, const uint8_t *const *in, uint8_t *const *out, "
-                          "size_t nblocks, uint8_t *const *ivs, unsigned nstreams"),
-    "gfdouble_le": "const uint8_t tweak[16], uint8_t *out, size_t nblocks",
-    "gfdouble_be": "const uint8_t tweak[16], uint8_t *out, size_t nblocks",
-    "rijndael256_set_encrypt_key": "const uint8_t *user_key, unsigned bits, void *rkey",
-    "rijndael256_set_decrypt_key": "const uint8_t *user_key, unsigned bits, void *rkey",
-    "rijndael256_ecb_encrypt": "const void *rkey, const uint8_t *in, uint8_t *out, size_t nblocks",
-    "rijndael256_ecb_decrypt": "const void *rkey, const uint8_t *in, uint8_t *out, size_t nblocks",
-    "simpira256_permute": "const uint8_t *in, uint8_t *out, size_t nblocks",
-    "simpira256_inverse": "const uint8_t *in, uint8_t *out, size_t nblocks",
-}
 
 
 @dataclass
@@ -125,28 +67,10 @@ def command_line(spec: KernelSpec, output: str = "FILE.S") -> str:
 
 
 def prototype(spec: KernelSpec, fn: Function) -> str:
-    """The C prototype; win64 files mark the convention (AESGEN_MS_ABI, defined in the header)."""
-    text = _prototype(spec, fn)
-    if spec.abi == "win64":
-        text = text.replace(f" {spec.symbol(fn.name)}(", f" AESGEN_MS_ABI {spec.symbol(fn.name)}(", 1)
-    return text
-
-
-def _prototype(spec: KernelSpec, fn: Function) -> str:
-    if fn.name in PROTOTYPE_ARGS:
-        ret = "int" if fn.name in RETURNS_INT else "void"
-        return f"{ret} {spec.symbol(fn.name)}({PROTOTYPE_ARGS[fn.name]})"
-    args = [C_TYPES[a] for a in fn.args] or ["void"]
-    if fn.name in ("set_encrypt_key", "set_decrypt_key"):
-        args[2] = "void *key"
-    if fn.name == "gcm_set_key":
-        args[2] = "void *gkey"
-    if fn.name == "ghash":
-        args[0] = "const void *gkey"
-    if fn.name in ("ecb_decrypt", "cbc_decrypt"):
-        args[0] = "const void *dkey"
-    ret = "int" if fn.name in RETURNS_INT else "void"
-    return f"{ret} {spec.symbol(fn.name)}({', '.join(args)})"
+    """The C prototype, from the function's record; win64 files mark the convention
+    (AESGEN_MS_ABI, defined in the header)."""
+    convention = "AESGEN_MS_ABI " if spec.abi == "win64" else ""
+    return FUNCTIONS[fn.name].prototype(convention + spec.symbol(fn.name))
 
 
 def _constants(functions: list[Function]) -> dict[str, Const]:
@@ -284,8 +208,6 @@ def _resolve_branches(emitted: list[Emitted]) -> list[Instruction]:
 def _fitting(spec: KernelSpec, emitter: FunctionEmitter, fn: Function, run: Callable[[Function], T]) -> T:
     """run(fn); if fn's schedule needs more registers than the file has, run the compact
     variant instead (riders before the rounds, not spread over them: the same computation)."""
-    from aesgen.kernels import build_function
-
     notes = len(emitter.notes)
     try:
         return run(fn)
@@ -297,8 +219,6 @@ def _fitting(spec: KernelSpec, emitter: FunctionEmitter, fn: Function, run: Call
 def check_fits(spec: KernelSpec) -> None:
     """Raise BuildError unless every function of spec builds and fits the register file:
     generate() without encoding or rendering (what depth searches need)."""
-    from aesgen.kernels import build_functions
-
     emitter = FunctionEmitter(spec, None)  # type: ignore[arg-type]  # allocation only
     for fn in build_functions(spec):
         _fitting(spec, emitter, fn, lambda f: _allocate_all(emitter, f))
@@ -311,8 +231,6 @@ def _allocate_all(emitter: FunctionEmitter, fn: Function) -> None:
 
 
 def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
-    from aesgen.kernels import FUNCTIONS, build_functions
-
     functions = build_functions(spec)
     consts = _constants(functions)
     const_labels = {name: f".L{spec.prefix}_{name}" for name in consts}
@@ -322,7 +240,7 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
     for fn in functions:
         lines, emitted = _fitting(spec, emitter, fn, emitter.function)
         emitted_all.extend(emitted)
-        fn_views.append({"symbol": spec.symbol(fn.name), "args": fn.args, "summary": FUNCTIONS[fn.name][2],
+        fn_views.append({"symbol": spec.symbol(fn.name), "args": fn.args, "summary": FUNCTIONS[fn.name].summary,
                          "lines": lines, "prototype": prototype(spec, fn)})
     instructions = _resolve_branches(emitted_all)
     consts = dict(sorted({**consts, **asm.late_consts}.items()))

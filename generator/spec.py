@@ -13,42 +13,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .doubling import DOUBLING_MODES, default_method, needs_clmul
+# The modes and the functions they export are the function registry's; a spec lists them.
+from .functions import COMMON_FUNCTIONS, MODE_FUNCTIONS, MODES, mode_of  # noqa: F401  (mode_of: re-exported)
 
 SPEC_MARKER = "# aesgen-spec: "
 
-MODES = ("ecb", "ctr32", "cbc", "ghash", "polyval", "gcm", "gcm-siv", "xts", "gfdouble", "ocb", "otr",
-         "rijndael256", "simpira", "multikey", "fixed-key-hash", "cbc-multi")
 # The block-cipher modes (the ones `make demo`, tune and bench cover today).
 CIPHER_MODES = ("ecb", "ctr32", "cbc")
-# C functions each mode contributes (besides the always-present key setup).
-MODE_FUNCTIONS = {
-    "ecb": ("ecb_encrypt", "ecb_decrypt"),
-    "ctr32": ("ctr32_encrypt",),
-    "cbc": ("cbc_encrypt", "cbc_decrypt"),
-    "ghash": ("gcm_set_key", "ghash"),
-    "polyval": ("polyval",),
-    "gcm": ("gcm_set_key", "ghash", "gcm_encrypt", "gcm_decrypt", "gcm_start", "gcm_aad",
-            "gcm_encrypt_update", "gcm_decrypt_update", "gcm_finish"),
-    "gcm-siv": ("gcmsiv_set_key", "gcmsiv_encrypt", "gcmsiv_decrypt", "polyval"),
-    "xts": ("xts_set_key", "xts_encrypt", "xts_decrypt"),
-    "otr": ("otr_set_key", "otr_encrypt", "otr_decrypt"),
-    # the tweak sequences of the doubling method alone (explore gfdouble measures them)
-    "gfdouble": ("gfdouble_le", "gfdouble_be"),
-    "ocb": ("ocb_set_key", "ocb_encrypt", "ocb_decrypt"),
-    # batched kernels for MPC / garbling and independent CBC streams (kernels/mpc.py)
-    "multikey": ("set_encrypt_keys", "ecb_encrypt_multikey"),
-    "fixed-key-hash": ("fixed_key_hash",),
-    "cbc-multi": ("cbc_encrypt_multi",),
-    # 256-bit blocks on the AES round instructions (kernels/wideblock.py)
-    "rijndael256": ("rijndael256_set_encrypt_key", "rijndael256_set_decrypt_key", "rijndael256_ecb_encrypt",
-                    "rijndael256_ecb_decrypt"),
-    "simpira": ("simpira256_permute", "simpira256_inverse"),
-}
 # Modes that multiply by powers of the GHASH key stored after the AES schedule.
 GHASH_TABLE_MODES = ("ghash", "gcm")
 GCM_CTX_BYTES = 128  # P_GCM_CTX_BYTES: the streaming state, whatever the file's width
 OCB_L_COUNT = 64  # L_0..L_63: enough for any block index below 2^64
-COMMON_FUNCTIONS = ("cpu_supported", "set_encrypt_key", "set_decrypt_key")
 # P_MULTIKEY_BYTES: one key's share of the multikey schedule (15 round keys and its round count,
 # 16 bytes each); keys are stored in groups of `multikey_lanes` (layout in kernels/mpc.py).
 MULTIKEY_BYTES = 256
@@ -68,14 +43,6 @@ FEATURES_BY_ISA = {
     "avx2": ("aes", "ssse3", "avx", "avx2", "vaes"),
     "avx512": ("aes", "ssse3", "avx", "avx2", "bmi2", "vaes", "avx512f", "avx512bw", "avx512vl"),
 }
-
-def mode_of(function: str) -> str | None:
-    """The mode whose width/depth a C function runs at (None: the file's default)."""
-    if function in ("gcm_set_key", "gcmsiv_set_key", "xts_set_key", "ocb_set_key", "otr_set_key",
-                    "rijndael256_set_encrypt_key", "rijndael256_set_decrypt_key"):  # key setup: the file's width
-        return None
-    return next((m for m, fs in MODE_FUNCTIONS.items() if function in fs), None)
-
 
 CLMUL_MODES = ("ghash", "polyval", "gcm", "gcm-siv")
 

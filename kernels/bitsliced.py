@@ -33,7 +33,7 @@ from aesgen.ir import Insn, Mem, Phys
 from aesgen.spec import BITSLICED_MODES, KernelSpec
 
 from .aes import ROUNDS_BY_BITS, finish
-from .modes import return_if_zero
+from .modes import block_cipher_functions, return_if_zero
 
 BLOCK_REGS = list(range(PLANES))
 T = TypeVar("T")
@@ -555,15 +555,8 @@ def sub_word(b: FunctionBuilder, slot: Mem, slots: int) -> None:
     b.s("mov32", "r11d", Mem(slot.base, slot.disp, bits=32))
 
 
-FUNCTIONS = {
-    "set_encrypt_key": lambda b: set_key_function(b, False),
-    "set_decrypt_key": lambda b: set_key_function(b, True),
-    "ecb_encrypt": lambda b: ecb_function(b, False),
-    "ecb_decrypt": lambda b: ecb_function(b, True),
-    "ctr32_encrypt": ctr32_function,
-    "cbc_encrypt": cbc_encrypt_function,
-    "cbc_decrypt": cbc_decrypt_function,
-}
+FUNCTIONS = block_cipher_functions(set_key_function, ecb_function, ctr32_function, cbc_encrypt_function,
+                                   cbc_decrypt_function)
 
 
 def round_counts(spec: KernelSpec, function: str = "ctr32_encrypt") -> dict[str, int]:

@@ -431,3 +431,16 @@ def cbc_decrypt_function(b: FunctionBuilder) -> None:
         finish(b)
 
     b.key_paths("key", path)
+
+
+Describe = Callable[[FunctionBuilder], object]
+
+
+def block_cipher_functions(set_key: Callable[[FunctionBuilder, bool], object],
+                           ecb: Callable[[FunctionBuilder, bool], object], ctr32: Describe,
+                           cbc_encrypt: Describe, cbc_decrypt: Describe) -> dict[str, Describe]:
+    """A backend's key setup and ECB/CTR32/CBC descriptions (these here, or the bitsliced
+    ones) by C function name."""
+    return {"set_encrypt_key": lambda b: set_key(b, False), "set_decrypt_key": lambda b: set_key(b, True),
+            "ecb_encrypt": lambda b: ecb(b, False), "ecb_decrypt": lambda b: ecb(b, True),
+            "ctr32_encrypt": ctr32, "cbc_encrypt": cbc_encrypt, "cbc_decrypt": cbc_decrypt}
