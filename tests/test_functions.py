@@ -163,3 +163,10 @@ def test_abi_md_headings_are_the_registry_prototypes() -> None:
     headings = re.findall(r"^#+ `((?:int|void) P_(\w+)\(.*\))`$", ABI_MD.read_text(), re.M)
     assert {name: proto for proto, name in headings} == \
         {name: f.prototype(f"P_{name}") for name, f in FUNCTIONS.items()}
+
+
+def test_block_checks_take_the_length_unit_and_chaining_value_from_the_record() -> None:
+    sigs = signatures.SIGNATURES
+    assert (sigs["ctr32_encrypt"].chain, sigs["ctr32_encrypt"].bytewise) == ("ctr", True)
+    assert (sigs["cbc_decrypt"].chain, sigs["cbc_decrypt"].bytewise) == ("iv", False)
+    assert sigs["ecb_encrypt"].chain is None and sigs["ghash"].chain is None  # acc is no chaining value

@@ -65,8 +65,9 @@ class Trial:
 
     def describe(self) -> str:
         where = f"in-place off={self.in_off}" if self.in_place else f"in_off={self.in_off} out_off={self.out_off}"
-        unit = "len" if self.fn == "ctr32_encrypt" else "nblocks"
-        count = self.length if self.fn == "ctr32_encrypt" else self.length // 16
+        bytewise = signatures.SIGNATURES[self.fn].bytewise
+        unit = "len" if bytewise else "nblocks"
+        count = self.length if bytewise else self.length // 16
         return f"{unit}={count} {where}"
 
 
@@ -85,7 +86,8 @@ def run_trial(kernel: Kernel, ks: KeySchedule, key: bytes, t: Trial, data: bytes
     ctypes.memmove(ctypes.addressof(src) + at_in, data, n)
     before_out = dst.raw
     before_in = src.raw
-    count = n if t.fn == "ctr32_encrypt" else n // 16
+    sig = signatures.SIGNATURES[t.fn]
+    count = n if sig.bytewise else n // 16
     cb = ctypes.create_string_buffer(chain, 16) if chain is not None else None
     args = [ks.address, ctypes.addressof(src) + at_in, ctypes.addressof(dst) + at_out, count]
     kernel.fn[t.fn](*args, *([cb] if cb is not None else []))
@@ -97,8 +99,7 @@ def run_trial(kernel: Kernel, ks: KeySchedule, key: bytes, t: Trial, data: bytes
         k = next(i for i in range(n) if got[i] != want[i])
         return f"output differs from byte {k} (block {k // 16})"
     if cb is not None and cb.raw[:16] != want_chain:
-        what = "ctr" if t.fn == "ctr32_encrypt" else "iv"
-        return f"{what} on return {cb.raw[:16].hex()} want {want_chain.hex()}"
+        return f"{sig.chain} on return {cb.raw[:16].hex()} want {want_chain.hex()}"
     if after_out[:at_out] != before_out[:at_out]:
         k = max(i for i in range(at_out) if after_out[i] != before_out[i])
         return f"wrote {at_out - k} byte(s) before out"
@@ -127,7 +128,7 @@ def _ctr_block(rng: random.Random, i: int, nblk: int) -> bytes:
 
 def lengths(fn: str, n: int, quick: bool, rng: random.Random) -> list[int]:
     """Byte lengths: every block count 0..n (ctr: every byte length 0..16n+15)."""
-    if fn != "ctr32_encrypt":
+    if not signatures.SIGNATURES[fn].bytewise:
         return [16 * k for k in range(n + 1)]
     if not quick:
         return list(range(16 * n + 16))
@@ -141,7 +142,8 @@ def check_function(kernel: Kernel, fn: str, bits: int, probe: Probe, *, n: int, 
                    seed: int) -> CheckResult:
     name = f"diff {fn} {bits}"
     rng = random.Random(f"{seed}:{name}")
-    setup = signatures.SIGNATURES[fn].key_setup or "set_encrypt_key"
+    sig = signatures.SIGNATURES[fn]
+    setup = sig.key_setup or "set_encrypt_key"
     errors: list[str] = []
     trials = 0
     for i, length in enumerate(lengths(fn, n, quick, rng)):
@@ -155,21 +157,21 @@ def check_function(kernel: Kernel, fn: str, bits: int, probe: Probe, *, n: int, 
             t = Trial(fn, bits, length, rng.randrange(64), rng.randrange(64), in_place)
             data = rng.randbytes(length)
             chain = None
-            if fn == "ctr32_encrypt":
+            if sig.chain == "ctr":
                 chain = _ctr_block(rng, i, (length + 15) // 16)
-            elif fn.startswith("cbc"):
+            elif sig.chain:
                 chain = rng.randbytes(16)
             probe.note(name, t.describe())
             err = run_trial(kernel, ks, key, t, data, chain, rng.randrange(256))
             trials += 1
             if err:
-                extra = f" ctr={chain.hex()}" if fn == "ctr32_encrypt" else ""
+                extra = f" ctr={chain.hex()}" if sig.chain == "ctr" else ""
                 errors.append(f"{t.describe()}{extra}: {err}")
         if len(errors) >= 3:
             break
     if errors:
         return CheckResult(name, "fail", "; ".join(errors))
-    top = f"len<={16 * n + 15}" if fn == "ctr32_encrypt" else f"nblocks<={n}"
+    top = f"len<={16 * n + 15}" if sig.bytewise else f"nblocks<={n}"
     return CheckResult(name, "pass", f"{trials} calls, {top}, offsets 0..63, in-place")
 
 

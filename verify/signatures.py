@@ -43,6 +43,16 @@ class Signature(CFunction):
         """Bit i set: argument i is 32 bits wide (the trampoline puts garbage above it)."""
         return sum(1 << i for i, t in enumerate(self.argtypes) if t in (U, I))
 
+    @property
+    def bytewise(self) -> bool:
+        """Block functions: the length counts bytes (`len`), not 16-byte blocks (`nblocks`)."""
+        return self.has("len")
+
+    @property
+    def chain(self) -> str | None:
+        """Block functions: the chaining value they read and update (`ctr`, `iv`), if any."""
+        return next((p.name for p in self.params if p.access == "rw"), None) if self.family == BLOCK else None
+
 
 SIGNATURES: dict[str, Signature] = {name: Signature.of(record) for name, record in FUNCTIONS.items()}
 

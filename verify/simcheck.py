@@ -18,13 +18,10 @@ from aesgen.verify import signatures
 from aesgen.verify.build import Kernel
 from aesgen.verify.runner import CheckResult, Probe
 
-CHAINED = {"ctr32_encrypt", "cbc_encrypt", "cbc_decrypt"}
-
-
 def lengths(spec: KernelSpec, fn: str) -> list[int]:
     group = spec.max_group_blocks
     blocks = [0, 1, group + 1]
-    if fn == "ctr32_encrypt":
+    if signatures.SIGNATURES[fn].bytewise:
         return [0, 5, 16 * (group + 1) + 7]
     return [16 * b for b in blocks]
 
@@ -32,10 +29,10 @@ def lengths(spec: KernelSpec, fn: str) -> list[int]:
 def simulate(spec: KernelSpec, fn: str, key: bytes, data: bytes, chain: bytes | None) -> tuple[bytes, bytes | None]:
     m = Machine(spec)
     sched = m.alloc(spec.key_bytes)
-    setter = "set_decrypt_key" if fn.endswith("decrypt") and fn != "ctr32_encrypt" else "set_encrypt_key"
-    call(m, build_function(spec, setter), m.alloc(key), len(key) * 8, sched)
+    sig = signatures.SIGNATURES[fn]
+    call(m, build_function(spec, sig.key_setup or "set_encrypt_key"), m.alloc(key), len(key) * 8, sched)
     ia, oa = m.alloc(data or b"\0"), m.alloc(max(len(data), 1))
-    count = len(data) if fn == "ctr32_encrypt" else len(data) // 16
+    count = len(data) if sig.bytewise else len(data) // 16
     args = [sched, ia, oa, count]
     ca = None
     if chain is not None:
@@ -62,7 +59,7 @@ def check(kernel: Kernel, probe: Probe, *, seed: int) -> list[CheckResult]:
             for n in lengths(spec, fn):
                 probe.note(f"simulate {fn}", f"AES-{bits}, {n} bytes")
                 data = rng.randbytes(n)
-                chain = rng.randbytes(12) + b"\xff\xff\xff\xfe" if fn in CHAINED else None
+                chain = rng.randbytes(12) + b"\xff\xff\xff\xfe" if signatures.SIGNATURES[fn].chain else None
                 got = kernel.run(fn, ks, data, chain)
                 want = simulate(spec, fn, key, data, chain)
                 if got != want:
