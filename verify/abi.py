@@ -8,7 +8,7 @@ Arguments past the sixth go on the stack (gcm_encrypt takes ten); the
 callee must leave them, and the caller's frame above them, unchanged.
 The result of every trampolined call is also compared with a direct call.
 Prototypes come from verify/signatures.py; the AEAD and hash functions
-(whose calls need a prepared key or context) are driven by verify/aead.py.
+(whose calls need a prepared key or context) are driven by verify/gcm.py.
 """
 from __future__ import annotations
 
@@ -222,8 +222,8 @@ def check_function(kernel: Kernel, fn: str, probe: Probe, *, n: int, trials: int
     if sig is None:
         return CheckResult(name, "fail", f"{fn}: no signature registered, cannot be called")
     if sig.family in signatures.SCENE_FAMILIES:
-        from aesgen.verify import aead
-        return aead.abi_check(kernel, fn, probe, n=n, trials=trials, seed=seed)
+        from aesgen.verify import gcm
+        return gcm.abi_check(kernel, fn, probe, n=n, trials=trials, seed=seed)
     rng = random.Random(f"{seed}:{name}")
     addr = kernel.address(fn)
     spec = kernel.spec

@@ -19,7 +19,7 @@ from aesgen.verify import signatures
 from aesgen.verify.build import Kernel, KeySchedule
 from aesgen.verify.runner import CheckResult, Probe, Unit
 
-# The block-cipher mode functions `reference` models (the AEAD ones live in verify/aead.py).
+# The block-cipher mode functions `reference` models (the AEAD ones live in verify/gcm.py).
 DATA_FUNCTIONS = tuple(f for f, s in signatures.SIGNATURES.items() if s.family == signatures.BLOCK)
 PAD = 128  # canary bytes on each side of a buffer: >= 64 before, >= 65 after
 

@@ -7,7 +7,7 @@ are guarded at once, each in its own mapping, for every length up to N blocks
 (ctr: 16N+15 bytes), separately and in place.  "len0" points every pointer,
 the key schedule included, into PROT_NONE pages: length 0 must touch nothing.
 
-The AEAD and hash functions (verify/aead.py) get the same three checks for every
+The AEAD and hash functions (verify/gcm.py) get the same three checks for every
 buffer they take (in, out, aad, iv/nonce, tag, acc, data, h, key, ctx).
 
 Runs only inside a forked child (runner.run_isolated): a fault kills that
@@ -151,8 +151,8 @@ def units(kernel: Kernel, *, n: int, quick: bool, seed: int) -> list[tuple[str, 
             continue
         fam = signatures.family(fn)
         if fam in signatures.SCENE_FAMILIES:
-            from aesgen.verify import aead
-            out.extend(aead.guard_units(kernel, fn, n=n, quick=quick, seed=seed))
+            from aesgen.verify import gcm
+            out.extend(gcm.guard_units(kernel, fn, n=n, quick=quick, seed=seed))
         elif fam == signatures.KEYSETUP:
             for where in ("after", "before"):
                 out.append((f"guard {fn} {where}",

@@ -16,7 +16,7 @@ Check names:
                                     or stream count from 0 to two batches and a few, blocks 0..N,
                                     misaligned and in place; set_encrypt_keys vs the FIPS-197
                                     expansion laid out as documented (every byte it writes)
-  abi / guard / simulate            through verify/aead.py's scenes (SCENES below): every stream's
+  abi / guard / simulate            through verify/gcm.py's scenes (SCENES below): every stream's
                                     key, input, output and IV has a guarded mapping of its own
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from aesgen.spec import MULTIKEY_BYTES
 from aesgen.verify import vectors
-from aesgen.verify.aead import HeapMem, Region, Scene, SceneError, _fill, _io_alias, _result, invoke
+from aesgen.verify.gcm import HeapMem, Region, Scene, SceneError, _fill, _io_alias, _result, invoke
 from aesgen.verify.build import Kernel
 from aesgen.verify.gf128 import aes_ecb
 from aesgen.verify.kat import expand_key

@@ -12,7 +12,7 @@ Check names:
   tamper ocb_decrypt <bits>     a flipped tag/ciphertext/AAD/nonce bit: -1 and out zeroed
   badargs ocb_set_key|ocb_encrypt|ocb_decrypt  bits 0/64/127/512; nonce length 0 and 16, tag
                                 length 0 and 17 (decrypt: out zeroed)
-  abi / guard / simulate        through verify/aead.py's scenes (SCENES below)
+  abi / guard / simulate        through verify/gcm.py's scenes (SCENES below)
 
 The reference follows RFC 7253 section 4 step by step (Stretch, the L_i by doubling, Offset_i =
 Offset_{i-1} ^ L_ntz(i), HASH); AES itself is `cryptography`'s ECB.
@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESOCB3
 
 from aesgen.verify import vectors
-from aesgen.verify.aead import (HeapMem, Invocation, Region, Scene, SceneError, _aad_len, _aead_errors,
+from aesgen.verify.gcm import (HeapMem, Invocation, Region, Scene, SceneError, _aad_len, _aead_errors,
                                 _fill, _first_diff, _io_alias, _make_key, _maybe, _result, _text_lengths,
                                 invoke)
 from aesgen.verify.build import Kernel

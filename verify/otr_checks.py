@@ -9,7 +9,7 @@ Check names:
   tamper otr_decrypt <bits>         a flipped tag/ciphertext/AAD/nonce bit: -1, out zeroed
   badargs otr_set_key|otr_encrypt|otr_decrypt  bad key sizes (aead.badargs); nonce lengths 0 and
                                     16 (-1, and decrypting, out zeroed)
-  abi / guard / simulate            through verify/aead.py's scenes (SCENES below)
+  abi / guard / simulate            through verify/gcm.py's scenes (SCENES below)
 
 The reference (verify/otr.py) is independent of the kernels; it reproduces the designer's
 vectors, which tests/test_otr_reference.py checks on its own.
@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from aesgen.verify.aead import (HeapMem, Invocation, Region, Scene, SceneError, _aead_errors, _fill,
+from aesgen.verify.gcm import (HeapMem, Invocation, Region, Scene, SceneError, _aead_errors, _fill,
                                 _io_alias, _make_key, _maybe, _result, badargs, invoke)
 from aesgen.verify.build import Kernel
 from aesgen.verify.otr import NONCE_SIZES, load_vectors, otr_encrypt

@@ -219,7 +219,7 @@ def verify_kernel(
 ) -> list[CheckResult]:
     """Every check for one kernel file (.S, or a .c test fixture); never raises for kernel bugs."""
     from aesgen import cpu
-    from aesgen.verify import abi, aead, differential, guard, kat, mpc, ocb, otr_checks, simcheck, wideblock, xts
+    from aesgen.verify import abi, differential, gcm, guard, kat, mpc, ocb, otr_checks, simcheck, wideblock, xts
     from aesgen.verify.build import BuildError, Kernel, build_shared, harness
 
     path = Path(asm_path)
@@ -257,7 +257,7 @@ def verify_kernel(
         units.append(unit)
     for unit in differential.units(kernel, n=n, quick=quick, seed=seed):
         units.append(unit)
-    for unit in aead.units(kernel, n=n, quick=quick, seed=seed):
+    for unit in gcm.units(kernel, n=n, quick=quick, seed=seed):
         units.append(unit)
     for unit in xts.units(kernel, n=n, quick=quick, seed=seed):
         units.append(unit)

@@ -250,7 +250,7 @@ SIGNATURES: dict[str, Signature] = {s.name: s for s in (
 )}
 
 AEAD_FAMILIES = (GCM, GCM_STREAM, HASH, GCMSIV)
-# Families whose calls are driven by scenes (a prepared key or context): verify/aead.py's
+# Families whose calls are driven by scenes (a prepared key or context): verify/gcm.py's
 # and verify/tweakable.py's.
 SCENE_FAMILIES = AEAD_FAMILIES + (XTS, GFDOUBLE, OCB, OTR, WIDEBLOCK, MPC)
 # Families whose length is counted in blocks (MPC: blocks per key or stream; key count for setup).

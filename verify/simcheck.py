@@ -4,7 +4,7 @@ The simulator runs the DSL program before lowering, scheduling and register
 allocation, so a disagreement points at the back end (lowering, allocation,
 encoding), not at the AES math, which the `cryptography` differential covers.
 A few short lengths per function and key size keep it fast (the simulator is
-plain Python).  The AEAD and hash functions reuse verify/aead.py's call
+plain Python).  The AEAD and hash functions reuse verify/gcm.py's call
 scenarios, run once on the kernel and once entirely inside the simulator.
 """
 from __future__ import annotations
@@ -76,13 +76,13 @@ def check(kernel: Kernel, probe: Probe, *, seed: int) -> list[CheckResult]:
 
 
 class MachineMem:
-    """aead.Scene memory inside the simulator's address space."""
+    """gcm.Scene memory inside the simulator's address space."""
 
     def __init__(self, machine: Machine) -> None:
         self.m = machine
 
     def place(self, label: str, data: bytes, *, aligned: bool = False):
-        from aesgen.verify.aead import Region
+        from aesgen.verify.gcm import Region
 
         if aligned:  # key schedules and contexts: room to spare, so a kernel/spec size mismatch
             addr = self.m.alloc(len(data) + 4096, align=64)  # (a test fixture's own layout) cannot
@@ -96,18 +96,18 @@ class MachineMem:
 
 
 def check_aead(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResult:
-    """The AEAD/hash call scenarios of verify/aead.py run on the kernel and, from the same
+    """The AEAD/hash call scenarios of verify/gcm.py run on the kernel and, from the same
     random state, on the simulator (every call of the scenario simulated); results must agree."""
     import ctypes
 
     from aesgen.kernels import FUNCTIONS
-    from aesgen.verify import aead
+    from aesgen.verify import gcm
 
     name = f"simulate {fn}"
     spec = kernel.spec
-    scene = aead.scene_for(fn)
+    scene = gcm.scene_for(fn)
     if scene is None:
-        return CheckResult(name, "fail", f"no call scenario for {fn} in verify/aead.py")
+        return CheckResult(name, "fail", f"no call scenario for {fn} in verify/gcm.py")
     built: dict[str, object] = {}
 
     def machine_caller(machine: Machine):
@@ -134,9 +134,9 @@ def check_aead(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResu
             if simulated:
                 m = Machine(spec)
                 mc = machine_caller(m)
-                sc = aead.Scene(kernel, MachineMem(m), random.Random(sub), mc, setup_caller=mc)
+                sc = gcm.Scene(kernel, MachineMem(m), random.Random(sub), mc, setup_caller=mc)
             else:
-                sc = aead.Scene(kernel, aead.HeapMem(random.Random(sub)), random.Random(sub))
+                sc = gcm.Scene(kernel, gcm.HeapMem(random.Random(sub)), random.Random(sub))
             try:
                 outs.append(scene(sc, fn, size, size))
             except LookupError as e:

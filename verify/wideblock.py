@@ -11,7 +11,7 @@ Check names:
   diff <each function>              random keys, 0..N blocks, misaligned, in place, vs
                                     verify/wideblock_ref.py (written from the specification)
   badargs rijndael256_set_{en,de}crypt_key  every key size but 256 returns -1
-  abi / guard / simulate            through verify/aead.py's scenes (SCENES below)
+  abi / guard / simulate            through verify/gcm.py's scenes (SCENES below)
 
 The references reproduce every published vector in verify/data/wideblock_vectors.txt (all
 Rijndael block and key lengths of Gladman's set), which tests/test_wideblock.py checks on its own.
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from aesgen.verify.aead import HeapMem, Scene, SceneError, _fill, _io_alias, _make_key, _maybe, _result, invoke
+from aesgen.verify.gcm import HeapMem, Scene, SceneError, _fill, _io_alias, _make_key, _maybe, _result, invoke
 from aesgen.verify.build import Kernel
 from aesgen.verify.runner import CheckResult, Probe, Unit
 from aesgen.aesref import inv_mix_columns

@@ -8,7 +8,7 @@ Check names:
                                 and vs this module's reference (2x192, which OpenSSL lacks)
   diff gfdouble_le|gfdouble_be  out[i] = tweak * x^i vs the bitwise doubling of IEEE 1619 / RFC 7253
   badargs xts_set_key           bits 0, 64, 127, 512 rejected with -1
-  abi / guard / simulate        through verify/aead.py's scenes (SCENES below)
+  abi / guard / simulate        through verify/gcm.py's scenes (SCENES below)
 
 The reference is written from the standards: IEEE 1619-2007 section 5.3 (the tweak
 multiplied by alpha = x with the feedback byte 0x87, byte by byte with carries) and
@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from aesgen.kernels.xts_table import TABLE_FROM_BYTES
 from aesgen.verify import vectors
-from aesgen.verify.aead import (HeapMem, Invocation, Region, Scene, SceneError, _aes_ecb, _fill, _first_diff,
+from aesgen.verify.gcm import (HeapMem, Invocation, Region, Scene, SceneError, _aes_ecb, _fill, _first_diff,
                                 _io_alias, _maybe, _result, invoke)
 from aesgen.verify.build import Kernel
 from aesgen.verify.runner import CheckResult, Probe, Unit

@@ -1138,7 +1138,7 @@ def abi_check(kernel: Kernel, fn: str, probe: Probe, *, n: int, trials: int, see
     name = f"abi {fn}"
     scene = scene_for(fn)
     if scene is None:
-        return CheckResult(name, "fail", f"no call scenario for {fn} in verify/aead.py")
+        return CheckResult(name, "fail", f"no call scenario for {fn} in verify/gcm.py")
     rng = random.Random(f"{seed}:{name}")
     top = _sizes(fn, n)[-1]
     group = kernel.spec.max_group_blocks
@@ -1246,7 +1246,7 @@ def guard_units(kernel: Kernel, fn: str, *, n: int, quick: bool, seed: int) -> l
     out: list[tuple[str, Unit]] = []
     if scene_for(fn) is None:
         return [(f"guard {fn}", lambda p: iter([CheckResult(f"guard {fn}", "fail",
-                                                            f"no call scenario for {fn} in verify/aead.py")]))]
+                                                            f"no call scenario for {fn} in verify/gcm.py")]))]
     for where in ("after", "before"):
         out.append((f"guard {fn} {where}",
                     lambda p, w=where: guard_placement(kernel, fn, w, p, n=n, seed=seed)))
