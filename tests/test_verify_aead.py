@@ -15,8 +15,9 @@ import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, AESGCMSIV
 
 from aesgen.spec import COMMON_FUNCTIONS, MODE_FUNCTIONS, KernelSpec
-from aesgen.verify import CheckResult, abi, gcm, gf128, signatures, vectors, verify_kernel
+from aesgen.verify import CheckResult, gcm, gf128, signatures, vectors, verify_kernel
 from aesgen.verify.build import fn_address, harness
+from aesgen.verify.harness import trampoline
 
 FIXTURE = Path(__file__).parent / "fixtures" / "refaead.c"
 LINK = ("-Wl,--no-as-needed", "-lcrypto")  # the fixture's one-shot GCM is OpenSSL EVP
@@ -246,22 +247,22 @@ def test_registry_covers_every_mode_function() -> None:
 def test_trampoline_passes_and_guards_stack_arguments() -> None:
     h = harness()
     args = (1, 2, 3, 4, 5, 6, 0xA << 40, 0xB << 20, 0xC, 0xD << 60)
-    bad, ctx = abi.call(fn_address(h, "abi_stack_echo"), args, seed=5)
+    bad, ctx = trampoline.call(fn_address(h, "abi_stack_echo"), args, seed=5)
     assert bad == 0 and ctx.ret == args[6] ^ args[7] ^ args[8] ^ args[9]
     # garbage above a 32-bit stack argument (mask bit 6 = argument 7)
-    bad, ctx = abi.call(fn_address(h, "abi_stack_echo"), args, mask32=1 << 6, seed=5)
+    bad, ctx = trampoline.call(fn_address(h, "abi_stack_echo"), args, mask32=1 << 6, seed=5)
     assert bad == 0 and ctx.ret >> 32 != (args[6] ^ args[7] ^ args[8] ^ args[9]) >> 32
-    bad, ctx = abi.call(fn_address(h, "abi_fault_stackarg"), args, seed=5)
-    assert bad & abi.BAD_STACKARG and "arg 7" in abi.describe(bad, ctx)
-    bad, ctx = abi.call(fn_address(h, "abi_fault_frame"), args, seed=5)
-    assert bad & abi.BAD_FRAME and not bad & abi.BAD_STACKARG
+    bad, ctx = trampoline.call(fn_address(h, "abi_fault_stackarg"), args, seed=5)
+    assert bad & trampoline.BAD_STACKARG and "arg 7" in trampoline.describe(bad, ctx)
+    bad, ctx = trampoline.call(fn_address(h, "abi_fault_frame"), args, seed=5)
+    assert bad & trampoline.BAD_FRAME and not bad & trampoline.BAD_STACKARG
     # six or fewer arguments: the frame slots are still watched, nothing else changes
-    bad, ctx = abi.call(fn_address(h, "abi_fault_clean"), (0, 128), 0b10, seed=5)
+    bad, ctx = trampoline.call(fn_address(h, "abi_fault_clean"), (0, 128), 0b10, seed=5)
     assert bad == 0 and ctx.ret & 0xFFFFFFFF == 128 and ctx.nstack == 0
-    bad, ctx = abi.call(fn_address(h, "abi_fault_stackarg"), (0, 128), seed=5)
-    assert bad & abi.BAD_FRAME
+    bad, ctx = trampoline.call(fn_address(h, "abi_fault_stackarg"), (0, 128), seed=5)
+    assert bad & trampoline.BAD_FRAME
     with pytest.raises(ValueError):
-        abi.call(fn_address(h, "abi_fault_clean"), tuple(range(15)))
+        trampoline.call(fn_address(h, "abi_fault_clean"), tuple(range(15)))
 
 
 # ---------------------------------------------------------------- the reference (gf128)

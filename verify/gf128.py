@@ -133,9 +133,10 @@ def polyval(h: bytes, data: bytes, acc: bytes = bytes(16)) -> bytes:
 # ---------------------------------------------------------------- AES (from cryptography)
 
 
-def aes_ecb(key: bytes, data: bytes) -> bytes:
-    enc = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
-    return enc.update(data) + enc.finalize()
+def aes_ecb(key: bytes, data: bytes, decrypt: bool = False) -> bytes:
+    c = Cipher(algorithms.AES(key), modes.ECB())
+    ctx = c.decryptor() if decrypt else c.encryptor()
+    return ctx.update(data) + ctx.finalize()
 
 
 def inc32(block: bytes, k: int) -> bytes:

@@ -7,9 +7,9 @@ Check names:
                                     0..N (every length around chunk, vector and batch boundaries),
                                     misaligned and in place, vs verify/otr.py (the reference)
   tamper otr_decrypt <bits>         a flipped tag/ciphertext/AAD/nonce bit: -1, out zeroed
-  badargs otr_set_key|otr_encrypt|otr_decrypt  bad key sizes (aead.badargs); nonce lengths 0 and
+  badargs otr_set_key|otr_encrypt|otr_decrypt  bad key sizes (aead_checks.check_key_sizes); nonce lengths 0 and
                                     16 (-1, and decrypting, out zeroed)
-  abi / guard / simulate            through verify/gcm.py's scenes (SCENES below)
+  abi / guard / simulate            through the scenes below (SCENES, collected by verify/scenes.py)
 
 The reference (verify/otr.py) is independent of the kernels; it reproduces the designer's
 vectors, which tests/test_otr_reference.py checks on its own.
@@ -19,11 +19,14 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from aesgen.verify.gcm import (HeapMem, Invocation, Region, Scene, SceneError, _aead_errors, _fill,
-                                _io_alias, _make_key, _maybe, _result, badargs, invoke)
+from aesgen.verify.aead_checks import BAD_KEY_BITS, aead_errors, check_key_sizes
 from aesgen.verify.build import Kernel
+from aesgen.verify.harness.isolation import Probe, Unit
+from aesgen.verify.harness.memory import HeapMem, Region
+from aesgen.verify.harness.scene import (Invocation, Scene, SceneError, fill, invoke, io_alias, make_key,
+                                         out_if_placed)
 from aesgen.verify.otr import NONCE_SIZES, load_vectors, otr_encrypt
-from aesgen.verify.runner import CheckResult, Probe, Unit
+from aesgen.verify.results import CheckResult, verdict
 
 BAD_NONCE_LENGTHS = (0, max(NONCE_SIZES) + 1)
 TAG = 16
@@ -33,7 +36,7 @@ TAG = 16
 
 
 def key_or_raise(kernel: Kernel, mem, key: bytes) -> Region:
-    ret, tkey = _make_key(kernel, mem, "otr_set_key", key)
+    ret, tkey = make_key(kernel, mem, "otr_set_key", key)
     if ret != 0:
         raise SceneError(f"otr_set_key(bits={8 * len(key)}) returned {ret}")
     return tkey
@@ -44,8 +47,8 @@ def otr_call(kernel: Kernel, mem, fn: str, tkey: Region, nonce: bytes, aad: byte
              caller=None) -> Invocation:
     """otr_encrypt (tag None: a junk-filled output) or otr_decrypt (tag: the bytes to check)."""
     args = {"tkey": tkey, "nonce": nonce or b"\0", "noncelen": len(nonce) if noncelen is None else noncelen,
-            "aad": aad, "aadlen": len(aad), "in": data, "out": _fill(rng, len(data)), "len": len(data),
-            "tag": tag if tag is not None else _fill(rng, TAG)}
+            "aad": aad, "aadlen": len(aad), "in": data, "out": fill(rng, len(data)), "len": len(data),
+            "tag": tag if tag is not None else fill(rng, TAG)}
     return invoke(kernel, fn, mem, args, caller=caller, alias={"out": "in"} if in_place else None)
 
 
@@ -101,8 +104,8 @@ def kat_otr(kernel: Kernel, fn: str, probe: Probe, *, quick: bool, seed: int) ->
             src = v.ciphertext if decrypt else v.plaintext
             inv = otr_call(kernel, mem, fn, tkey, v.nonce, v.aad, src, v.tag if decrypt else None, rng=rng,
                            in_place=k % 2 == 1)
-            errors += _aead_errors(inv, decrypt, f"{v.name}", v.plaintext, v.ciphertext, v.tag)
-        yield _result(check, errors, f"{len(mine)} vectors")
+            errors += aead_errors(inv, decrypt, f"{v.name}", v.plaintext, v.ciphertext, v.tag)
+        yield verdict(check, errors, f"{len(mine)} vectors")
 
 
 def diff_otr(kernel: Kernel, fn: str, bits: int, probe: Probe, *, quick: bool, seed: int) -> CheckResult:
@@ -122,10 +125,10 @@ def diff_otr(kernel: Kernel, fn: str, bits: int, probe: Probe, *, quick: bool, s
         probe.note(name, what)
         inv = otr_call(kernel, mem, fn, tkey, nonce, aad, ct if decrypt else pt, tag if decrypt else None,
                        rng=rng, in_place=in_place)
-        errors += _aead_errors(inv, decrypt, what, pt, ct, tag, " (reference)")
+        errors += aead_errors(inv, decrypt, what, pt, ct, tag, " (reference)")
         if len(errors) >= 3:
             break
-    return _result(name, errors, f"{len(lengths)} messages, len 0..{max(lengths)}, nonces 1..15 bytes, "
+    return verdict(name, errors, f"{len(lengths)} messages, len 0..{max(lengths)}, nonces 1..15 bytes, "
                    "AAD around vector and batch sizes, misaligned, in place; vs verify/otr.py")
 
 
@@ -165,14 +168,14 @@ def tamper_otr(kernel: Kernel, bits: int, probe: Probe, *, quick: bool, seed: in
                 errors.append(f"{what}: returned -1 but out is not zeroed")
             errors += [f"{what}: {d}" for d in inv.damage]
             if len(errors) >= 3:
-                return _result(name, errors, "")
-    return _result(name, errors, f"{calls} calls: tag/ciphertext/AAD/nonce bit flips rejected, out zeroed")
+                return verdict(name, errors, "")
+    return verdict(name, errors, f"{calls} calls: tag/ciphertext/AAD/nonce bit flips rejected, out zeroed")
 
 
 def badargs_otr(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResult:
-    """Nonce lengths 0 and 16: -1, and decrypting, out zeroed (otr_set_key: aead.badargs)."""
+    """Nonce lengths 0 and 16: -1, and decrypting, out zeroed (otr_set_key: aead_checks.check_key_sizes)."""
     if fn == "otr_set_key":
-        return badargs(kernel, fn, probe, seed=seed)
+        return check_key_sizes(kernel, fn, probe, BAD_KEY_BITS, seed=seed)
     name = f"badargs {fn}"
     probe.note(name, "")
     rng = random.Random(f"{seed}:{name}")
@@ -191,7 +194,7 @@ def badargs_otr(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckRes
                 errors.append(f"{what}: returned -1 but out is not zeroed")
             errors += [f"{what}: {d}" for d in inv.damage]
     lengths = ", ".join(map(str, BAD_NONCE_LENGTHS))
-    return _result(name, errors, f"nonce lengths {lengths} rejected" + (", out zeroed" if decrypt else ""))
+    return verdict(name, errors, f"nonce lengths {lengths} rejected" + (", out zeroed" if decrypt else ""))
 
 
 # ================================================================ scenes for abi, guard and simulate
@@ -199,7 +202,7 @@ def badargs_otr(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckRes
 
 def scene_otr_set_key(sc: Scene, fn: str, size: int, aux: int) -> tuple:
     bits = (128, 192, 256)[size % 3]
-    ret, tkey = _make_key(sc.kernel, sc.mem, "otr_set_key", sc.rng.randbytes(bits // 8), caller=sc.caller)
+    ret, tkey = make_key(sc.kernel, sc.mem, "otr_set_key", sc.rng.randbytes(bits // 8), caller=sc.caller)
     return ret, tkey.read()
 
 
@@ -211,15 +214,15 @@ def scene_otr(sc: Scene, fn: str, size: int, aux: int) -> tuple:
     aadlen = 0 if "aad" in sc.none else (size * 5 + aux) % 70
     nonce, aad, text = sc.rng.randbytes(noncelen), sc.rng.randbytes(aadlen), sc.rng.randbytes(size)
     args = {"tkey": tkey, "nonce": nonce or b"\0", "noncelen": noncelen, "aad": aad, "aadlen": aadlen,
-            "in": text, "out": _fill(sc.rng, size), "len": size}
+            "in": text, "out": fill(sc.rng, size), "len": size}
     if fn == "otr_encrypt":
-        inv = sc.call(fn, {**args, "tag": _fill(sc.rng, TAG)}, test=True, alias=_io_alias(sc))
-        return inv.ret, _maybe(inv, "out"), inv.out("tag")
+        inv = sc.call(fn, {**args, "tag": fill(sc.rng, TAG)}, test=True, alias=io_alias(sc))
+        return inv.ret, out_if_placed(inv, "out"), inv.out("tag")
     ct, tag = otr_encrypt(key, nonce, aad, text) if noncelen else (text, bytes(TAG))
     if aux % 4 == 3:
         tag = bytes([tag[0] ^ 1]) + tag[1:]
-    inv = sc.call(fn, {**args, "in": ct, "tag": tag}, test=True, alias=_io_alias(sc))
-    return inv.ret, _maybe(inv, "out")
+    inv = sc.call(fn, {**args, "in": ct, "tag": tag}, test=True, alias=io_alias(sc))
+    return inv.ret, out_if_placed(inv, "out")
 
 
 SCENES = {"otr_set_key": scene_otr_set_key, "otr_encrypt": scene_otr, "otr_decrypt": scene_otr}

@@ -3,7 +3,7 @@
 Each entry gives the C prototype (ctypes argument and return types) and, for
 every pointer parameter, how many bytes it spans and whether the function
 reads or writes it; the family says which checks apply.  build.py, abi.py,
-guard.py, differential.py, kat.py, simcheck.py, aead.py and runner.py all
+guard.py, differential.py, kat.py, simcheck.py, the family checks and runner.py all
 read this table, so a new function is added here once.  A function a spec
 lists but this table lacks becomes a failed `signature <fn>` check, never a
 KeyError.
@@ -14,6 +14,7 @@ import ctypes
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from aesgen.spec import COMMON_FUNCTIONS, MODE_FUNCTIONS
 from aesgen.verify.results import CheckResult
 
 P, SZ, U, I = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int
@@ -250,8 +251,8 @@ SIGNATURES: dict[str, Signature] = {s.name: s for s in (
 )}
 
 AEAD_FAMILIES = (GCM, GCM_STREAM, HASH, GCMSIV)
-# Families whose calls are driven by scenes (a prepared key or context): verify/gcm.py's
-# and verify/tweakable.py's.
+# Families whose calls are driven by scenes (a prepared key or context): each family's
+# check module's SCENES, collected by verify/scenes.py.
 SCENE_FAMILIES = AEAD_FAMILIES + (XTS, GFDOUBLE, OCB, OTR, WIDEBLOCK, MPC)
 # Families whose length is counted in blocks (MPC: blocks per key or stream; key count for setup).
 BLOCK_COUNTED = (HASH, GFDOUBLE, WIDEBLOCK, MPC)
@@ -290,8 +291,6 @@ def function_set(spec: object) -> FunctionSet:
     try:
         names: Sequence[str] = tuple(spec.functions)  # type: ignore[attr-defined]
     except KeyError:
-        from aesgen.spec import COMMON_FUNCTIONS, MODE_FUNCTIONS
-
         modes = list(getattr(spec, "modes", ()))
         unknown = [m for m in modes if m not in MODE_FUNCTIONS]
         names = list(COMMON_FUNCTIONS) + [f for m in modes for f in MODE_FUNCTIONS.get(m, ())]

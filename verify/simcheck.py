@@ -4,19 +4,25 @@ The simulator runs the DSL program before lowering, scheduling and register
 allocation, so a disagreement points at the back end (lowering, allocation,
 encoding), not at the AES math, which the `cryptography` differential covers.
 A few short lengths per function and key size keep it fast (the simulator is
-plain Python).  The AEAD and hash functions reuse verify/gcm.py's call
-scenarios, run once on the kernel and once entirely inside the simulator.
+plain Python).  The functions driven by scenes (verify/scenes.py: AEAD, hashes,
+XTS, OCB, OTR, wide blocks, MPC) replay their family's scene, once on the kernel
+and once entirely inside the simulator.
 """
 from __future__ import annotations
 
+import ctypes
 import random
 
-from aesgen.kernels import build_function
+from aesgen.kernels import FUNCTIONS, build_function
 from aesgen.simulate import Machine, call
 from aesgen.spec import KernelSpec
 from aesgen.verify import signatures
 from aesgen.verify.build import Kernel
-from aesgen.verify.runner import CheckResult, Probe
+from aesgen.verify.harness.isolation import Probe
+from aesgen.verify.harness.memory import HeapMem, Region
+from aesgen.verify.harness.scene import Scene
+from aesgen.verify.results import CheckResult
+from aesgen.verify.scenes import scene_for
 
 CHAINED = {"ctr32_encrypt", "cbc_encrypt", "cbc_decrypt"}
 
@@ -76,14 +82,12 @@ def check(kernel: Kernel, probe: Probe, *, seed: int) -> list[CheckResult]:
 
 
 class MachineMem:
-    """gcm.Scene memory inside the simulator's address space."""
+    """A scene's memory inside the simulator's address space."""
 
     def __init__(self, machine: Machine) -> None:
         self.m = machine
 
-    def place(self, label: str, data: bytes, *, aligned: bool = False):
-        from aesgen.verify.gcm import Region
-
+    def place(self, label: str, data: bytes, *, aligned: bool = False) -> Region:
         if aligned:  # key schedules and contexts: room to spare, so a kernel/spec size mismatch
             addr = self.m.alloc(len(data) + 4096, align=64)  # (a test fixture's own layout) cannot
             self.m.write(addr, data)                          # make the simulation corrupt itself
@@ -96,18 +100,13 @@ class MachineMem:
 
 
 def check_aead(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResult:
-    """The AEAD/hash call scenarios of verify/gcm.py run on the kernel and, from the same
-    random state, on the simulator (every call of the scenario simulated); results must agree."""
-    import ctypes
-
-    from aesgen.kernels import FUNCTIONS
-    from aesgen.verify import gcm
-
+    """A function's call scene (verify/scenes.py) run on the kernel and, from the same
+    random state, on the simulator (every call of the scene simulated); results must agree."""
     name = f"simulate {fn}"
     spec = kernel.spec
-    scene = gcm.scene_for(fn)
+    scene = scene_for(fn)
     if scene is None:
-        return CheckResult(name, "fail", f"no call scenario for {fn} in verify/gcm.py")
+        return CheckResult(name, "fail", f"no call scenario for {fn} in verify/scenes.py")
     built: dict[str, object] = {}
 
     def machine_caller(machine: Machine):
@@ -134,9 +133,9 @@ def check_aead(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResu
             if simulated:
                 m = Machine(spec)
                 mc = machine_caller(m)
-                sc = gcm.Scene(kernel, MachineMem(m), random.Random(sub), mc, setup_caller=mc)
+                sc = Scene(kernel, MachineMem(m), random.Random(sub), mc, setup_caller=mc)
             else:
-                sc = gcm.Scene(kernel, gcm.HeapMem(random.Random(sub)), random.Random(sub))
+                sc = Scene(kernel, HeapMem(random.Random(sub)), random.Random(sub))
             try:
                 outs.append(scene(sc, fn, size, size))
             except LookupError as e:
