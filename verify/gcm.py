@@ -8,8 +8,8 @@ Check names (each a CheckResult):
   kat ghash <file>              GHASH known answers derived from the GCM vectors with a 96-bit IV:
                                 GHASH_H(A || C || lengths) = tag xor E_K(J0)
   diff gcm_encrypt|gcm_decrypt <bits>   vs cryptography's AESGCM (IVs of 1..7 and >128 bytes, which
-                                AESGCM refuses: J0 from gf128, the rest through AESGCM)
-  diff ghash                    vs gf128, random H/acc/data, nblocks 0..N, continued accumulators
+                                AESGCM refuses: J0 from reference/gcm.py, the rest through AESGCM)
+  diff ghash                    vs reference/gcm.py, random H/acc/data, nblocks 0..N, continued accumulators
   tamper gcm_decrypt <bits>     a flipped tag/ciphertext/AAD/IV bit: -1, out zeroed
   stream gcm <bits>             random chunkings of AAD and text == one-shot == reference
   badargs gcm_set_key|gcm_encrypt|gcm_decrypt|gcm_start
@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from aesgen.verify import gf128, vectors
+from aesgen.verify import vectors
 from aesgen.verify.aead_checks import (BAD_KEY_BITS, aad_len, aead_errors, check_key_sizes, diff_hash,
                                        hash_scene_call, sealed_mismatch, tamper, text_lengths)
 from aesgen.verify.build import Kernel
@@ -35,12 +35,14 @@ from aesgen.verify.harness.isolation import Probe, Unit
 from aesgen.verify.harness.memory import HeapMem, Region
 from aesgen.verify.harness.scene import (Caller, Invocation, Scene, SceneError, SceneFn, fill, invoke, io_alias,
                                          key_or_raise, out_if_placed)
+from aesgen.verify.reference import gcm as gcm_ref
+from aesgen.verify.reference.gcm import aes_ecb
 from aesgen.verify.results import CheckResult, first_diff, verdict
 
 STREAM_FUNCTIONS = ("gcm_start", "gcm_aad", "gcm_encrypt_update", "gcm_decrypt_update", "gcm_finish")
 BAD_TAGLENS = (0, 3, 17)
 # IV lengths the differential cycles through: 12 (the fast path) most often, then short,
-# block-sized, odd and long ones.  1..7 and >128 bytes need the gf128 reference.
+# block-sized, odd and long ones.  1..7 and >128 bytes need reference/gcm.py.
 IV_LENGTHS = (12, 1, 12, 16, 13, 64, 12, 8, 60, 17, 12, 128, 7, 32, 12, 200)
 
 
@@ -49,21 +51,21 @@ IV_LENGTHS = (12, 1, 12, 16, 13, 64, 12, 8, 60, 17, 12, 128, 7, 32, 12, 200)
 
 def gcm_reference(key: bytes, iv: bytes, aad: bytes, pt: bytes, taglen: int) -> tuple[bytes, bytes, str]:
     """(ciphertext, tag, oracle): cryptography's AESGCM where it accepts the IV; otherwise
-    (IVs of 1..7 or more than 128 bytes) gf128 computes J0 and AESGCM still does the bulk:
+    (IVs of 1..7 or more than 128 bytes) reference/gcm.py computes J0 and AESGCM still does the bulk:
     with a 12-byte IV' and P' = C xor keystream(IV'), AESGCM's tag T' over (A, P') equals
     E_K(J0') xor GHASH_H(A || C || lengths), so tag = E_K(J0) xor E_K(J0') xor T'."""
     if 8 <= len(iv) <= 128:
         out = AESGCM(key).encrypt(iv, pt, aad)
         return out[:-16], out[-16:][:taglen], "AESGCM"
-    h = gf128.gcm_h(key)
-    j0 = gf128.gcm_j0(h, iv)
-    ct = gf128.gctr(key, gf128.inc32(j0, 1), pt)
+    h = gcm_ref.gcm_h(key)
+    j0 = gcm_ref.gcm_j0(h, iv)
+    ct = gcm_ref.gctr(key, gcm_ref.inc32(j0, 1), pt)
     iv2 = bytes(12)
     j0_2 = iv2 + b"\0\0\0\1"
-    p2 = gf128.gctr(key, gf128.inc32(j0_2, 1), ct)
+    p2 = gcm_ref.gctr(key, gcm_ref.inc32(j0_2, 1), ct)
     t2 = AESGCM(key).encrypt(iv2, p2, aad)[-16:]
-    tag = bytes(a ^ b ^ c for a, b, c in zip(gf128.aes_ecb(key, j0), gf128.aes_ecb(key, j0_2), t2))
-    return ct, tag[:taglen], "gf128 J0 + AESGCM"
+    tag = bytes(a ^ b ^ c for a, b, c in zip(aes_ecb(key, j0), aes_ecb(key, j0_2), t2))
+    return ct, tag[:taglen], "reference J0 + AESGCM"
 
 
 # ================================================================ case choices
@@ -270,11 +272,11 @@ def kat_ghash(kernel: Kernel, probe: Probe, *, quick: bool, seed: int) -> Iterat
         for v in cases:
             probe.note(name, f"COUNT={v.count}")
             gkey = key_or_raise(kernel, mem, "gcm_set_key", v.key)
-            data = gf128.gcm_mac_input(v.aad, v.ciphertext)
+            data = gcm_ref.gcm_mac_input(v.aad, v.ciphertext)
             inv = invoke(kernel, "ghash", mem, {"gkey": gkey, "acc": bytes(16), "data": data,
                                                "nblocks": len(data) // 16})
             t = len(v.tag)
-            want = bytes(a ^ b for a, b in zip(v.tag, gf128.aes_ecb(v.key, v.iv + b"\0\0\0\1")))
+            want = bytes(a ^ b for a, b in zip(v.tag, aes_ecb(v.key, v.iv + b"\0\0\0\1")))
             got = inv.out("acc")[:t]
             if got != want:
                 errors.append(f"COUNT={v.count}: GHASH {got.hex()} want {want.hex()} (first {t} bytes)")
@@ -329,8 +331,8 @@ def ghash_key(kernel: Kernel, rng: random.Random, mem: HeapMem, nb: int, r: int)
     bits = (128, 192, 256)[(nb + r) % 3]
     key = rng.randbytes(bits // 8)
     gkey = key_or_raise(kernel, mem, "gcm_set_key", key)
-    h = gf128.gcm_h(key)
-    return {"gkey": gkey}, lambda data, acc: gf128.ghash(h, data, acc)
+    h = gcm_ref.gcm_h(key)
+    return {"gkey": gkey}, lambda data, acc: gcm_ref.ghash(h, data, acc)
 
 
 def tamper_seal(kernel: Kernel, rng: random.Random, mem: HeapMem, key: bytes, aad: bytes, pt: bytes,
@@ -541,7 +543,7 @@ def units(kernel: Kernel, *, n: int, quick: bool, seed: int) -> list[tuple[str, 
                 diff_gcm(kernel, fn, b, p, n=n, quick=quick, seed=seed) for b in (128, 192, 256))))
     if "ghash" in have:
         out.append(("diff ghash", lambda p: iter([
-            diff_hash(kernel, "ghash", p, ghash_key, "gf128.ghash", n=n, quick=quick, seed=seed)])))
+            diff_hash(kernel, "ghash", p, ghash_key, "reference ghash", n=n, quick=quick, seed=seed)])))
     if "gcm_decrypt" in have:
         out.append(("tamper gcm_decrypt", lambda p: (
             tamper(kernel, "gcm_decrypt", b, p, tamper_seal, gcm_call, n=n, quick=quick, seed=seed)

@@ -5,7 +5,7 @@ Check names (each a CheckResult):
   kat polyval RFC8452-128/-256  POLYVAL derived from the Appendix C GCM-SIV cases (127 of 128 bits)
   kat gcmsiv_encrypt|decrypt RFC8452-128/-256
   diff gcmsiv_encrypt|gcmsiv_decrypt <bits>  vs cryptography's AESGCMSIV
-  diff polyval                  vs gf128, random H/acc/data, nblocks 0..N, continued accumulators
+  diff polyval                  vs reference/gcmsiv.py, random H/acc/data, nblocks 0..N, continued accumulators
   tamper gcmsiv_decrypt <bits>  a flipped tag/ciphertext/AAD/nonce bit: -1, out zeroed
   badargs gcmsiv_set_key        bits 0, 64, 192, 512 rejected
   abi / guard / simulate        through the scenes below (SCENES; abi.py, guard.py, simcheck.py)
@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCMSIV
 
-from aesgen.verify import gf128, vectors
+from aesgen.verify import vectors
 from aesgen.verify.aead_checks import (aad_len, aead_errors, check_key_sizes, diff_hash, hash_scene_call,
                                        sealed_mismatch, tamper, text_lengths)
 from aesgen.verify.build import Kernel
@@ -28,6 +28,9 @@ from aesgen.verify.harness.isolation import Probe, Unit
 from aesgen.verify.harness.memory import HeapMem, Region
 from aesgen.verify.harness.scene import (Caller, Invocation, Scene, SceneFn, fill, invoke, io_alias, key_or_raise,
                                          out_if_placed)
+from aesgen.verify.reference import gcm as gcmsiv_ref
+from aesgen.verify.reference.gcm import aes_ecb
+from aesgen.verify.reference.gcm import pad16
 from aesgen.verify.results import CheckResult, first_diff, verdict
 
 GCMSIV_BAD_BITS = (0, 64, 192, 512)
@@ -78,12 +81,12 @@ def kat_polyval(kernel: Kernel, probe: Probe, *, quick: bool, seed: int) -> Iter
         errors = []
         for v in vf.vectors:
             probe.note(name, f"COUNT={v.count}")
-            auth, enc = gf128.gcmsiv_keys(v.key, v.iv)
-            s = bytearray(gf128.aes_ecb(enc, v.tag, decrypt=True))
+            auth, enc = gcmsiv_ref.gcmsiv_keys(v.key, v.iv)
+            s = bytearray(aes_ecb(enc, v.tag, decrypt=True))
             for i in range(12):
                 s[i] ^= v.iv[i]
             pt = v.plaintext or b""
-            data = gf128.pad16(v.aad) + gf128.pad16(pt) + (8 * len(v.aad)).to_bytes(8, "little") \
+            data = pad16(v.aad) + pad16(pt) + (8 * len(v.aad)).to_bytes(8, "little") \
                 + (8 * len(pt)).to_bytes(8, "little")
             inv = invoke(kernel, "polyval", mem, {"h": auth, "acc": bytes(16), "data": data,
                                                   "nblocks": len(data) // 16})
@@ -157,7 +160,7 @@ def diff_gcmsiv(kernel: Kernel, fn: str, bits: int, probe: Probe, *, n: int, qui
 def polyval_key(kernel: Kernel, rng: random.Random, mem: HeapMem, nb: int, r: int) -> tuple[dict, Callable]:
     """diff_hash's key for polyval: a random H."""
     h = rng.randbytes(16)
-    return {"h": h}, lambda data, acc: gf128.polyval(h, data, acc)
+    return {"h": h}, lambda data, acc: gcmsiv_ref.polyval(h, data, acc)
 
 
 def tamper_seal(kernel: Kernel, rng: random.Random, mem: HeapMem, key: bytes, aad: bytes, pt: bytes,
@@ -219,7 +222,7 @@ def units(kernel: Kernel, *, n: int, quick: bool, seed: int) -> list[tuple[str, 
                 diff_gcmsiv(kernel, fn, b, p, n=n, quick=quick, seed=seed) for b in (128, 256))))
     if "polyval" in have:
         out.append(("diff polyval", lambda p: iter([
-            diff_hash(kernel, "polyval", p, polyval_key, "gf128.polyval", n=n, quick=quick, seed=seed)])))
+            diff_hash(kernel, "polyval", p, polyval_key, "reference polyval", n=n, quick=quick, seed=seed)])))
     if "gcmsiv_decrypt" in have:
         out.append(("tamper gcmsiv_decrypt", lambda p: (
             tamper(kernel, "gcmsiv_decrypt", b, p, tamper_seal, gcmsiv_call, n=n, quick=quick, seed=seed)

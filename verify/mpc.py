@@ -31,11 +31,11 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from aesgen.spec import MULTIKEY_BYTES
 from aesgen.verify import vectors
 from aesgen.verify.build import Kernel
-from aesgen.verify.gf128 import aes_ecb
 from aesgen.verify.harness.isolation import Probe, Unit
 from aesgen.verify.harness.memory import HeapMem, Region
 from aesgen.verify.harness.scene import Scene, SceneError, fill, invoke, io_alias
 from aesgen.verify.kat import expand_key
+from aesgen.verify.reference.gcm import aes_ecb
 from aesgen.verify.results import CheckResult, verdict
 
 BITS = (128, 192, 256)

@@ -24,7 +24,6 @@ from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESOCB3
 
 from aesgen.verify import vectors
@@ -34,6 +33,7 @@ from aesgen.verify.harness.isolation import Probe, Unit
 from aesgen.verify.harness.memory import HeapMem, Region
 from aesgen.verify.harness.scene import (Invocation, Scene, SceneError, fill, invoke, io_alias, make_key,
                                          out_if_placed)
+from aesgen.verify.reference.gcm import aes_ecb
 from aesgen.verify.results import CheckResult, verdict
 from aesgen.verify.xts import double_be
 
@@ -51,12 +51,6 @@ def _xor(a: bytes, b: bytes) -> bytes:
     return bytes(p ^ q for p, q in zip(a, b))
 
 
-def _ecb(key: bytes, data: bytes, decrypt: bool = False) -> bytes:
-    c = Cipher(algorithms.AES(key), modes.ECB())
-    ctx = c.decryptor() if decrypt else c.encryptor()
-    return ctx.update(data) + ctx.finalize()
-
-
 def ntz(i: int) -> int:
     return (i & -i).bit_length() - 1
 
@@ -66,7 +60,7 @@ class OcbReference:
 
     def __init__(self, key: bytes) -> None:
         self.key = key
-        self.l_star = _ecb(key, bytes(16))
+        self.l_star = aes_ecb(key, bytes(16))
         self.l_dollar = double_be(self.l_star)
         self.l = [double_be(self.l_dollar)]
         for _ in range(63):
@@ -85,7 +79,7 @@ class OcbReference:
             raise ValueError("OCB nonces are 1..15 bytes")
         value = ((8 * taglen) % 128) << 121 | 1 << (8 * len(nonce)) | int.from_bytes(nonce, "big")
         bottom = value & 63
-        ktop = _ecb(self.key, (value & ~63).to_bytes(16, "big"))
+        ktop = aes_ecb(self.key, (value & ~63).to_bytes(16, "big"))
         stretch = ktop + _xor(ktop[:8], ktop[1:9])
         bits = int.from_bytes(stretch, "big")  # 192 bits
         return ((bits >> (64 - bottom)) & ((1 << 128) - 1)).to_bytes(16, "big")
@@ -95,14 +89,14 @@ class OcbReference:
         offs = self.offsets(bytes(16), m)
         total = bytes(16)
         if m:
-            enc = _ecb(self.key, b"".join(_xor(aad[16 * i:16 * i + 16], offs[i]) for i in range(m)))
+            enc = aes_ecb(self.key, b"".join(_xor(aad[16 * i:16 * i + 16], offs[i]) for i in range(m)))
             for i in range(m):
                 total = _xor(total, enc[16 * i:16 * i + 16])
         rest = aad[16 * m:]
         if rest:
             off = _xor(offs[-1] if m else bytes(16), self.l_star)
             padded = rest + b"\x80" + bytes(15 - len(rest))
-            total = _xor(total, _ecb(self.key, _xor(padded, off)))
+            total = _xor(total, aes_ecb(self.key, _xor(padded, off)))
         return total
 
     def seal(self, nonce: bytes, aad: bytes, text: bytes, taglen: int, decrypt: bool = False) -> tuple[bytes, bytes]:
@@ -111,7 +105,7 @@ class OcbReference:
         m = len(text) // 16
         offs = self.offsets(self.offset_zero(nonce, taglen), m)
         blocks = [text[16 * i:16 * i + 16] for i in range(m)]
-        inner = _ecb(self.key, b"".join(_xor(x, o) for x, o in zip(blocks, offs)), decrypt)
+        inner = aes_ecb(self.key, b"".join(_xor(x, o) for x, o in zip(blocks, offs)), decrypt)
         out = b"".join(_xor(inner[16 * i:16 * i + 16], offs[i]) for i in range(m))
         plain = out if decrypt else text[:16 * m]
         checksum = bytes(16)
@@ -121,12 +115,12 @@ class OcbReference:
         rest = text[16 * m:]
         if rest:
             offset = _xor(offset, self.l_star)
-            pad = _ecb(self.key, offset)
+            pad = aes_ecb(self.key, offset)
             tail = _xor(rest, pad)
             out += tail
             p = tail if decrypt else rest
             checksum = _xor(checksum, p + b"\x80" + bytes(15 - len(p)))
-        tag = _xor(_ecb(self.key, _xor(_xor(checksum, offset), self.l_dollar)), self.hash(aad))
+        tag = _xor(aes_ecb(self.key, _xor(_xor(checksum, offset), self.l_dollar)), self.hash(aad))
         return out, tag[:taglen]
 
 

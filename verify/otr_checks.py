@@ -5,13 +5,13 @@ Check names:
                                     the parallel-AD suites, AES-128 and AES-256), odd cases in place
   diff otr_encrypt|otr_decrypt <bits>  random keys, nonces of 1..15 bytes, AAD and text lengths
                                     0..N (every length around chunk, vector and batch boundaries),
-                                    misaligned and in place, vs verify/otr.py (the reference)
+                                    misaligned and in place, vs reference/otr.py
   tamper otr_decrypt <bits>         a flipped tag/ciphertext/AAD/nonce bit: -1, out zeroed
   badargs otr_set_key|otr_encrypt|otr_decrypt  bad key sizes (aead_checks.check_key_sizes); nonce lengths 0 and
                                     16 (-1, and decrypting, out zeroed)
   abi / guard / simulate            through the scenes below (SCENES, collected by verify/scenes.py)
 
-The reference (verify/otr.py) is independent of the kernels; it reproduces the designer's
+The reference (reference/otr.py) is independent of the kernels; it reproduces the designer's
 vectors, which tests/test_otr_reference.py checks on its own.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from aesgen.verify.harness.isolation import Probe, Unit
 from aesgen.verify.harness.memory import HeapMem, Region
 from aesgen.verify.harness.scene import (Invocation, Scene, SceneError, fill, invoke, io_alias, make_key,
                                          out_if_placed)
-from aesgen.verify.otr import NONCE_SIZES, load_vectors, otr_encrypt
+from aesgen.verify.reference.otr import NONCE_SIZES, load_vectors, otr_encrypt
 from aesgen.verify.results import CheckResult, verdict
 
 BAD_NONCE_LENGTHS = (0, max(NONCE_SIZES) + 1)
@@ -129,7 +129,7 @@ def diff_otr(kernel: Kernel, fn: str, bits: int, probe: Probe, *, quick: bool, s
         if len(errors) >= 3:
             break
     return verdict(name, errors, f"{len(lengths)} messages, len 0..{max(lengths)}, nonces 1..15 bytes, "
-                   "AAD around vector and batch sizes, misaligned, in place; vs verify/otr.py")
+                   "AAD around vector and batch sizes, misaligned, in place; vs reference/otr.py")
 
 
 def tamper_otr(kernel: Kernel, bits: int, probe: Probe, *, quick: bool, seed: int) -> CheckResult:

@@ -9,7 +9,7 @@ Check names:
                                     group of a main-loop iteration, in place
   kat simpira256_permute|inverse    the published Simpira-256 of zero (and back), alone and repeated
   diff <each function>              random keys, 0..N blocks, misaligned, in place, vs
-                                    verify/wideblock_ref.py (written from the specification)
+                                    reference/wideblock.py (written from the specification)
   badargs rijndael256_set_{en,de}crypt_key  every key size but 256 returns -1
   abi / guard / simulate            through the scenes below (SCENES, collected by verify/scenes.py)
 
@@ -28,8 +28,8 @@ from aesgen.verify.build import Kernel
 from aesgen.verify.harness.isolation import Probe, Unit
 from aesgen.verify.harness.memory import HeapMem
 from aesgen.verify.harness.scene import Scene, SceneError, fill, invoke, io_alias, make_key, out_if_placed
+from aesgen.verify.reference.wideblock import expand_key, rijndael256_ecb, simpira256_many
 from aesgen.verify.results import CheckResult, verdict
-from aesgen.verify.wideblock_ref import expand_key, rijndael256_ecb, simpira256_many
 
 SET_KEY, SET_DKEY = "rijndael256_set_encrypt_key", "rijndael256_set_decrypt_key"
 ECB, ECB_DECRYPT = "rijndael256_ecb_encrypt", "rijndael256_ecb_decrypt"
@@ -166,7 +166,7 @@ def diff(kernel: Kernel, fn: str, probe: Probe, *, n: int, quick: bool, seed: in
         if len(errors) >= 3:
             break
     return verdict(name, errors, f"{len(counts)} calls, 0..{max(counts)} blocks, misaligned, in place; "
-                   "vs verify/wideblock_ref.py")
+                   "vs reference/wideblock.py")
 
 
 def badargs(kernel: Kernel, setup: str, probe: Probe, *, seed: int) -> CheckResult:

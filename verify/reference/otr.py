@@ -125,7 +125,7 @@ POLYNOMIAL_LOW_EXPONENTS = (7, 2, 1, 0)
 REDUCTION = sum(1 << e for e in POLYNOMIAL_LOW_EXPONENTS)     # 0x87
 MASK128 = (1 << 128) - 1
 
-VECTOR_FILE = Path(__file__).parent / "data" / "otr_vectors.txt"
+VECTOR_FILE = Path(__file__).parent.parent / "data" / "otr_vectors.txt"
 
 
 # ---------------------------------------------------------------- blocks and GF(2^128)
