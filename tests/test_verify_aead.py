@@ -19,7 +19,7 @@ from aesgen.verify import CheckResult, gcm, signatures, vectors, verify_kernel
 from aesgen.verify.build import fn_address, harness
 from aesgen.verify.harness import trampoline
 from aesgen.verify.reference import gcm as gcm_ref
-from aesgen.verify.reference import gcm as gcmsiv_ref
+from aesgen.verify.reference import gcmsiv as gcmsiv_ref
 
 FIXTURE = Path(__file__).parent / "fixtures" / "refaead.c"
 LINK = ("-Wl,--no-as-needed", "-lcrypto")  # the fixture's one-shot GCM is OpenSSL EVP

@@ -36,7 +36,7 @@ from aesgen.verify.harness.memory import HeapMem, Region
 from aesgen.verify.harness.scene import (Caller, Invocation, Scene, SceneError, SceneFn, fill, invoke, io_alias,
                                          key_or_raise, out_if_placed)
 from aesgen.verify.reference import gcm as gcm_ref
-from aesgen.verify.reference.gcm import aes_ecb
+from aesgen.verify.reference.aes import aes_ecb
 from aesgen.verify.results import CheckResult, first_diff, verdict
 
 STREAM_FUNCTIONS = ("gcm_start", "gcm_aad", "gcm_encrypt_update", "gcm_decrypt_update", "gcm_finish")

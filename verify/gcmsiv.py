@@ -28,8 +28,8 @@ from aesgen.verify.harness.isolation import Probe, Unit
 from aesgen.verify.harness.memory import HeapMem, Region
 from aesgen.verify.harness.scene import (Caller, Invocation, Scene, SceneFn, fill, invoke, io_alias, key_or_raise,
                                          out_if_placed)
-from aesgen.verify.reference import gcm as gcmsiv_ref
-from aesgen.verify.reference.gcm import aes_ecb
+from aesgen.verify.reference import gcmsiv as gcmsiv_ref
+from aesgen.verify.reference.aes import aes_ecb
 from aesgen.verify.reference.gcm import pad16
 from aesgen.verify.results import CheckResult, first_diff, verdict
 

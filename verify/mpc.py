@@ -35,7 +35,7 @@ from aesgen.verify.harness.isolation import Probe, Unit
 from aesgen.verify.harness.memory import HeapMem, Region
 from aesgen.verify.harness.scene import Scene, SceneError, fill, invoke, io_alias
 from aesgen.verify.kat import expand_key
-from aesgen.verify.reference.gcm import aes_ecb
+from aesgen.verify.reference.aes import aes_ecb
 from aesgen.verify.results import CheckResult, verdict
 
 BITS = (128, 192, 256)

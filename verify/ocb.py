@@ -33,7 +33,7 @@ from aesgen.verify.harness.isolation import Probe, Unit
 from aesgen.verify.harness.memory import HeapMem, Region
 from aesgen.verify.harness.scene import (Invocation, Scene, SceneError, fill, invoke, io_alias, make_key,
                                          out_if_placed)
-from aesgen.verify.reference.gcm import aes_ecb
+from aesgen.verify.reference.aes import aes_ecb
 from aesgen.verify.results import CheckResult, verdict
 from aesgen.verify.xts import double_be
 
