@@ -13,8 +13,8 @@ from pathlib import Path
 
 from aesgen import cpu
 from aesgen.spec import KernelSpec
-from aesgen.verify import (abi, differential, gcm, gcmsiv, guard, kat, mpc, ocb, otr_checks, roundtrip, signatures,
-                           simcheck, static_ct, wideblock, xts)
+from aesgen.verify import (abi, differential, gcm, gcmsiv, guard, kat, mpc, ocb, otr, roundtrip, signatures, simcheck,
+                           static_ct, wideblock, xts)
 from aesgen.verify.build import BuildError, Kernel, build_shared, harness
 from aesgen.verify.harness.isolation import Unit, run_isolated
 from aesgen.verify.results import CheckResult
@@ -110,7 +110,7 @@ def verify_kernel(
         units.append(unit)
     for unit in ocb.units(kernel, n=n, quick=quick, seed=seed):
         units.append(unit)
-    for unit in otr_checks.units(kernel, n=n, quick=quick, seed=seed):
+    for unit in otr.units(kernel, n=n, quick=quick, seed=seed):
         units.append(unit)
     for unit in mpc.units(kernel, n=n, quick=quick, seed=seed):
         units.append(unit)

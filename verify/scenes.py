@@ -6,11 +6,11 @@ block-mode files need none (abi.py and guard.py call them directly).
 """
 from __future__ import annotations
 
-from aesgen.verify import gcm, gcmsiv, mpc, ocb, otr_checks, wideblock, xts
+from aesgen.verify import gcm, gcmsiv, mpc, ocb, otr, wideblock, xts
 from aesgen.verify.harness.scene import SceneFn
 
 SCENES: dict[str, SceneFn] = {
-    **gcm.SCENES, **gcmsiv.SCENES, **xts.SCENES, **ocb.SCENES, **otr_checks.SCENES, **wideblock.SCENES,
+    **gcm.SCENES, **gcmsiv.SCENES, **xts.SCENES, **ocb.SCENES, **otr.SCENES, **wideblock.SCENES,
     **mpc.SCENES,
 }
 
