@@ -207,8 +207,8 @@ def test_generated_file_verifies_full(tmp_path, isa, width, depth):
 
 
 def test_bench_ceiling_counts_the_aes_rounds_per_32_byte_block_whatever_the_key_bits():
-    from aesgen.verify.bench import op_ceiling
-    from aesgen.verify.ceiling import Ceiling, InstructionCost
+    from aesgen.bench.timing import op_ceiling
+    from aesgen.bench.ceiling import Ceiling, InstructionCost
 
     ceiling = Ceiling(tsc_hz=2e9, core_hz=3e9, costs=[InstructionCost("vaesenc", 512, 1.0, 4.0, 0.0)])
     spec = KernelSpec(MODES, "avx512", 512, 4)
@@ -219,7 +219,7 @@ def test_bench_ceiling_counts_the_aes_rounds_per_32_byte_block_whatever_the_key_
 
 def test_bench_times_whole_32_byte_blocks_with_no_peer(tmp_path):
     from aesgen.cpu import missing_features
-    from aesgen.verify.bench import bench
+    from aesgen.bench.timing import bench
 
     spec = KernelSpec(MODES, "avx", 128, 2)
     missing = missing_features(spec.features)
