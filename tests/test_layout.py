@@ -1,7 +1,8 @@
 """The package layout: imports say what depends on what, and no module grows past 800 lines.
 
 Every module under generator/ (aesgen, aesgen.bench in generator/bench/), kernels/ and verify/
-is parsed with `ast` (nothing is imported). A function-local import of aesgen's own modules
+is parsed with `ast` (nothing is imported). In verify/ and aesgen.bench no module imports
+another's _private names. A function-local import of aesgen's own modules
 (`from aesgen... import`, `from . import`, `importlib.import_module`) hides a dependency,
 usually to dodge an import cycle: verify/ and aesgen.bench have none; generator/ and kernels/
 still have the ones pinned below, and the pins can only shrink (a new one fails, and so does
@@ -90,6 +91,14 @@ def hidden_imports(path: Path) -> list[str]:
     return [f"{line}: {mod}" for line, mod in sorted(found)]
 
 
+def private_imports(path: Path) -> list[str]:
+    """'line: module.name' for each _private name imported from another aesgen module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [f"{node.lineno}: {own_module(node)}.{a.name}" for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and own_module(node) is not None
+            for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+
+
 def line_count(path: Path) -> int:
     return len(path.read_text(encoding="utf-8").splitlines())
 
@@ -104,6 +113,11 @@ def test_no_hidden_imports_in_the_clean_packages() -> None:
     offenders = {rel(p): hits for p in modules() if rel(p).startswith(CLEAN) and (hits := hidden_imports(p))}
     assert offenders == {}, "import aesgen's modules at the top of the module (a cycle means a module " \
                             f"is in the wrong place): {offenders}"
+
+
+def test_no_private_names_imported_across_modules_in_the_clean_packages() -> None:
+    offenders = {rel(p): hits for p in modules() if rel(p).startswith(CLEAN) and (hits := private_imports(p))}
+    assert offenders == {}, f"make the name public where it lives, or move it: {offenders}"
 
 
 def test_hidden_imports_elsewhere_only_shrink() -> None:
@@ -131,3 +145,6 @@ def test_the_checker_sees_what_it_forbids(tmp_path: Path) -> None:
     assert hidden_imports(path) == ["6: aesgen.verify", "7: .ir", "9: aesgen.kernels",
                                     "10: dynamic import of importlib.import_module(...)", "14: .kernels",
                                     "16: dynamic import of aesgen.dsl"]
+    path.write_text("from aesgen import __version__\nfrom .gcm import _Stitch, Gcm\nfrom os import _exit\n",
+                    encoding="utf-8")
+    assert private_imports(path) == ["2: .gcm._Stitch"]
