@@ -111,7 +111,9 @@ def check_set_key(kernel: Kernel, fn: str, where: str, probe: Probe, *, seed: in
 
 
 def check_scene_placement(kernel: Kernel, fn: str, where: str, probe: Probe, *, n: int,
-                    seed: int) -> Iterator[CheckResult]:
+                          seed: int) -> Iterator[CheckResult]:
+    """A function's scene with every buffer flush against the PROT_NONE page after it
+    (`where` = "after") or before it, for every length of the sweep, separately and in place."""
     name = f"guard {fn} {where}"
     if harness().fault_install(probe.fault_slot()) != 0:
         yield CheckResult(name, "fail", "could not install the fault handler")
@@ -134,7 +136,8 @@ def check_scene_placement(kernel: Kernel, fn: str, where: str, probe: Probe, *, 
                 return
             calls += 1
     mem.close()
-    yield CheckResult(name, "pass", f"{calls} calls, every buffer {where} PROT_NONE, {unit} 0..{sweep_sizes(fn, n)[-1]}")
+    top = sweep_sizes(fn, n)[-1]
+    yield CheckResult(name, "pass", f"{calls} calls, every buffer {where} PROT_NONE, {unit} 0..{top}")
 
 
 def check_scene_len0(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> Iterator[CheckResult]:
@@ -180,6 +183,7 @@ def check_scene_len0(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> Ite
 
 
 def scene_units(kernel: Kernel, fn: str, *, n: int, seed: int) -> list[tuple[str, Unit]]:
+    """The guard units of a function driven by its family's scene."""
     out: list[tuple[str, Unit]] = []
     if scene_for(fn) is None:
         return [(f"guard {fn}", lambda p: iter([CheckResult(f"guard {fn}", "fail",
