@@ -565,8 +565,8 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
     """
     import json
 
-    from .verify import ceiling as ceiling_mod
-    from .verify.bench import OPS_BY_MODE, PEERS, bench as run_bench
+    from .bench import ceiling as ceiling_mod
+    from .bench.timing import OPS_BY_MODE, PEERS, bench as run_bench
 
     if modes is None and not show_ceiling:
         raise UsageFailure("give MODES to benchmark, or --ceiling")
@@ -607,7 +607,7 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
 
 
 def print_bench(spec: KernelSpec, result) -> None:
-    from .verify.bench import DOUBLING_OPS, ceiling_line, unavailable_by_op
+    from .bench.timing import DOUBLING_OPS, ceiling_line, unavailable_by_op
 
     for peer, info in result.peers.items():
         console.print(f"{peer}: {info}")

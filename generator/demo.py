@@ -31,8 +31,8 @@ SIZES = [64, 256, 1024, 4096, 16384]
 def main(argv: list[str] | None = None) -> int:
     from . import explore, tune
     from .verify import verify_kernel
-    from .verify.bench import OPS_BY_MODE, bench
-    from .verify.ceiling import measure
+    from .bench.timing import OPS_BY_MODE, bench
+    from .bench.ceiling import measure
 
     ap = argparse.ArgumentParser(prog="aesgen.demo", description=__doc__)
     ap.add_argument("--out", default="out", type=Path)

@@ -203,8 +203,8 @@ def _measure(mode: str, runnable: list, bulk: int, shorts: list[int], trials: in
              progress: Callable[[str], None] | None) -> None:
     from statistics import median
 
-    from .verify.bench import bench
-    from .verify.ceiling import measure as measure_ceiling
+    from .bench.timing import bench
+    from .bench.ceiling import measure as measure_ceiling
 
     ceiling = measure_ceiling()
     cycles_per_tick = ceiling.core_hz / ceiling.tsc_hz

@@ -142,8 +142,8 @@ def _prepare(method: str, isa: str, width: int, depth: int,
 
 def _measure(result: DoublingExploration, runnable: list, trials: int, rounds: int,
              progress: Callable[[str], None] | None) -> None:
-    from .verify.bench import bench
-    from .verify.ceiling import measure as measure_ceiling
+    from .bench.timing import bench
+    from .bench.ceiling import measure as measure_ceiling
 
     ceiling = measure_ceiling()
     result.tsc_hz, result.core_hz = ceiling.tsc_hz, ceiling.core_hz

@@ -11,8 +11,8 @@ import pytest
 from aesgen.cpu import missing_features
 from aesgen.pipeline import generate
 from aesgen.spec import KernelSpec
-from aesgen.verify.bench import BenchResult, Measurement, OpCeiling, bench, ceiling_line, op_ceiling
-from aesgen.verify.ceiling import Ceiling, InstructionCost, ceiling_source, mix_source
+from aesgen.bench.timing import BenchResult, Measurement, OpCeiling, bench, ceiling_line, op_ceiling
+from aesgen.bench.ceiling import Ceiling, InstructionCost, ceiling_source, mix_source
 
 SPEC = KernelSpec(("ecb", "ctr32"), "avx", 128, 2)
 pytestmark = pytest.mark.skipif(bool(missing_features(SPEC.features)),
@@ -146,7 +146,7 @@ def test_mix_source_spreads_independent_chains():
 
 def test_a_peer_that_runs_one_op_keeps_its_description(monkeypatch, tmp_path):
     """ipsec-mb has GHASH but no POLYVAL: benching both must not hide its GHASH figures."""
-    import aesgen.verify.bench as bench_mod
+    import aesgen.bench.timing as bench_mod
 
     infos = iter([{"ipsec-mb": "intel-ipsec-mb (fake)"}, {"ipsec-mb": "n/a (no POLYVAL)"}])
     monkeypatch.setattr(bench_mod, "build_shared", lambda p: p)

@@ -14,8 +14,8 @@ from aesgen import cli
 from aesgen.cli import main
 from aesgen.cpu import missing_features
 from aesgen.spec import KernelSpec
-from aesgen.verify.bench import BenchResult, op_ceiling, unavailable_by_op
-from aesgen.verify.ceiling import Ceiling, InstructionCost
+from aesgen.bench.timing import BenchResult, op_ceiling, unavailable_by_op
+from aesgen.bench.ceiling import Ceiling, InstructionCost
 
 AEAD = KernelSpec(("ocb", "otr"), "avx512", 256, 2)
 GFNI = KernelSpec(("ctr32",), "avx512", 512, 1, backend="gfni")
@@ -127,7 +127,7 @@ def test_per_op_reasons_are_grouped_and_merged():
     r.op_peers = {"x_encrypt": {"openssl": "OpenSSL 3", "ipsec-mb": "n/a (a)"},
                   "y_encrypt": {"openssl": "n/a (b)", "ipsec-mb": "n/a (b)"},
                   "y_decrypt": {"openssl": "n/a (b)", "ipsec-mb": "n/a (b)"}}
-    from aesgen.verify.bench import merge_unavailable_reasons
+    from aesgen.bench.timing import merge_unavailable_reasons
     merge_unavailable_reasons(r)
     assert r.peers == {"openssl": "OpenSSL 3", "ipsec-mb": "n/a (a; b)"}
     assert unavailable_by_op(r) == [("ipsec-mb", ["x_encrypt"], "n/a (a)"),
@@ -159,7 +159,7 @@ def test_a_size_a_peer_refuses_is_reported_not_timed(monkeypatch):
     once reported at 1454 GB/s. A refused size now has no measurement and a line saying why."""
     import subprocess
 
-    from aesgen.verify import bench as bench_mod
+    from aesgen.bench import timing as bench_mod
 
     lines = ['{"meta": true, "op": "ecb_encrypt", "key_bits": 128, "tsc_hz": 2600000000, "trials": 3}',
              '{"impl": "aesgen", "size": 65536, "min_ticks": 7000, "median_ticks": 7300, "reps": 1}',

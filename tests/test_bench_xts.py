@@ -13,8 +13,8 @@ from aesgen import cli
 from aesgen.cli import main
 from aesgen.cpu import missing_features
 from aesgen.spec import KernelSpec
-from aesgen.verify.bench import BenchResult, Measurement, op_ceiling
-from aesgen.verify.ceiling import Ceiling, InstructionCost
+from aesgen.bench.timing import BenchResult, Measurement, op_ceiling
+from aesgen.bench.ceiling import Ceiling, InstructionCost
 
 SPEC = KernelSpec(("xts", "gfdouble"), "avx512", 256, 2)
 needs_cpu = pytest.mark.skipif(bool(missing_features(SPEC.features)),
@@ -95,7 +95,7 @@ def test_xts_ceiling_is_the_aes_bound_at_the_mode_width():
 
 def test_ceiling_line_names_how_the_loop_makes_its_tweaks():
     from aesgen.spec import KernelSpec
-    from aesgen.verify.bench import tweak_source
+    from aesgen.bench.timing import tweak_source
 
     zmm = KernelSpec(("xts", "otr"), "avx512", 512, 4, gfdouble="batch")
     assert tweak_source(zmm, "xts") == " tweaks doubled in GPRs into tables"

@@ -171,7 +171,7 @@ def test_explore_table_gives_an_infeasible_reason_its_own_column(monkeypatch):
 
 def test_explore_measures_the_later_modes_and_refuses_to_model_them(tmp_path):
     from aesgen.explore import MODELLED_MODES, OP_FOR_MODE
-    from aesgen.verify.bench import OPS_BY_MODE
+    from aesgen.bench.timing import OPS_BY_MODE
 
     assert all(op in OPS_BY_MODE[mode] for mode, op in OP_FOR_MODE.items())  # each explored op is a bench op
     js = tmp_path / "simpira.json"

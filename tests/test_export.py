@@ -20,9 +20,10 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM, AESGCMSIV, AESOC
 from _support import aesgen_command, run
 from aesgen.pipeline import generate
 from aesgen.spec import MODES, KernelSpec
-from aesgen.verify import abi, otr, smoke
+from aesgen.verify import abi, smoke
 from aesgen.verify.mpc import sigma_reference
-from aesgen.verify.wideblock_ref import rijndael256_ecb, simpira256_many
+from aesgen.verify.reference import otr
+from aesgen.verify.reference.wideblock import rijndael256_ecb, simpira256_many
 from aesgen.verify.runner import verify_kernel
 
 SMALL = "ecb,ctr32,cbc,gcm,ocb"  # a few families with stack arguments, frames and tails

@@ -1,6 +1,6 @@
 """AES-OTR kernels: the lane shuffles they rely on, the refusal of depths that cannot fit, the
 constant-time scan with its one declassification, and the whole verifier on generated files
-(the designer's vectors, the differential against verify/otr.py, tamper, bad arguments, ABI,
+(the designer's vectors, the differential against verify/reference/otr.py, tamper, bad arguments, ABI,
 guard pages, simulation)."""
 from __future__ import annotations
 

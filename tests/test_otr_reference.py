@@ -1,4 +1,4 @@
-"""Tests for the AES-OTR reference (verify/otr.py): it must reproduce every vector the designer
+"""Tests for the AES-OTR reference (verify/reference/otr.py): it must reproduce every vector the designer
 published (verify/data/otr_vectors.txt), invert itself, reject any tampering, and its
 GF(2^128) arithmetic must agree with a separate, schoolbook multiplication written here.
 """
@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from aesgen.verify import otr
+from aesgen.verify.reference import otr
 
 VECTORS = otr.load_vectors()
 

@@ -1,5 +1,5 @@
 """Tests for the GHASH / GCM / POLYVAL / GCM-SIV verifier: it must pass a correct kernel
-and catch planted bugs; its reference (verify/gf128.py) must agree with `cryptography`
+and catch planted bugs; its reference (verify/gcm_ref.py) must agree with `cryptography`
 and the published vectors.
 
 The kernel under test is tests/fixtures/refaead.c, a plain-C (+ OpenSSL EVP) implementation
@@ -15,8 +15,11 @@ import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, AESGCMSIV
 
 from aesgen.spec import COMMON_FUNCTIONS, MODE_FUNCTIONS, KernelSpec
-from aesgen.verify import CheckResult, abi, aead, gf128, signatures, vectors, verify_kernel
+from aesgen.verify import CheckResult, gcm, signatures, vectors, verify_kernel
 from aesgen.verify.build import fn_address, harness
+from aesgen.verify.harness import trampoline
+from aesgen.verify.reference import gcm as gcm_ref
+from aesgen.verify.reference import gcmsiv as gcmsiv_ref
 
 FIXTURE = Path(__file__).parent / "fixtures" / "refaead.c"
 LINK = ("-Wl,--no-as-needed", "-lcrypto")  # the fixture's one-shot GCM is OpenSSL EVP
@@ -246,37 +249,37 @@ def test_registry_covers_every_mode_function() -> None:
 def test_trampoline_passes_and_guards_stack_arguments() -> None:
     h = harness()
     args = (1, 2, 3, 4, 5, 6, 0xA << 40, 0xB << 20, 0xC, 0xD << 60)
-    bad, ctx = abi.call(fn_address(h, "abi_stack_echo"), args, seed=5)
+    bad, ctx = trampoline.call(fn_address(h, "abi_stack_echo"), args, seed=5)
     assert bad == 0 and ctx.ret == args[6] ^ args[7] ^ args[8] ^ args[9]
     # garbage above a 32-bit stack argument (mask bit 6 = argument 7)
-    bad, ctx = abi.call(fn_address(h, "abi_stack_echo"), args, mask32=1 << 6, seed=5)
+    bad, ctx = trampoline.call(fn_address(h, "abi_stack_echo"), args, mask32=1 << 6, seed=5)
     assert bad == 0 and ctx.ret >> 32 != (args[6] ^ args[7] ^ args[8] ^ args[9]) >> 32
-    bad, ctx = abi.call(fn_address(h, "abi_fault_stackarg"), args, seed=5)
-    assert bad & abi.BAD_STACKARG and "arg 7" in abi.describe(bad, ctx)
-    bad, ctx = abi.call(fn_address(h, "abi_fault_frame"), args, seed=5)
-    assert bad & abi.BAD_FRAME and not bad & abi.BAD_STACKARG
+    bad, ctx = trampoline.call(fn_address(h, "abi_fault_stackarg"), args, seed=5)
+    assert bad & trampoline.BAD_STACKARG and "arg 7" in trampoline.describe(bad, ctx)
+    bad, ctx = trampoline.call(fn_address(h, "abi_fault_frame"), args, seed=5)
+    assert bad & trampoline.BAD_FRAME and not bad & trampoline.BAD_STACKARG
     # six or fewer arguments: the frame slots are still watched, nothing else changes
-    bad, ctx = abi.call(fn_address(h, "abi_fault_clean"), (0, 128), 0b10, seed=5)
+    bad, ctx = trampoline.call(fn_address(h, "abi_fault_clean"), (0, 128), 0b10, seed=5)
     assert bad == 0 and ctx.ret & 0xFFFFFFFF == 128 and ctx.nstack == 0
-    bad, ctx = abi.call(fn_address(h, "abi_fault_stackarg"), (0, 128), seed=5)
-    assert bad & abi.BAD_FRAME
+    bad, ctx = trampoline.call(fn_address(h, "abi_fault_stackarg"), (0, 128), seed=5)
+    assert bad & trampoline.BAD_FRAME
     with pytest.raises(ValueError):
-        abi.call(fn_address(h, "abi_fault_clean"), tuple(range(15)))
+        trampoline.call(fn_address(h, "abi_fault_clean"), tuple(range(15)))
 
 
-# ---------------------------------------------------------------- the reference (gf128)
+# ---------------------------------------------------------------- the references (reference/gcm.py, gcmsiv.py)
 
 
 def test_rfc8452_appendix_a() -> None:
     ex = vectors.RFC8452_POLYVAL
-    assert gf128.polyval_direct(ex["H"], ex["X"]) == ex["POLYVAL"]
-    assert gf128.polyval_via_ghash(ex["H"], ex["X"]) == ex["POLYVAL"]
-    assert gf128.mulx_ghash(ex["H"][::-1]) == ex["mulX_GHASH(ByteReverse(H))"]
+    assert gcmsiv_ref.polyval_direct(ex["H"], ex["X"]) == ex["POLYVAL"]
+    assert gcmsiv_ref.polyval_via_ghash(ex["H"], ex["X"]) == ex["POLYVAL"]
+    assert gcm_ref.mulx_ghash(ex["H"][::-1]) == ex["mulX_GHASH(ByteReverse(H))"]
     blocks = ex["X"][:16][::-1] + ex["X"][16:][::-1]
-    assert gf128.ghash(ex["mulX_GHASH(ByteReverse(H))"], blocks) == ex["GHASH"]
+    assert gcm_ref.ghash(ex["mulX_GHASH(ByteReverse(H))"], blocks) == ex["GHASH"]
     # continued accumulators
-    acc = gf128.polyval(ex["H"], ex["X"][:16])
-    assert gf128.polyval(ex["H"], ex["X"][16:], acc) == ex["POLYVAL"]
+    acc = gcmsiv_ref.polyval(ex["H"], ex["X"][:16])
+    assert gcmsiv_ref.polyval(ex["H"], ex["X"][16:], acc) == ex["POLYVAL"]
 
 
 def test_gf_mul_field_laws() -> None:
@@ -284,13 +287,13 @@ def test_gf_mul_field_laws() -> None:
     one = bytes([0x80]) + bytes(15)  # x^0 in GCM's reflected order
     for _ in range(20):
         a, b, c = (rng.randbytes(16) for _ in range(3))
-        assert gf128.gf_mul(a, one) == a
-        assert gf128.gf_mul(a, b) == gf128.gf_mul(b, a)
-        assert gf128.gf_mul(gf128.gf_mul(a, b), c) == gf128.gf_mul(a, gf128.gf_mul(b, c))
+        assert gcm_ref.gf_mul(a, one) == a
+        assert gcm_ref.gf_mul(a, b) == gcm_ref.gf_mul(b, a)
+        assert gcm_ref.gf_mul(gcm_ref.gf_mul(a, b), c) == gcm_ref.gf_mul(a, gcm_ref.gf_mul(b, c))
         bc = bytes(x ^ y for x, y in zip(b, c))
-        ab_ac = bytes(x ^ y for x, y in zip(gf128.gf_mul(a, b), gf128.gf_mul(a, c)))
-        assert gf128.gf_mul(a, bc) == ab_ac
-        assert gf128.polyval_direct(a, b + c, bytes(16)) == gf128.polyval_via_ghash(a, b + c)
+        ab_ac = bytes(x ^ y for x, y in zip(gcm_ref.gf_mul(a, b), gcm_ref.gf_mul(a, c)))
+        assert gcm_ref.gf_mul(a, bc) == ab_ac
+        assert gcmsiv_ref.polyval_direct(a, b + c, bytes(16)) == gcmsiv_ref.polyval_via_ghash(a, b + c)
 
 
 def test_reference_matches_cryptography() -> None:
@@ -299,50 +302,50 @@ def test_reference_matches_cryptography() -> None:
         key = rng.randbytes((16, 24, 32)[i % 3])
         iv = rng.randbytes(rng.choice((8, 12, 12, 16, 33, 64, 128)))
         aad, pt = rng.randbytes(rng.randrange(70)), rng.randbytes(rng.randrange(90))
-        ct, tag = gf128.gcm_encrypt(key, iv, aad, pt)
+        ct, tag = gcm_ref.gcm_encrypt(key, iv, aad, pt)
         assert ct + tag == AESGCM(key).encrypt(iv, pt, aad)
-        assert gf128.gcm_decrypt(key, iv, aad, ct, tag[:5]) == pt
-        with pytest.raises(gf128.AuthenticationError):
-            gf128.gcm_decrypt(key, iv, aad + b"x", ct, tag)
+        assert gcm_ref.gcm_decrypt(key, iv, aad, ct, tag[:5]) == pt
+        with pytest.raises(gcm_ref.AuthenticationError):
+            gcm_ref.gcm_decrypt(key, iv, aad + b"x", ct, tag)
         skey, nonce = rng.randbytes((16, 32)[i % 2]), rng.randbytes(12)
-        ct, tag = gf128.gcmsiv_encrypt(skey, nonce, aad, pt)
+        ct, tag = gcmsiv_ref.gcmsiv_encrypt(skey, nonce, aad, pt)
         assert ct + tag == AESGCMSIV(skey).encrypt(nonce, pt, aad)
-        assert gf128.gcmsiv_decrypt(skey, nonce, aad, ct, tag) == pt
-        with pytest.raises(gf128.AuthenticationError):
-            gf128.gcmsiv_decrypt(skey, nonce, aad, ct, bytes([tag[0] ^ 1]) + tag[1:])
+        assert gcmsiv_ref.gcmsiv_decrypt(skey, nonce, aad, ct, tag) == pt
+        with pytest.raises(gcm_ref.AuthenticationError):
+            gcmsiv_ref.gcmsiv_decrypt(skey, nonce, aad, ct, bytes([tag[0] ^ 1]) + tag[1:])
 
 
-def test_fast_reference_for_odd_iv_lengths_matches_gf128() -> None:
-    """aead.gcm_reference (gf128 for J0, AESGCM for the bulk) == gf128 bit by bit."""
+def test_fast_reference_for_odd_iv_lengths_matches_the_bitwise_reference() -> None:
+    """gcm.gcm_reference (reference/gcm.py for J0, AESGCM for the bulk) == reference/gcm.py bit by bit."""
     rng = random.Random(12)
     for i in range(40):
         key = rng.randbytes((16, 24, 32)[i % 3])
         iv = rng.randbytes((1, 2, 7, 129, 200, 12, 64)[i % 7])
         aad, pt, taglen = rng.randbytes(rng.randrange(60)), rng.randbytes(rng.randrange(80)), 4 + i % 13
-        ct, tag, oracle = aead.gcm_reference(key, iv, aad, pt, taglen)
-        assert (ct, tag) == gf128.gcm_encrypt(key, iv, aad, pt, taglen), (i, oracle)
+        ct, tag, oracle = gcm.gcm_reference(key, iv, aad, pt, taglen)
+        assert (ct, tag) == gcm_ref.gcm_encrypt(key, iv, aad, pt, taglen), (i, oracle)
 
 
 def test_reference_matches_published_vectors() -> None:
     """Including what cryptography refuses: 1-byte IVs (CAVP IVlen = 8) and truncated tags."""
     for vf in vectors.gcm_cavp("gcmEncryptExtIV"):
         for v in vf.vectors[::29]:
-            assert gf128.gcm_encrypt(v.key, v.iv, v.aad, v.plaintext, len(v.tag)) == (v.ciphertext, v.tag)
+            assert gcm_ref.gcm_encrypt(v.key, v.iv, v.aad, v.plaintext, len(v.tag)) == (v.ciphertext, v.tag)
     assert any(len(v.iv) == 1 for v in vectors.gcm_cavp("gcmEncryptExtIV")[0].vectors[::29])
     for v in vectors.gcm_cavp("gcmDecrypt")[1].vectors[::37]:
         if v.plaintext is None:
-            with pytest.raises(gf128.AuthenticationError):
-                gf128.gcm_decrypt(v.key, v.iv, v.aad, v.ciphertext, v.tag)
+            with pytest.raises(gcm_ref.AuthenticationError):
+                gcm_ref.gcm_decrypt(v.key, v.iv, v.aad, v.ciphertext, v.tag)
         else:
-            assert gf128.gcm_decrypt(v.key, v.iv, v.aad, v.ciphertext, v.tag) == v.plaintext
+            assert gcm_ref.gcm_decrypt(v.key, v.iv, v.aad, v.ciphertext, v.tag) == v.plaintext
     for vf in vectors.gcmsiv_rfc8452():
         for v in vf.vectors:
-            assert gf128.gcmsiv_encrypt(v.key, v.iv, v.aad, v.plaintext) == (v.ciphertext, v.tag)
+            assert gcmsiv_ref.gcmsiv_encrypt(v.key, v.iv, v.aad, v.plaintext) == (v.ciphertext, v.tag)
     cpp = vectors.gcm_cryptopp()
     if cpp is not None:
         for v in cpp.vectors:
             if v.plaintext is not None:
-                assert gf128.gcm_encrypt(v.key, v.iv, v.aad, v.plaintext) == (v.ciphertext, v.tag)
+                assert gcm_ref.gcm_encrypt(v.key, v.iv, v.aad, v.plaintext) == (v.ciphertext, v.tag)
 
 
 # ---------------------------------------------------------------- vector parsing

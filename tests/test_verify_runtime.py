@@ -19,7 +19,8 @@ from aesgen.spec import KernelSpec
 from aesgen.verify import CheckResult, verify_kernel
 from aesgen.verify import abi, kat, vectors
 from aesgen.verify.build import BuildError, build_shared, compiler, fn_address, harness
-from aesgen.verify.runner import run_isolated
+from aesgen.verify.harness import trampoline
+from aesgen.verify.harness.isolation import run_isolated
 
 FIXTURE = Path(__file__).parent / "fixtures" / "refkernel.c"
 RUNTIME_GROUPS = {"build", "symbols", "cpu_supported", "keyschedule", "kat", "mct", "diff", "abi", "guard"}
@@ -116,17 +117,17 @@ def test_trampoline_catches_each_planted_fault() -> None:
     h = harness()
     expect = {"rbx": "rbx clobbered", "r15": "r15 clobbered", "df": "DF set",
               "mxcsr": "MXCSR", "fcw": "x87 control word"}
-    if abi.xinuse_supported():
+    if trampoline.xinuse_supported():
         expect["ymm"] = "YMM upper"
     for fault, text in expect.items():
-        bad, ctx = abi.call(fn_address(h, f"abi_fault_{fault}"), (0, 128), 0b10, seed=7)
+        bad, ctx = trampoline.call(fn_address(h, f"abi_fault_{fault}"), (0, 128), 0b10, seed=7)
         assert bad, fault
-        assert text in abi.describe(bad, ctx)
-    bad, ctx = abi.call(fn_address(h, "abi_fault_clean"), (0, 128), 0b10, seed=7)
+        assert text in trampoline.describe(bad, ctx)
+    bad, ctx = trampoline.call(fn_address(h, "abi_fault_clean"), (0, 128), 0b10, seed=7)
     assert bad == 0 and ctx.ret & 0xFFFFFFFF == 128
     # garbage really is above the 32-bit argument, and different seeds give different values
-    _, c1 = abi.call(fn_address(h, "abi_fault_clean"), (0, 128), 0b10, seed=1)
-    _, c2 = abi.call(fn_address(h, "abi_fault_clean"), (0, 128), 0b10, seed=2)
+    _, c1 = trampoline.call(fn_address(h, "abi_fault_clean"), (0, 128), 0b10, seed=1)
+    _, c2 = trampoline.call(fn_address(h, "abi_fault_clean"), (0, 128), 0b10, seed=2)
     assert c1.args[1] >> 32 and c1.args[1] != c2.args[1] and c1.seeded[0] != c2.seeded[0]
 
 

@@ -11,7 +11,7 @@ from aesgen.pipeline import generate
 from aesgen.spec import KernelSpec
 from aesgen.verify import verify_kernel
 from aesgen.verify import wideblock as checks
-from aesgen.verify.wideblock_ref import rijndael_encrypt, simpira256
+from aesgen.verify.reference.wideblock import rijndael_encrypt, simpira256
 
 from _support import FIPS197_SBOX, aesgen_command, run, verify_generated
 
@@ -24,7 +24,7 @@ MODES = ("rijndael256", "simpira")
 def test_reference_decryption_and_inverse_undo_encryption_and_permutation():
     import random
 
-    from aesgen.verify.wideblock_ref import rijndael_decrypt
+    from aesgen.verify.reference.wideblock import rijndael_decrypt
     rng = random.Random(3)
     for block_len in (16, 20, 24, 28, 32):
         for key_len in (16, 24, 32):
@@ -132,7 +132,7 @@ def test_simpira_constants_follow_the_definition():
 
 def test_reference_key_expansion_uses_the_fips197_sbox():
     # the last key word of round 1 of an all-zero key: SubWord(RotWord(0)) ^ rcon ... chain
-    from aesgen.verify.wideblock_ref import expand_key
+    from aesgen.verify.reference.wideblock import expand_key
     rk = expand_key(bytes(32))
     assert len(rk) == 15 and all(len(k) == 32 for k in rk)
     # w[8] = w[0] ^ SubWord(RotWord(w[7])) ^ (01 00 00 00), with every word zero: 63 63 63 63 ^ 01
@@ -207,8 +207,8 @@ def test_generated_file_verifies_full(tmp_path, isa, width, depth):
 
 
 def test_bench_ceiling_counts_the_aes_rounds_per_32_byte_block_whatever_the_key_bits():
-    from aesgen.verify.bench import op_ceiling
-    from aesgen.verify.ceiling import Ceiling, InstructionCost
+    from aesgen.bench.timing import op_ceiling
+    from aesgen.bench.ceiling import Ceiling, InstructionCost
 
     ceiling = Ceiling(tsc_hz=2e9, core_hz=3e9, costs=[InstructionCost("vaesenc", 512, 1.0, 4.0, 0.0)])
     spec = KernelSpec(MODES, "avx512", 512, 4)
@@ -219,7 +219,7 @@ def test_bench_ceiling_counts_the_aes_rounds_per_32_byte_block_whatever_the_key_
 
 def test_bench_times_whole_32_byte_blocks_with_no_peer(tmp_path):
     from aesgen.cpu import missing_features
-    from aesgen.verify.bench import bench
+    from aesgen.bench.timing import bench
 
     spec = KernelSpec(MODES, "avx", 128, 2)
     missing = missing_features(spec.features)

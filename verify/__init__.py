@@ -1,4 +1,5 @@
 """Runtime verification of generated kernels: known answers, differential, ABI, guard pages."""
-from aesgen.verify.runner import CheckResult, verify_kernel
+from aesgen.verify.results import CheckResult
+from aesgen.verify.runner import verify_kernel
 
 __all__ = ["CheckResult", "verify_kernel"]

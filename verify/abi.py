@@ -7,107 +7,28 @@ word, and (via XINUSE) ymm/zmm upper state left dirty without vzeroupper.
 Arguments past the sixth go on the stack (gcm_encrypt takes ten); the
 callee must leave them, and the caller's frame above them, unchanged.
 The result of every trampolined call is also compared with a direct call.
-Prototypes come from verify/signatures.py; the AEAD and hash functions
-(whose calls need a prepared key or context) are driven by verify/aead.py.
+Prototypes come from verify/signatures.py; the functions whose calls need a
+prepared key or context (AEAD, hashes, XTS, OCB, OTR, wide blocks, MPC) run their
+family's scene (verify/scenes.py) through the trampoline and directly.  The
+trampoline itself is harness/trampoline.py.
 """
 from __future__ import annotations
 
 import ctypes
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 from aesgen import cpu
 from aesgen.verify import signatures
 from aesgen.verify.build import AlignedBuffer, Kernel, fn_address, harness
-from aesgen.verify.runner import CheckResult, Probe
-
-U64, U32, U16 = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint16
-
-
-class AbiCtx(ctypes.Structure):
-    """Mirror of `abi_ctx` in harness.c."""
-
-    _fields_ = [
-        ("fn", U64), ("args", U64 * 6), ("seeded", U64 * 6), ("after", U64 * 6),
-        ("rsp_before", U64), ("rsp_after", U64), ("rflags_after", U64), ("ret", U64),
-        ("xinuse_before", U64), ("xinuse_after", U64),
-        ("mxcsr_before", U32), ("mxcsr_after", U32), ("fcw_before", U16), ("fcw_after", U16),
-        ("flags", U32), ("nstack", U64), ("stack", U64 * 8), ("stack_after", U64 * 8),
-        ("w64_seeded", U64 * 2), ("w64_after", U64 * 2), ("args56_after", U64 * 2),
-        ("xmm_seeded", ctypes.c_uint8 * 160), ("xmm_after", ctypes.c_uint8 * 160),
-    ]
-
-
-assert ctypes.sizeof(AbiCtx) == 720
-
-CALLEE_SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
-BAD_RSP, BAD_DF, BAD_MXCSR, BAD_FCW, BAD_YMM, BAD_ZMM, BAD_STACKARG, BAD_FRAME = (
-    1 << k for k in range(6, 14))
-BAD_RDI, BAD_RSI = 1 << 14, 1 << 15
-BAD_XMM6 = 1 << 16  # bit 16 + i: xmm(6 + i)
-MAX_ARGS = 6 + 8
-
-
-def xinuse_supported() -> bool:
-    return bool(harness().abi_xinuse_supported()) and bool(harness().abi_avx_enabled())
-
-
-def call(fn: int, args: Sequence[int] = (), mask32: int = 0, seed: int = 0,
-         win64: bool = False) -> tuple[int, AbiCtx]:
-    """Call `fn` through the trampoline; returns (failure bits, observations).
-
-    Arguments 7.. go on the stack; bit i of mask32 puts garbage above argument i's low 32 bits.
-    win64: call it as a Microsoft x64 function (arguments 5.. on the stack above the shadow
-    space) and check rdi, rsi and xmm6-15 too."""
-    if len(args) > MAX_ARGS:
-        raise ValueError(f"the trampoline passes at most {MAX_ARGS} arguments, got {len(args)}")
-    ctx = AbiCtx()
-    ctx.fn = fn
-    for i, a in enumerate(args):
-        if i < 6:
-            ctx.args[i] = a & 0xFFFFFFFFFFFFFFFF
-        else:
-            ctx.stack[i - 6] = a & 0xFFFFFFFFFFFFFFFF
-    ctx.nstack = max(0, len(args) - 6)
-    enter = harness().abi_call_win64 if win64 else harness().abi_call
-    bad = enter(ctypes.byref(ctx), seed & 0xFFFFFFFFFFFFFFFF, mask32)
-    return bad, ctx
-
-
-def describe(bad: int, ctx: AbiCtx) -> str:
-    parts = []
-    for i, reg in enumerate(CALLEE_SAVED):
-        if bad & (1 << i):
-            parts.append(f"{reg} clobbered ({ctx.seeded[i]:#x} -> {ctx.after[i]:#x})")
-    if bad & BAD_RSP:
-        parts.append(f"rsp changed by {ctx.rsp_after - ctx.rsp_before:+d}")
-    if bad & BAD_DF:
-        parts.append("DF set on return")
-    if bad & BAD_MXCSR:
-        parts.append(f"MXCSR {ctx.mxcsr_before:#x} -> {ctx.mxcsr_after:#x}")
-    if bad & BAD_FCW:
-        parts.append(f"x87 control word {ctx.fcw_before:#x} -> {ctx.fcw_after:#x}")
-    if bad & BAD_YMM:
-        parts.append("YMM upper halves left dirty (missing vzeroupper)")
-    if bad & BAD_ZMM:
-        parts.append("ZMM_Hi256 left dirty (missing vzeroupper)")
-    for bit, reg in ((BAD_RDI, 0), (BAD_RSI, 1)):
-        if bad & bit:
-            parts.append(f"{('rdi', 'rsi')[reg]} clobbered ({ctx.w64_seeded[reg]:#x} -> {ctx.w64_after[reg]:#x})")
-    xmm = [f"xmm{6 + i}" for i in range(10) if bad & (BAD_XMM6 << i)]
-    if xmm:
-        parts.append(f"{', '.join(xmm)} clobbered (callee-saved on win64)")
-    if bad & BAD_STACKARG:
-        which = [f"arg {7 + i} ({ctx.stack[i]:#x} -> {ctx.stack_after[i]:#x})"
-                 for i in range(ctx.nstack) if ctx.stack[i] != ctx.stack_after[i]]
-        which += [f"arg {5 + i} ({ctx.args[4 + i]:#x} -> {ctx.args56_after[i]:#x})"
-                  for i in range(2) if ctx.args[4 + i] != ctx.args56_after[i]]
-        parts.append("stack argument changed: " + ", ".join(which))
-    if bad & BAD_FRAME:
-        which = [f"{8 * (i - ctx.nstack)}" for i in range(ctx.nstack, 8) if ctx.stack[i] != ctx.stack_after[i]]
-        parts.append("caller's stack frame above the arguments written at +" + ", +".join(which))
-    return "; ".join(parts)
-
+from aesgen.verify.harness.isolation import Probe
+from aesgen.verify.harness.memory import HeapMem
+from aesgen.verify.harness.scene import Scene, SceneError, has_io, sweep_sizes
+from aesgen.verify.harness.trampoline import (BAD_DF, BAD_FCW, BAD_FRAME, BAD_MXCSR, BAD_RDI, BAD_RSI, BAD_STACKARG,
+                                              BAD_XMM6, BAD_YMM, BAD_ZMM, TrampolineCaller, call, describe,
+                                              xinuse_supported)
+from aesgen.verify.results import CheckResult
+from aesgen.verify.scenes import scene_for
 
 # ---------------------------------------------------------------- self-tests
 
@@ -222,8 +143,7 @@ def check_function(kernel: Kernel, fn: str, probe: Probe, *, n: int, trials: int
     if sig is None:
         return CheckResult(name, "fail", f"{fn}: no signature registered, cannot be called")
     if sig.family in signatures.SCENE_FAMILIES:
-        from aesgen.verify import aead
-        return aead.abi_check(kernel, fn, probe, n=n, trials=trials, seed=seed)
+        return check_scene_function(kernel, fn, probe, n=n, trials=trials, seed=seed)
     rng = random.Random(f"{seed}:{name}")
     addr = kernel.address(fn)
     spec = kernel.spec
@@ -283,6 +203,47 @@ def check_function(kernel: Kernel, fn: str, probe: Probe, *, n: int, trials: int
     note = "" if xinuse_supported() else " (vzeroupper not observable: no XGETBV ECX=1)"
     how = " through the Microsoft x64 convention (rdi, rsi, xmm6-15 seeded too)" if win64 else ""
     return CheckResult(name, "pass", f"{trials} calls with seeded callee-saved registers{how}{note}")
+
+
+def check_scene_function(kernel: Kernel, fn: str, probe: Probe, *, n: int, trials: int, seed: int) -> CheckResult:
+    """The call under test through the trampoline and directly, from the same random state:
+    no ABI violation, identical results."""
+    name = f"abi {fn}"
+    scene = scene_for(fn)
+    if scene is None:
+        return CheckResult(name, "fail", f"no call scenario for {fn} in verify/scenes.py")
+    rng = random.Random(f"{seed}:{name}")
+    top = sweep_sizes(fn, n)[-1]
+    group = kernel.spec.max_group_blocks
+    one_group = group if signatures.family(fn) in signatures.BLOCK_COUNTED else 16 * group + 7
+    problems: list[str] = []
+    for trial in range(trials):
+        size = (top, 1, min(top, one_group))[trial % 3]
+        sub, cseed = rng.getrandbits(64), rng.getrandbits(64)
+        in_place = has_io(fn) and trial % 2 == 1
+        probe.note(name, f"trial {trial} size={size}{' in-place' if in_place else ''}")
+        outs = []
+        for via in (True, False):
+            caller = TrampolineCaller(kernel, cseed) if via else None
+            sc = Scene(kernel, HeapMem(random.Random(sub)), random.Random(sub), caller, in_place)
+            try:
+                outs.append(scene(sc, fn, size, trial))
+            except SceneError as e:
+                problems.append(f"setup failed: {e}")
+                break
+            if caller is not None:
+                problems += [f"{b} (size {size})" for b in caller.bad]
+            problems += sc.damage
+        if len(outs) == 2 and outs[0] != outs[1]:
+            problems.append(f"result through the trampoline differs from a direct call (size {size})")
+        if len(problems) >= 3:
+            break
+    if problems:
+        return CheckResult(name, "fail", "; ".join(dict.fromkeys(problems)))
+    sig = signatures.SIGNATURES[fn]
+    stack = f", {sig.nargs - 6} stack arguments checked" if sig.nargs > 6 else ""
+    how = " through the Microsoft x64 convention (rdi, rsi, xmm6-15 seeded too)" if kernel.spec.abi == "win64" else ""
+    return CheckResult(name, "pass", f"{trials} calls with seeded callee-saved registers{how}{stack}")
 
 
 def check(kernel: Kernel, probe: Probe, *, n: int, quick: bool, seed: int) -> Iterator[CheckResult]:

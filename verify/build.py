@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from aesgen.spec import KernelSpec
+from aesgen.verify import signatures
 
 HARNESS_SOURCE = Path(__file__).with_name("harness.c")
 # C fixtures use intrinsics; generated .S files need no ISA flags.
@@ -182,8 +183,6 @@ class Kernel:
     size attribute missing); `problems` are the failed checks saying so."""
 
     def __init__(self, so_path: Path | str, spec: KernelSpec) -> None:
-        from aesgen.verify import signatures
-
         self.spec = spec
         self.lib = ctypes.CDLL(str(so_path))
         fset = signatures.function_set(spec)
@@ -210,8 +209,6 @@ class Kernel:
 
     def schedule_bytes(self, setup: str) -> int:
         """Size of the opaque buffer key setup function `setup` fills (from the spec)."""
-        from aesgen.verify import signatures
-
         sig = signatures.lookup(setup)
         if sig is None or sig.schedule_attr is None:
             raise KeyError(f"{setup} is not a key setup function")
@@ -231,8 +228,6 @@ class Kernel:
     def run(self, name: str, ks: KeySchedule, data: bytes, chain: bytes | None = None,
             *, in_off: int = 0, out_off: int = 0, in_place: bool = False) -> tuple[bytes, bytes | None]:
         """Run a mode function on `data`; returns (output, updated ctr/iv or None)."""
-        from aesgen.verify import signatures
-
         n = len(data)
         sig = signatures.lookup(name)
         count = n if sig is not None and sig.has("len") else n // 16

@@ -7,61 +7,27 @@ are guarded at once, each in its own mapping, for every length up to N blocks
 (ctr: 16N+15 bytes), separately and in place.  "len0" points every pointer,
 the key schedule included, into PROT_NONE pages: length 0 must touch nothing.
 
-The AEAD and hash functions (verify/aead.py) get the same three checks for every
-buffer they take (in, out, aad, iv/nonce, tag, acc, data, h, key, ctx).
+The functions driven by scenes (verify/scenes.py: AEAD, hashes, XTS, OCB, OTR,
+wide blocks, MPC) get the same three checks for every buffer they take (in, out,
+aad, iv/nonce, tag, acc, data, h, key, ctx), placed by harness/memory.py's GuardMem.
 
-Runs only inside a forked child (runner.run_isolated): a fault kills that
-child, and the harness' handler records the address so the parent can say
+Runs only inside a forked child (harness/isolation.run_isolated): a fault kills
+that child, and the harness' handler records the address so the parent can say
 which buffer was overrun and by how much.
 """
 from __future__ import annotations
 
 import ctypes
-import mmap
 import random
 from collections.abc import Iterator
 
 from aesgen.verify import signatures
 from aesgen.verify.build import Kernel, harness
-from aesgen.verify.runner import CheckResult, Probe, Unit
-
-PAGE = mmap.PAGESIZE
-PROT_NONE = 0  # not exported by the mmap module
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.mmap.restype = ctypes.c_void_p
-_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-_libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-MAP_FAILED = ctypes.c_void_p(-1).value
-
-
-class GuardedRegion:
-    """[PROT_NONE page][read-write pages: lo..hi][PROT_NONE page]."""
-
-    def __init__(self, nbytes: int) -> None:
-        rw = max(1, -(-nbytes // PAGE)) * PAGE
-        total = rw + 2 * PAGE
-        base = _libc.mmap(None, total, mmap.PROT_READ | mmap.PROT_WRITE,
-                          mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
-        if base in (None, MAP_FAILED):
-            raise OSError(ctypes.get_errno(), "mmap failed")
-        for page in (base, base + PAGE + rw):
-            if _libc.mprotect(page, PAGE, PROT_NONE) != 0:
-                raise OSError(ctypes.get_errno(), "mprotect failed")
-        self.base, self.total = base, total
-        self.lo, self.hi = base + PAGE, base + PAGE + rw
-
-    def labels(self, name: str) -> list[tuple[str, int, int]]:
-        return [(f"guard page before {name}", self.lo - PAGE, self.lo),
-                (f"{name} region", self.lo, self.hi),
-                (f"guard page after {name}", self.hi, self.hi + PAGE)]
-
-    def fill(self, data: bytes) -> None:
-        ctypes.memmove(self.lo, data, min(len(data), self.hi - self.lo))
-
-    def close(self) -> None:
-        _libc.munmap(self.base, self.total)
-
+from aesgen.verify.harness.isolation import Probe, Unit
+from aesgen.verify.harness.memory import PAGE, GuardedRegion, GuardMem
+from aesgen.verify.harness.scene import Scene, SceneError, has_io, has_length, sweep_sizes
+from aesgen.verify.results import CheckResult, verdict
+from aesgen.verify.scenes import scene_for
 
 def _is_data(fn: str) -> bool:
     return signatures.family(fn) == signatures.BLOCK
@@ -144,6 +110,92 @@ def check_set_key(kernel: Kernel, fn: str, where: str, probe: Probe, *, seed: in
     yield CheckResult(name, "pass", f"user key and {kb}-byte schedule {where} PROT_NONE")
 
 
+def check_scene_placement(kernel: Kernel, fn: str, where: str, probe: Probe, *, n: int,
+                          seed: int) -> Iterator[CheckResult]:
+    """A function's scene with every buffer flush against the PROT_NONE page after it
+    (`where` = "after") or before it, for every length of the sweep, separately and in place."""
+    name = f"guard {fn} {where}"
+    if harness().fault_install(probe.fault_slot()) != 0:
+        yield CheckResult(name, "fail", "could not install the fault handler")
+        return
+    rng = random.Random(f"{seed}:{name}")
+    mem = GuardMem(where, probe)
+    scene = scene_for(fn)
+    calls = 0
+    unit = "nblocks" if signatures.family(fn) in signatures.BLOCK_COUNTED else (
+        "ivlen-1" if fn == "gcm_start" else "aadlen" if fn == "gcm_aad" else "len")
+    for size in sweep_sizes(fn, n):
+        for in_place in ((False, True) if has_io(fn) else (False,)):
+            probe.note(name, f"{unit}={size}{' in-place' if in_place else ''}")
+            sc = Scene(kernel, mem, rng, None, in_place)
+            try:
+                scene(sc, fn, size, size + in_place)
+            except SceneError as e:
+                yield CheckResult(name, "fail", f"{unit}={size}: setup failed: {e}")
+                mem.close()
+                return
+            calls += 1
+    mem.close()
+    top = sweep_sizes(fn, n)[-1]
+    yield CheckResult(name, "pass", f"{calls} calls, every buffer {where} PROT_NONE, {unit} 0..{top}")
+
+
+def check_scene_len0(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> Iterator[CheckResult]:
+    """Zero lengths with their pointers aimed into PROT_NONE pages (ghash/polyval with
+    nblocks 0: every pointer; gcm_start and the one-shots also with ivlen 0 and the iv
+    pointer in PROT_NONE); the other buffers valid, flush against guard pages."""
+    name = f"guard {fn} len0"
+    if harness().fault_install(probe.fault_slot()) != 0:
+        yield CheckResult(name, "fail", "could not install the fault handler")
+        return
+    rng = random.Random(f"{seed}:{name}")
+    sig = signatures.SIGNATURES[fn]
+    mem = GuardMem("after", probe)
+    scene = scene_for(fn)
+    if sig.len0_touches_nothing:
+        cases = [({p.name for p in sig.pointers}, 0, None)]
+    elif fn == "gcm_start":
+        cases = [({"iv"}, 0, -1)]
+    else:
+        zero = {p.name for p in sig.pointers if p.size in ("len", "aadlen")}
+        want = 0 if sig.restype is not None else None
+        if sig.family == signatures.GCM_STREAM:
+            want = 0  # gcm_start's return value comes first in a stream scene
+        cases = [(zero, 0, want)]
+        if sig.zero_on_fail:  # aux 3: a wrong tag; returns -1 and still touches no out byte
+            cases.append((zero, 3, -1))
+        nonce = next((p for p in ("iv", "nonce") if sig.has(f"{p}len")), None)
+        if nonce:  # an empty IV/nonce is refused without touching it
+            cases.append((zero | {nonce}, 0, -1))
+    problems = []
+    described = []
+    for none, aux, want in cases:
+        empty = next((f", {p}len 0" for p in ("iv", "nonce") if p in none), "")
+        what = f"{', '.join(sorted(none))} in PROT_NONE" + (", wrong tag" if aux == 3 else "") + empty
+        described.append(what)
+        probe.note(name, what)
+        sc = Scene(kernel, mem, rng, None, False, set(none))
+        res = scene(sc, fn, 0, aux)
+        if want is not None and res[0] != want:
+            problems.append(f"{what}: returned {res[0]}, want {want}")
+    mem.close()
+    yield verdict(name, problems, "length 0: " + "; ".join(described) + ": touched no memory")
+
+
+def scene_units(kernel: Kernel, fn: str, *, n: int, seed: int) -> list[tuple[str, Unit]]:
+    """The guard units of a function driven by its family's scene."""
+    out: list[tuple[str, Unit]] = []
+    if scene_for(fn) is None:
+        return [(f"guard {fn}", lambda p: iter([CheckResult(f"guard {fn}", "fail",
+                                                            f"no call scenario for {fn} in verify/scenes.py")]))]
+    for where in ("after", "before"):
+        out.append((f"guard {fn} {where}",
+                    lambda p, w=where: check_scene_placement(kernel, fn, w, p, n=n, seed=seed)))
+    if fn != "gcm_finish" and has_length(fn):
+        out.append((f"guard {fn} len0", lambda p: check_scene_len0(kernel, fn, p, seed=seed)))
+    return out
+
+
 def units(kernel: Kernel, *, n: int, quick: bool, seed: int) -> list[tuple[str, Unit]]:
     out: list[tuple[str, Unit]] = []
     for fn in kernel.functions:
@@ -151,8 +203,7 @@ def units(kernel: Kernel, *, n: int, quick: bool, seed: int) -> list[tuple[str, 
             continue
         fam = signatures.family(fn)
         if fam in signatures.SCENE_FAMILIES:
-            from aesgen.verify import aead
-            out.extend(aead.guard_units(kernel, fn, n=n, quick=quick, seed=seed))
+            out.extend(scene_units(kernel, fn, n=n, seed=seed))
         elif fam == signatures.KEYSETUP:
             for where in ("after", "before"):
                 out.append((f"guard {fn} {where}",

@@ -16,8 +16,9 @@ Check names:
                                     or stream count from 0 to two batches and a few, blocks 0..N,
                                     misaligned and in place; set_encrypt_keys vs the FIPS-197
                                     expansion laid out as documented (every byte it writes)
-  abi / guard / simulate            through verify/aead.py's scenes (SCENES below): every stream's
-                                    key, input, output and IV has a guarded mapping of its own
+  abi / guard / simulate            through the scenes below (SCENES, collected by verify/scenes.py):
+                                    every stream's key, input, output and IV has a guarded mapping
+                                    of its own
 """
 from __future__ import annotations
 
@@ -29,11 +30,13 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from aesgen.spec import MULTIKEY_BYTES
 from aesgen.verify import vectors
-from aesgen.verify.aead import HeapMem, Region, Scene, SceneError, _fill, _io_alias, _result, invoke
 from aesgen.verify.build import Kernel
-from aesgen.verify.gf128 import aes_ecb
+from aesgen.verify.harness.isolation import Probe, Unit
+from aesgen.verify.harness.memory import HeapMem, Region
+from aesgen.verify.harness.scene import Scene, SceneError, fill, invoke, io_alias
 from aesgen.verify.kat import expand_key
-from aesgen.verify.runner import CheckResult, Probe, Unit
+from aesgen.verify.reference.aes import aes_ecb
+from aesgen.verify.results import CheckResult, verdict
 
 BITS = (128, 192, 256)
 
@@ -109,9 +112,9 @@ def multikey_call(sc: Scene, keys: list[bytes], bits: int, data: bytes, bpk: int
     ret, region = set_keys(sc.kernel, sc.mem, keys, bits, caller=sc.setup_caller)
     if ret != 0:
         raise SceneError(f"set_encrypt_keys(bits={bits}) returned {ret}")
-    args = {"keys": region, "nkeys": len(keys), "in": data or b"\0", "out": _fill(sc.rng, max(1, len(data))),
+    args = {"keys": region, "nkeys": len(keys), "in": data or b"\0", "out": fill(sc.rng, max(1, len(data))),
             "blocks_per_key": bpk}
-    inv = sc.call("ecb_encrypt_multikey", args, test=True, alias=_io_alias(sc))
+    inv = sc.call("ecb_encrypt_multikey", args, test=True, alias=io_alias(sc))
     return inv.out("out")[:len(data)] if "out" in inv.regions else None
 
 
@@ -121,7 +124,7 @@ def multi_cbc_call(sc: Scene, keys: list[bytes], ivs: list[bytes], texts: list[b
     nblocks = len(texts[0]) // 16 if texts else 0
     ks = [schedule(sc.kernel, sc.mem, k, f"key{s}", sc.setup_caller) for s, k in enumerate(keys)]
     ins = [sc.mem.place(f"in{s}", t or b"\0") for s, t in enumerate(texts)]
-    outs = ins if sc.in_place else [sc.mem.place(f"out{s}", _fill(sc.rng, max(1, len(t)))) for s, t in enumerate(texts)]
+    outs = ins if sc.in_place else [sc.mem.place(f"out{s}", fill(sc.rng, max(1, len(t)))) for s, t in enumerate(texts)]
     iv_regions = [sc.mem.place(f"iv{s}", iv) for s, iv in enumerate(ivs)]
 
     def table(regions: list[Region]) -> bytes:
@@ -179,7 +182,7 @@ def kat_multikey(kernel: Kernel, probe: Probe, *, quick: bool, seed: int) -> Ite
             got = multikey_call(sc, [k for k, _, _ in group], 8 * klen, b"".join(p for _, p, _ in group), plen // 16)
             want = b"".join(c for _, _, c in group)
             errors += [f"{len(group)} keys of {plen} bytes: {e}" for e in _diff(got, want, plen)] + sc.damage
-        yield _result(check, errors, f"{len(cases)} vectors, a call per length (keys in the lanes)")
+        yield verdict(check, errors, f"{len(cases)} vectors, a call per length (keys in the lanes)")
 
 
 def kat_hash(kernel: Kernel, probe: Probe, *, quick: bool, seed: int) -> Iterator[CheckResult]:
@@ -194,13 +197,13 @@ def kat_hash(kernel: Kernel, probe: Probe, *, quick: bool, seed: int) -> Iterato
             got = hash_call(sc, key, x)
             want = bytes(a ^ b for a, b in zip(ct, pt))
             errors += [f"key {key.hex()[:16]}..: {e}" for e in _diff(got, want, len(pt))] + sc.damage
-        yield _result(check, errors, f"{len(cases)} vectors: sigma^-1(P) hashes to C ^ P")
+        yield verdict(check, errors, f"{len(cases)} vectors: sigma^-1(P) hashes to C ^ P")
 
 
 def hash_call(sc: Scene, key: bytes, data: bytes) -> bytes | None:
     region = schedule(sc.kernel, sc.mem, key, "key", sc.setup_caller)
-    inv = sc.call("fixed_key_hash", {"key": region, "in": data or b"\0", "out": _fill(sc.rng, max(1, len(data))),
-                                     "nblocks": len(data) // 16}, test=True, alias=_io_alias(sc))
+    inv = sc.call("fixed_key_hash", {"key": region, "in": data or b"\0", "out": fill(sc.rng, max(1, len(data))),
+                                     "nblocks": len(data) // 16}, test=True, alias=io_alias(sc))
     return inv.out("out")[:len(data)] if "out" in inv.regions else None
 
 
@@ -223,7 +226,7 @@ def kat_multi_cbc(kernel: Kernel, probe: Probe, *, quick: bool, seed: int) -> It
                 if ivs[s] != (ct[-16:] if ct else iv):
                     errors.append(f"stream {s} of {len(group)}: iv on return is not the last ciphertext block")
             errors += sc.damage
-        yield _result(check, errors[:5], f"{len(cases)} vectors, a call per length (streams in the lanes)")
+        yield verdict(check, errors[:5], f"{len(cases)} vectors, a call per length (streams in the lanes)")
 
 
 def _diff(got: bytes | None, want: bytes, n: int) -> list[str]:
@@ -257,7 +260,7 @@ def diff_set_keys(kernel: Kernel, bits: int, probe: Probe, *, quick: bool, seed:
         ret, _ = set_keys(kernel, HeapMem(rng), [rng.randbytes(16)], bad)
         if ret != -1:
             errors.append(f"bits={bad}: returned {ret}, want -1")
-    return _result(name, errors[:5], f"key counts {ns[0]}..{ns[-1]}: round keys and counts where documented; bad sizes -1")
+    return verdict(name, errors[:5], f"key counts {ns[0]}..{ns[-1]}: round keys and counts where documented; bad sizes -1")
 
 
 def diff_multikey(kernel: Kernel, bits: int, probe: Probe, *, n: int, quick: bool, seed: int) -> CheckResult:
@@ -278,8 +281,8 @@ def diff_multikey(kernel: Kernel, bits: int, probe: Probe, *, n: int, quick: boo
             errors += [f"{what}: {e}" for e in _diff(got, want, len(data))] + [f"{what}: {d}" for d in sc.damage]
             calls += 1
             if len(errors) >= 3:
-                return _result(name, errors, "")
-    return _result(name, errors, f"{calls} calls: key counts and blocks per key vs cryptography's ECB per key, "
+                return verdict(name, errors, "")
+    return verdict(name, errors, f"{calls} calls: key counts and blocks per key vs cryptography's ECB per key, "
                    "misaligned, in place")
 
 
@@ -297,7 +300,7 @@ def diff_hash(kernel: Kernel, bits: int, probe: Probe, *, n: int, quick: bool, s
         errors += [f"{what}: {e}" for e in _diff(got, hash_reference(key, data), len(data))] + sc.damage
         if len(errors) >= 3:
             break
-    return _result(name, errors, f"nblocks 0..{n}: vs AES (cryptography) and sigma_reference, misaligned, in place")
+    return verdict(name, errors, f"nblocks 0..{n}: vs AES (cryptography) and sigma_reference, misaligned, in place")
 
 
 def diff_multi_cbc(kernel: Kernel, bits: int, probe: Probe, *, n: int, quick: bool, seed: int) -> CheckResult:
@@ -323,8 +326,8 @@ def diff_multi_cbc(kernel: Kernel, bits: int, probe: Probe, *, n: int, quick: bo
             errors += [f"{what}: {d}" for d in sc.damage]
             calls += 1
             if len(errors) >= 3:
-                return _result(name, errors[:3], "")
-    return _result(name, errors, f"{calls} calls: stream counts and lengths vs cryptography's CBC per stream, "
+                return verdict(name, errors[:3], "")
+    return verdict(name, errors, f"{calls} calls: stream counts and lengths vs cryptography's CBC per stream, "
                    "misaligned, in place")
 
 

@@ -12,7 +12,7 @@ Check names:
   tamper ocb_decrypt <bits>     a flipped tag/ciphertext/AAD/nonce bit: -1 and out zeroed
   badargs ocb_set_key|ocb_encrypt|ocb_decrypt  bits 0/64/127/512; nonce length 0 and 16, tag
                                 length 0 and 17 (decrypt: out zeroed)
-  abi / guard / simulate        through verify/aead.py's scenes (SCENES below)
+  abi / guard / simulate        through the scenes below (SCENES, collected by verify/scenes.py)
 
 The reference follows RFC 7253 section 4 step by step (Stretch, the L_i by doubling, Offset_i =
 Offset_{i-1} ^ L_ntz(i), HASH); AES itself is `cryptography`'s ECB.
@@ -24,15 +24,17 @@ from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESOCB3
 
 from aesgen.verify import vectors
-from aesgen.verify.aead import (HeapMem, Invocation, Region, Scene, SceneError, _aad_len, _aead_errors,
-                                _fill, _first_diff, _io_alias, _make_key, _maybe, _result, _text_lengths,
-                                invoke)
+from aesgen.verify.aead_checks import aad_len, aead_errors, text_lengths
 from aesgen.verify.build import Kernel
-from aesgen.verify.runner import CheckResult, Probe, Unit
+from aesgen.verify.harness.isolation import Probe, Unit
+from aesgen.verify.harness.memory import HeapMem, Region
+from aesgen.verify.harness.scene import (Invocation, Scene, SceneError, fill, invoke, io_alias, make_key,
+                                         out_if_placed)
+from aesgen.verify.reference.aes import aes_ecb
+from aesgen.verify.results import CheckResult, verdict
 from aesgen.verify.xts import double_be
 
 CRYPTOPP_OCB = Path("/usr/share/crypto++/TestVectors/ocb.txt")
@@ -49,12 +51,6 @@ def _xor(a: bytes, b: bytes) -> bytes:
     return bytes(p ^ q for p, q in zip(a, b))
 
 
-def _ecb(key: bytes, data: bytes, decrypt: bool = False) -> bytes:
-    c = Cipher(algorithms.AES(key), modes.ECB())
-    ctx = c.decryptor() if decrypt else c.encryptor()
-    return ctx.update(data) + ctx.finalize()
-
-
 def ntz(i: int) -> int:
     return (i & -i).bit_length() - 1
 
@@ -64,7 +60,7 @@ class OcbReference:
 
     def __init__(self, key: bytes) -> None:
         self.key = key
-        self.l_star = _ecb(key, bytes(16))
+        self.l_star = aes_ecb(key, bytes(16))
         self.l_dollar = double_be(self.l_star)
         self.l = [double_be(self.l_dollar)]
         for _ in range(63):
@@ -83,7 +79,7 @@ class OcbReference:
             raise ValueError("OCB nonces are 1..15 bytes")
         value = ((8 * taglen) % 128) << 121 | 1 << (8 * len(nonce)) | int.from_bytes(nonce, "big")
         bottom = value & 63
-        ktop = _ecb(self.key, (value & ~63).to_bytes(16, "big"))
+        ktop = aes_ecb(self.key, (value & ~63).to_bytes(16, "big"))
         stretch = ktop + _xor(ktop[:8], ktop[1:9])
         bits = int.from_bytes(stretch, "big")  # 192 bits
         return ((bits >> (64 - bottom)) & ((1 << 128) - 1)).to_bytes(16, "big")
@@ -93,14 +89,14 @@ class OcbReference:
         offs = self.offsets(bytes(16), m)
         total = bytes(16)
         if m:
-            enc = _ecb(self.key, b"".join(_xor(aad[16 * i:16 * i + 16], offs[i]) for i in range(m)))
+            enc = aes_ecb(self.key, b"".join(_xor(aad[16 * i:16 * i + 16], offs[i]) for i in range(m)))
             for i in range(m):
                 total = _xor(total, enc[16 * i:16 * i + 16])
         rest = aad[16 * m:]
         if rest:
             off = _xor(offs[-1] if m else bytes(16), self.l_star)
             padded = rest + b"\x80" + bytes(15 - len(rest))
-            total = _xor(total, _ecb(self.key, _xor(padded, off)))
+            total = _xor(total, aes_ecb(self.key, _xor(padded, off)))
         return total
 
     def seal(self, nonce: bytes, aad: bytes, text: bytes, taglen: int, decrypt: bool = False) -> tuple[bytes, bytes]:
@@ -109,7 +105,7 @@ class OcbReference:
         m = len(text) // 16
         offs = self.offsets(self.offset_zero(nonce, taglen), m)
         blocks = [text[16 * i:16 * i + 16] for i in range(m)]
-        inner = _ecb(self.key, b"".join(_xor(x, o) for x, o in zip(blocks, offs)), decrypt)
+        inner = aes_ecb(self.key, b"".join(_xor(x, o) for x, o in zip(blocks, offs)), decrypt)
         out = b"".join(_xor(inner[16 * i:16 * i + 16], offs[i]) for i in range(m))
         plain = out if decrypt else text[:16 * m]
         checksum = bytes(16)
@@ -119,12 +115,12 @@ class OcbReference:
         rest = text[16 * m:]
         if rest:
             offset = _xor(offset, self.l_star)
-            pad = _ecb(self.key, offset)
+            pad = aes_ecb(self.key, offset)
             tail = _xor(rest, pad)
             out += tail
             p = tail if decrypt else rest
             checksum = _xor(checksum, p + b"\x80" + bytes(15 - len(p)))
-        tag = _xor(_ecb(self.key, _xor(_xor(checksum, offset), self.l_dollar)), self.hash(aad))
+        tag = _xor(aes_ecb(self.key, _xor(_xor(checksum, offset), self.l_dollar)), self.hash(aad))
         return out, tag[:taglen]
 
 
@@ -202,16 +198,16 @@ def ocb_files() -> tuple[tuple[str, tuple[vectors.AeadVector, ...]], ...]:
 
 
 def make_ocb_key(kernel: Kernel, mem, key: bytes, *, caller=None, bits: int | None = None) -> tuple[int, Region]:
-    return _make_key(kernel, mem, "ocb_set_key", key, bits=bits, caller=caller)
+    return make_key(kernel, mem, "ocb_set_key", key, bits=bits, caller=caller)
 
 
 def ocb_call(kernel: Kernel, mem, fn: str, okey: Region, nonce: bytes, aad: bytes, data: bytes,
              tag: bytes | int, *, rng: random.Random, in_place: bool = False, noncelen: int | None = None,
              taglen: int | None = None, caller=None) -> Invocation:
     """ocb_encrypt (tag: its length) or ocb_decrypt (tag: the bytes), junk-filled outputs."""
-    tag_bytes = tag if isinstance(tag, bytes) else _fill(rng, tag)
+    tag_bytes = tag if isinstance(tag, bytes) else fill(rng, tag)
     args = {"okey": okey, "nonce": nonce, "noncelen": len(nonce) if noncelen is None else noncelen,
-            "aad": aad, "aadlen": len(aad), "in": data, "out": _fill(rng, len(data)), "len": len(data),
+            "aad": aad, "aadlen": len(aad), "in": data, "out": fill(rng, len(data)), "len": len(data),
             "tag": tag_bytes, "taglen": len(tag_bytes) if taglen is None else taglen}
     return invoke(kernel, fn, mem, args, caller=caller, alias={"out": "in"} if in_place else None)
 
@@ -241,8 +237,8 @@ def kat_ocb(kernel: Kernel, fn: str, probe: Probe, *, quick: bool, seed: int) ->
             else:
                 inv = ocb_call(kernel, mem, fn, okey, v.iv, v.aad, v.plaintext, len(v.tag), rng=rng,
                                in_place=k % 2 == 1)
-            errors += _aead_errors(inv, decrypt, f"case {k}", v.plaintext, v.ciphertext, v.tag)
-        yield _result(check, errors, f"{len(cases)} vectors")
+            errors += aead_errors(inv, decrypt, f"case {k}", v.plaintext, v.ciphertext, v.tag)
+        yield verdict(check, errors, f"{len(cases)} vectors")
     if not CRYPTOPP_OCB.is_file():
         yield CheckResult(f"kat {fn} RFC7253 (crypto++)", "skip", f"{CRYPTOPP_OCB} not installed (libcrypto++-utils)")
 
@@ -266,14 +262,14 @@ def diff_ocb(kernel: Kernel, fn: str, bits: int, probe: Probe, *, n: int, quick:
     oracles: set[str] = set()
     group = kernel.spec.ocb_batch_blocks
     # beyond N: a few messages that reach batches at 4B and 8B (Q_ntz with more trailing zeros)
-    lengths = _text_lengths(n, quick, rng) + [16 * rng.randrange(4 * group, 9 * group + 2) + rng.randrange(16)
+    lengths = text_lengths(n, quick, rng) + [16 * rng.randrange(4 * group, 9 * group + 2) + rng.randrange(16)
                                               for _ in range(3)]
     for i, length in enumerate(lengths):
         for in_place in (False, True):
             if quick and in_place and i % 2:
                 continue
             j = 2 * i + in_place
-            noncelen, taglen, aadlen = _nonce_len(j), _tag_len(j), _aad_len(j, n, rng)
+            noncelen, taglen, aadlen = _nonce_len(j), _tag_len(j), aad_len(j, n, rng)
             key, nonce, aad, pt = (rng.randbytes(bits // 8), rng.randbytes(noncelen), rng.randbytes(aadlen),
                                    rng.randbytes(length))
             mem = HeapMem(rng)
@@ -290,11 +286,11 @@ def diff_ocb(kernel: Kernel, fn: str, bits: int, probe: Probe, *, n: int, quick:
                 inv = ocb_call(kernel, mem, fn, okey, nonce, aad, ct, tag, rng=rng, in_place=in_place)
             else:
                 inv = ocb_call(kernel, mem, fn, okey, nonce, aad, pt, taglen, rng=rng, in_place=in_place)
-            errors += _aead_errors(inv, decrypt, what, pt, ct, tag, f" ({oracle})")
+            errors += aead_errors(inv, decrypt, what, pt, ct, tag, f" ({oracle})")
             calls += 1
             if len(errors) >= 3:
-                return _result(name, errors, "")
-    return _result(name, errors, f"{calls} calls, len<={max(lengths)}, AAD 0..{16 * n + 15}, nonce 1..15 "
+                return verdict(name, errors, "")
+    return verdict(name, errors, f"{calls} calls, len<={max(lengths)}, AAD 0..{16 * n + 15}, nonce 1..15 "
                    f"bytes, tags 1..16 bytes, misaligned, in-place; vs {'+'.join(sorted(oracles))}")
 
 
@@ -312,7 +308,7 @@ def tamper_ocb(kernel: Kernel, bits: int, probe: Probe, *, n: int, quick: bool, 
             if target == "ct" and length == 0:
                 continue
             j = 4 * i + targets.index(target)
-            aadlen = max(_aad_len(j, n, rng), 1 if target == "aad" else 0)
+            aadlen = max(aad_len(j, n, rng), 1 if target == "aad" else 0)
             key, nonce = rng.randbytes(bits // 8), rng.randbytes(_nonce_len(j))
             pt, aad = rng.randbytes(length), rng.randbytes(aadlen)
             mem = HeapMem(rng)
@@ -336,8 +332,8 @@ def tamper_ocb(kernel: Kernel, bits: int, probe: Probe, *, n: int, quick: bool, 
                 errors.append(f"{what}: returned -1 but {sum(1 for b in out if b)} of {length} out bytes are not zero")
             errors += [f"{what}: {d}" for d in inv.damage]
             if len(errors) >= 3:
-                return _result(name, errors, "")
-    return _result(name, errors, f"{calls} calls: tag/ciphertext/AAD/nonce bit flips rejected, out zeroed")
+                return verdict(name, errors, "")
+    return verdict(name, errors, f"{calls} calls: tag/ciphertext/AAD/nonce bit flips rejected, out zeroed")
 
 
 def badargs_ocb(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResult:
@@ -351,7 +347,7 @@ def badargs_ocb(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckRes
             ret, _ = make_ocb_key(kernel, mem, rng.randbytes(64), bits=bits)
             if ret != -1:
                 errors.append(f"bits={bits} returned {ret}, want -1")
-        return _result(name, errors, f"bits {', '.join(map(str, OCB_BAD_BITS))} rejected")
+        return verdict(name, errors, f"bits {', '.join(map(str, OCB_BAD_BITS))} rejected")
     decrypt = fn == "ocb_decrypt"
     okey = _key(kernel, mem, rng.randbytes(16))
     cases = [(f"noncelen={k}", k, 16) for k in BAD_NONCE_LENGTHS] + [(f"taglen={t}", 12, t) for t in BAD_TAG_LENGTHS]
@@ -368,7 +364,7 @@ def badargs_ocb(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckRes
             errors += [f"{label}: {d}" for d in inv.damage]
     what = (f"nonce lengths {', '.join(map(str, BAD_NONCE_LENGTHS))}, tag lengths "
             f"{', '.join(map(str, BAD_TAG_LENGTHS))} rejected" + (", out zeroed" if decrypt else ""))
-    return _result(name, errors, what)
+    return verdict(name, errors, what)
 
 
 # ================================================================ scenes for abi, guard and simulate
@@ -389,18 +385,18 @@ def scene_ocb(sc: Scene, fn: str, size: int, aux: int) -> tuple:
     nonce, aad, text = sc.rng.randbytes(noncelen), sc.rng.randbytes(aadlen), sc.rng.randbytes(size)
     common = {"okey": okey, "nonce": nonce, "noncelen": noncelen, "aad": aad, "aadlen": aadlen}
     if fn == "ocb_encrypt":
-        inv = sc.call(fn, {**common, "in": text, "out": _fill(sc.rng, size), "len": size,
-                           "tag": _fill(sc.rng, taglen), "taglen": taglen}, test=True, alias=_io_alias(sc))
-        return inv.ret, _maybe(inv, "out"), inv.out("tag")
+        inv = sc.call(fn, {**common, "in": text, "out": fill(sc.rng, size), "len": size,
+                           "tag": fill(sc.rng, taglen), "taglen": taglen}, test=True, alias=io_alias(sc))
+        return inv.ret, out_if_placed(inv, "out"), inv.out("tag")
     if noncelen == 0:  # rejected before anything is read: any ciphertext and tag will do
         ct, tag = text, sc.rng.randbytes(taglen)
     else:
         ct, tag, _ = ocb_oracle(key, nonce, aad, text, taglen)
     if aux % 4 == 3:  # sometimes a wrong tag: the zeroing path runs too
         tag = bytes([tag[0] ^ 1]) + tag[1:]
-    inv = sc.call(fn, {**common, "in": ct, "out": _fill(sc.rng, size), "len": size, "tag": tag, "taglen": taglen},
-                  test=True, alias=_io_alias(sc))
-    return inv.ret, _maybe(inv, "out")
+    inv = sc.call(fn, {**common, "in": ct, "out": fill(sc.rng, size), "len": size, "tag": tag, "taglen": taglen},
+                  test=True, alias=io_alias(sc))
+    return inv.ret, out_if_placed(inv, "out")
 
 
 SCENES = {"ocb_set_key": scene_ocb_set_key, "ocb_encrypt": scene_ocb, "ocb_decrypt": scene_ocb}

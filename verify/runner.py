@@ -1,39 +1,25 @@
 """Run every verification check on one kernel file and collect CheckResults.
 
-Each runtime check group runs in a forked child, so a kernel that crashes,
-hangs or corrupts the process becomes a failed check instead of taking the
-verifier down.  The child streams results over a pipe as they complete and
-keeps a note of what it is doing in shared memory, so a crash can be named.
+The static checks (static_ct, roundtrip) read the `.S` and its object file.
+Each runtime check group (a unit of kat, differential, the family modules, simcheck,
+abi, guard) runs in a forked child (harness/isolation.py), so a kernel that crashes,
+hangs or corrupts the process becomes a failed check instead of taking the verifier
+down.
 """
 from __future__ import annotations
 
-import ctypes
-import faulthandler
-import importlib
-import json
-import mmap
-import os
-import pickle
-import select
-import signal
-import struct
-import time
-import traceback
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from aesgen import cpu
 from aesgen.spec import KernelSpec
-
-
-from aesgen.verify.results import CheckResult  # one result type for every check
-
+from aesgen.verify import (abi, differential, gcm, gcmsiv, guard, kat, mpc, ocb, otr, roundtrip, signatures, simcheck,
+                           static_ct, wideblock, xts)
+from aesgen.verify.build import BuildError, Kernel, build_shared, harness
+from aesgen.verify.harness.isolation import Unit, run_isolated
+from aesgen.verify.results import CheckResult
 
 Progress = Callable[[str, int, int], None]  # (unit label, index, total)
-
-UNIT_TIMEOUT_S = 300.0
-_NOTE_AT, _NOTE_MAX = 16, 4080          # shared page layout: [signo, addr][note][regions]
-_REGIONS_AT, _REGIONS_MAX = 4096, 8192
 
 
 def max_blocks(spec: KernelSpec, quick: bool) -> int:
@@ -42,145 +28,12 @@ def max_blocks(spec: KernelSpec, quick: bool) -> int:
     return 2 * group + 1 if quick else 3 * group + 5
 
 
-class Probe:
-    """Shared memory a forked check uses to say what it is doing right now."""
-
-    def __init__(self) -> None:
-        self.shm = mmap.mmap(-1, _REGIONS_AT + _REGIONS_MAX)  # MAP_SHARED | MAP_ANONYMOUS
-
-    def fault_slot(self) -> int:
-        """Address of two uint64s the harness' SIGSEGV handler fills (signo, fault address).
-
-        Only call this in the forked child: the exported buffer pins the mapping."""
-        return ctypes.addressof(ctypes.c_char.from_buffer(self.shm))
-
-    def note(self, name: str, detail: str = "") -> None:
-        data = (name + "\0" + detail).encode()[:_NOTE_MAX]
-        self.shm[_NOTE_AT:_NOTE_AT + 4] = struct.pack("<I", len(data))
-        self.shm[_NOTE_AT + 4:_NOTE_AT + 4 + len(data)] = data
-
-    def regions(self, named: Sequence[tuple[str, int, int]]) -> None:
-        """Label address ranges so a fault address can be explained ([lo, hi) each)."""
-        data = json.dumps(list(named)).encode()[:_REGIONS_MAX - 4]
-        self.shm[_REGIONS_AT:_REGIONS_AT + 4] = struct.pack("<I", len(data))
-        self.shm[_REGIONS_AT + 4:_REGIONS_AT + 4 + len(data)] = data
-
-    def read_note(self) -> tuple[str, str]:
-        (n,) = struct.unpack("<I", self.shm[_NOTE_AT:_NOTE_AT + 4])
-        name, _, detail = self.shm[_NOTE_AT + 4:_NOTE_AT + 4 + n].decode(errors="replace").partition("\0")
-        return name, detail
-
-    def read_fault(self) -> tuple[int, int]:
-        signo, addr = struct.unpack("<QQ", self.shm[0:16])
-        return signo, addr
-
-    def explain(self, addr: int) -> str:
-        (n,) = struct.unpack("<I", self.shm[_REGIONS_AT:_REGIONS_AT + 4])
-        if not n:
-            return ""
-        for label, lo, hi in json.loads(self.shm[_REGIONS_AT + 4:_REGIONS_AT + 4 + n]):
-            if lo <= addr < hi:
-                return f" = {label} + {addr - lo}"
-        return ""
-
-    def close(self) -> None:
-        self.shm.close()
-
-
-Unit = Callable[[Probe], Iterable[CheckResult]]
-
-
-def run_isolated(label: str, unit: Unit, timeout: float = UNIT_TIMEOUT_S) -> list[CheckResult]:
-    """Run `unit` in a forked child; a crash, hang or exception becomes a failed check."""
-    probe = Probe()
-    probe.note(label, "starting")
-    rfd, wfd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: stream pickled results, never return into the caller's stack
-        os.close(rfd)
-        faulthandler.disable()  # a kernel crash is reported by the parent, not dumped here
-        code = 0
-        try:
-            for res in unit(probe):
-                blob = pickle.dumps(res)
-                os.write(wfd, struct.pack("<I", len(blob)) + blob)
-        except BaseException:
-            name, detail = probe.read_note()
-            res = CheckResult(name or label, "fail",
-                              f"verifier error during {detail}: {traceback.format_exc(limit=-3)}")
-            blob = pickle.dumps(res)
-            try:
-                os.write(wfd, struct.pack("<I", len(blob)) + blob)
-            except OSError:
-                code = 3
-        os._exit(code)
-
-    os.close(wfd)
-    results: list[CheckResult] = []
-    buf = b""
-    deadline = time.monotonic() + timeout
-    timed_out = False
-    try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                timed_out = True
-                os.kill(pid, signal.SIGKILL)
-                break
-            ready, _, _ = select.select([rfd], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(rfd, 1 << 16)
-            if not chunk:
-                break
-            buf += chunk
-            while len(buf) >= 4:
-                (n,) = struct.unpack("<I", buf[:4])
-                if len(buf) < 4 + n:
-                    break
-                results.append(pickle.loads(buf[4:4 + n]))
-                buf = buf[4 + n:]
-    finally:
-        os.close(rfd)
-        _, status = os.waitpid(pid, 0)
-    name, detail = probe.read_note()
-    name = name or label
-    if timed_out:
-        results.append(CheckResult(name, "fail", f"timed out after {timeout:.0f} s during {detail}"))
-    elif os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        signo, addr = probe.read_fault()
-        where = f" at address {addr:#x}{probe.explain(addr)}" if signo == sig else ""
-        results.append(CheckResult(
-            name, "fail", f"killed by {signal.Signals(sig).name}{where} during {detail}"))
-    elif os.WEXITSTATUS(status) != 0:
-        results.append(CheckResult(name, "fail", f"child exited with status {os.WEXITSTATUS(status)}"))
-    try:
-        probe.close()
-    except BufferError:  # a ctypes view in this process still pins it; the GC will unmap it
-        pass
-    return results
-
-
 def _static_checks(spec: KernelSpec, path: Path) -> list[CheckResult]:
-    """The other engineer's static checks, imported lazily so their absence is a skip."""
+    """The checks of the assembled .S file: constant time and the round trip."""
     out: list[CheckResult] = []
-    for mod in ("static_ct", "roundtrip"):
+    for mod, check in (("static_ct", static_ct.check), ("roundtrip", roundtrip.check)):
         if path.suffix != ".S":
             out.append(CheckResult(mod, "skip", f"{path.name} is not a generated .S file"))
-            continue
-        full = f"aesgen.verify.{mod}"
-        try:
-            module = importlib.import_module(full)
-        except ModuleNotFoundError as e:
-            if e.name == full:
-                out.append(CheckResult(mod, "skip", f"{full} not available yet"))
-            else:
-                out.append(CheckResult(mod, "fail", f"importing {full}: {e}"))
-            continue
-        check = getattr(module, "check", None)
-        if check is None:
-            out.append(CheckResult(mod, "skip", f"{full}.check not available yet"))
             continue
         try:
             out.extend(check(spec, path))
@@ -191,8 +44,6 @@ def _static_checks(spec: KernelSpec, path: Path) -> list[CheckResult]:
 
 def _runtime_groups(spec: KernelSpec) -> list[str]:
     """Group names used for skips when the runtime checks cannot run at all."""
-    from aesgen.verify import signatures
-
     fset = signatures.function_set(spec)
     names: list[str] = []
     for fn in fset.usable:
@@ -202,8 +53,6 @@ def _runtime_groups(spec: KernelSpec) -> list[str]:
 
 
 def _skip_all(spec: KernelSpec, why: str, missing: tuple[str, ...] = ()) -> list[CheckResult]:
-    from aesgen.verify import signatures
-
     problems = signatures.function_set(spec).problems
     return problems + [CheckResult(n, "skip", why, missing) for n in _runtime_groups(spec)]
 
@@ -218,10 +67,6 @@ def verify_kernel(
     extra_flags: Sequence[str] = (),
 ) -> list[CheckResult]:
     """Every check for one kernel file (.S, or a .c test fixture); never raises for kernel bugs."""
-    from aesgen import cpu
-    from aesgen.verify import abi, aead, differential, guard, kat, mpc, ocb, otr_checks, simcheck, wideblock, xts
-    from aesgen.verify.build import BuildError, Kernel, build_shared, harness
-
     path = Path(asm_path)
     spec = spec or KernelSpec.from_asm(path)
     results = _static_checks(spec, path)
@@ -257,13 +102,15 @@ def verify_kernel(
         units.append(unit)
     for unit in differential.units(kernel, n=n, quick=quick, seed=seed):
         units.append(unit)
-    for unit in aead.units(kernel, n=n, quick=quick, seed=seed):
+    for unit in gcm.units(kernel, n=n, quick=quick, seed=seed):
+        units.append(unit)
+    for unit in gcmsiv.units(kernel, n=n, quick=quick, seed=seed):
         units.append(unit)
     for unit in xts.units(kernel, n=n, quick=quick, seed=seed):
         units.append(unit)
     for unit in ocb.units(kernel, n=n, quick=quick, seed=seed):
         units.append(unit)
-    for unit in otr_checks.units(kernel, n=n, quick=quick, seed=seed):
+    for unit in otr.units(kernel, n=n, quick=quick, seed=seed):
         units.append(unit)
     for unit in mpc.units(kernel, n=n, quick=quick, seed=seed):
         units.append(unit)
@@ -283,7 +130,7 @@ def verify_kernel(
     return results
 
 
-def _cpu_supported(kernel) -> CheckResult:
+def _cpu_supported(kernel: Kernel) -> CheckResult:
     got = kernel.fn["cpu_supported"]()
     if got != 0:
         return CheckResult("cpu_supported", "pass", f"returned {got} on a CPU with " + ", ".join(kernel.spec.features))

@@ -2,7 +2,7 @@
 
 A record gives the C prototype and, for every pointer parameter, how many bytes it spans and
 whether the function reads or writes it; its family says which checks apply.  build.py, abi.py,
-guard.py, differential.py, kat.py, simcheck.py, aead.py and runner.py all read this view, so a new
+guard.py, differential.py, kat.py, simcheck.py, the family checks and runner.py all read this view, so a new
 function is one record in aesgen.functions.  A function a spec lists but the registry lacks
 becomes a failed `signature <fn>` check, never a KeyError.  (The references the checks compare
 with stay independent of the generator on purpose; only the C facts come from the registry.)
@@ -57,8 +57,8 @@ class Signature(CFunction):
 SIGNATURES: dict[str, Signature] = {name: Signature.of(record) for name, record in FUNCTIONS.items()}
 
 AEAD_FAMILIES = (GCM, GCM_STREAM, HASH, GCMSIV)
-# Families whose calls are driven by scenes (a prepared key or context): verify/aead.py's
-# and verify/tweakable.py's.
+# Families whose calls are driven by scenes (a prepared key or context): each family's
+# check module's SCENES, collected by verify/scenes.py.
 SCENE_FAMILIES = AEAD_FAMILIES + (XTS, GFDOUBLE, OCB, OTR, WIDEBLOCK, MPC)
 # Families whose length is counted in blocks (MPC: blocks per key or stream; key count for setup).
 BLOCK_COUNTED = (HASH, GFDOUBLE, WIDEBLOCK, MPC)

@@ -4,19 +4,25 @@ The simulator runs the DSL program before lowering, scheduling and register
 allocation, so a disagreement points at the back end (lowering, allocation,
 encoding), not at the AES math, which the `cryptography` differential covers.
 A few short lengths per function and key size keep it fast (the simulator is
-plain Python).  The AEAD and hash functions reuse verify/aead.py's call
-scenarios, run once on the kernel and once entirely inside the simulator.
+plain Python).  The functions driven by scenes (verify/scenes.py: AEAD, hashes,
+XTS, OCB, OTR, wide blocks, MPC) replay their family's scene, once on the kernel
+and once entirely inside the simulator.
 """
 from __future__ import annotations
 
+import ctypes
 import random
 
-from aesgen.kernels import build_function
+from aesgen.kernels import FUNCTIONS, build_function
 from aesgen.simulate import Machine, call
 from aesgen.spec import KernelSpec
 from aesgen.verify import signatures
 from aesgen.verify.build import Kernel
-from aesgen.verify.runner import CheckResult, Probe
+from aesgen.verify.harness.isolation import Probe
+from aesgen.verify.harness.memory import HeapMem, Region
+from aesgen.verify.harness.scene import Scene
+from aesgen.verify.results import CheckResult
+from aesgen.verify.scenes import scene_for
 
 def lengths(spec: KernelSpec, fn: str) -> list[int]:
     group = spec.max_group_blocks
@@ -73,14 +79,12 @@ def check(kernel: Kernel, probe: Probe, *, seed: int) -> list[CheckResult]:
 
 
 class MachineMem:
-    """aead.Scene memory inside the simulator's address space."""
+    """A scene's memory inside the simulator's address space."""
 
     def __init__(self, machine: Machine) -> None:
         self.m = machine
 
-    def place(self, label: str, data: bytes, *, aligned: bool = False):
-        from aesgen.verify.aead import Region
-
+    def place(self, label: str, data: bytes, *, aligned: bool = False) -> Region:
         if aligned:  # key schedules and contexts: room to spare, so a kernel/spec size mismatch
             addr = self.m.alloc(len(data) + 4096, align=64)  # (a test fixture's own layout) cannot
             self.m.write(addr, data)                          # make the simulation corrupt itself
@@ -93,18 +97,13 @@ class MachineMem:
 
 
 def check_aead(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResult:
-    """The AEAD/hash call scenarios of verify/aead.py run on the kernel and, from the same
-    random state, on the simulator (every call of the scenario simulated); results must agree."""
-    import ctypes
-
-    from aesgen.kernels import FUNCTIONS
-    from aesgen.verify import aead
-
+    """A function's call scene (verify/scenes.py) run on the kernel and, from the same
+    random state, on the simulator (every call of the scene simulated); results must agree."""
     name = f"simulate {fn}"
     spec = kernel.spec
-    scene = aead.scene_for(fn)
+    scene = scene_for(fn)
     if scene is None:
-        return CheckResult(name, "fail", f"no call scenario for {fn} in verify/aead.py")
+        return CheckResult(name, "fail", f"no call scenario for {fn} in verify/scenes.py")
     built: dict[str, object] = {}
 
     def machine_caller(machine: Machine):
@@ -131,9 +130,9 @@ def check_aead(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResu
             if simulated:
                 m = Machine(spec)
                 mc = machine_caller(m)
-                sc = aead.Scene(kernel, MachineMem(m), random.Random(sub), mc, setup_caller=mc)
+                sc = Scene(kernel, MachineMem(m), random.Random(sub), mc, setup_caller=mc)
             else:
-                sc = aead.Scene(kernel, aead.HeapMem(random.Random(sub)), random.Random(sub))
+                sc = Scene(kernel, HeapMem(random.Random(sub)), random.Random(sub))
             try:
                 outs.append(scene(sc, fn, size, size))
             except LookupError as e:

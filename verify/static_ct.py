@@ -31,7 +31,7 @@ from iced_x86 import (
     OpAccess, OpKind, Register, RegisterExt,
 )
 
-from .disasm import AssembleError, ElfError, Function, gas_register, gas_text, is_padding, load
+from .disasm import AssembleError, ElfError, Function, assemble, gas_register, gas_text, is_padding, load, read_elf
 from .results import CheckResult
 
 READS = frozenset({OpAccess.READ, OpAccess.COND_READ, OpAccess.READ_WRITE,
@@ -329,8 +329,6 @@ DECLASSIFY_MARK = "_ct_declassify"
 def declassify_points(asm_path: Path | str) -> frozenset[int]:
     """Offsets of local symbols named *_ct_declassify*: the generator marks the one
     instruction whose result is public by design (e.g. the tag check's verdict)."""
-    from .disasm import assemble, read_elf
-
     elf = read_elf(Path(assemble(asm_path)).read_bytes())
     return frozenset(s.value for s in elf.symbols if DECLASSIFY_MARK in s.name)
 

@@ -9,9 +9,9 @@ Check names:
                                     group of a main-loop iteration, in place
   kat simpira256_permute|inverse    the published Simpira-256 of zero (and back), alone and repeated
   diff <each function>              random keys, 0..N blocks, misaligned, in place, vs
-                                    verify/wideblock_ref.py (written from the specification)
+                                    reference/wideblock.py (written from the specification)
   badargs rijndael256_set_{en,de}crypt_key  every key size but 256 returns -1
-  abi / guard / simulate            through verify/aead.py's scenes (SCENES below)
+  abi / guard / simulate            through the scenes below (SCENES, collected by verify/scenes.py)
 
 The references reproduce every published vector in verify/data/wideblock_vectors.txt (all
 Rijndael block and key lengths of Gladman's set), which tests/test_wideblock.py checks on its own.
@@ -23,11 +23,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from aesgen.verify.aead import HeapMem, Scene, SceneError, _fill, _io_alias, _make_key, _maybe, _result, invoke
-from aesgen.verify.build import Kernel
-from aesgen.verify.runner import CheckResult, Probe, Unit
 from aesgen.aesref import inv_mix_columns
-from aesgen.verify.wideblock_ref import expand_key, rijndael256_ecb, simpira256_many
+from aesgen.verify.build import Kernel
+from aesgen.verify.harness.isolation import Probe, Unit
+from aesgen.verify.harness.memory import HeapMem
+from aesgen.verify.harness.scene import Scene, SceneError, fill, invoke, io_alias, make_key, out_if_placed
+from aesgen.verify.reference.wideblock import expand_key, rijndael256_ecb, simpira256_many
+from aesgen.verify.results import CheckResult, verdict
 
 SET_KEY, SET_DKEY = "rijndael256_set_encrypt_key", "rijndael256_set_decrypt_key"
 ECB, ECB_DECRYPT = "rijndael256_ecb_encrypt", "rijndael256_ecb_decrypt"
@@ -80,7 +82,7 @@ def group_blocks(kernel: Kernel, fn: str) -> int:
 
 
 def make_rkey(kernel: Kernel, mem, key: bytes, setup: str = SET_KEY, caller=None):
-    ret, rkey = _make_key(kernel, mem, setup, key, caller=caller)
+    ret, rkey = make_key(kernel, mem, setup, key, caller=caller)
     if ret != 0:
         raise SceneError(f"{setup}(bits={8 * len(key)}) returned {ret}")
     return rkey
@@ -88,7 +90,7 @@ def make_rkey(kernel: Kernel, mem, key: bytes, setup: str = SET_KEY, caller=None
 
 def run(kernel: Kernel, fn: str, mem, data: bytes, rng: random.Random, *, key: bytes = b"",
         in_place: bool = False, caller=None):
-    args = {"in": data, "out": _fill(rng, len(data)), "nblocks": len(data) // BLOCK}
+    args = {"in": data, "out": fill(rng, len(data)), "nblocks": len(data) // BLOCK}
     if fn in KEY_SETUP:
         args["rkey"] = make_rkey(kernel, mem, key, KEY_SETUP[fn])
     return invoke(kernel, fn, mem, args, caller=caller, alias={"out": "in"} if in_place else None)
@@ -121,7 +123,7 @@ def kat_schedule(kernel: Kernel, setup: str, probe: Probe, *, seed: int) -> Chec
             i = next(k for k in range(len(want)) if got[k] != want[k]) // stride
             errors.append(f"key {key.hex()[:16]}...: half round key {i} differs")
     what = "InvMixColumns of the reference expansion, reversed" if setup == SET_DKEY else "the reference expansion"
-    return _result(name, errors, f"{len(keys)} keys: 30 half round keys vs {what}")
+    return verdict(name, errors, f"{len(keys)} keys: 30 half round keys vs {what}")
 
 
 def kat(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResult:
@@ -140,7 +142,7 @@ def kat(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResult:
                     errors.append(f"{count} copies{' in place' if in_place else ''}: got "
                                   f"{inv.out('out')[:BLOCK].hex()}, want {v.want.hex()}")
                 errors += inv.damage
-    return _result(name, errors, f"{len(vectors)} published vector(s), 1 and {repeats[1]} copies, in place")
+    return verdict(name, errors, f"{len(vectors)} published vector(s), 1 and {repeats[1]} copies, in place")
 
 
 def diff(kernel: Kernel, fn: str, probe: Probe, *, n: int, quick: bool, seed: int) -> CheckResult:
@@ -163,8 +165,8 @@ def diff(kernel: Kernel, fn: str, probe: Probe, *, n: int, quick: bool, seed: in
         errors += inv.damage
         if len(errors) >= 3:
             break
-    return _result(name, errors, f"{len(counts)} calls, 0..{max(counts)} blocks, misaligned, in place; "
-                   "vs verify/wideblock_ref.py")
+    return verdict(name, errors, f"{len(counts)} calls, 0..{max(counts)} blocks, misaligned, in place; "
+                   "vs reference/wideblock.py")
 
 
 def badargs(kernel: Kernel, setup: str, probe: Probe, *, seed: int) -> CheckResult:
@@ -173,10 +175,10 @@ def badargs(kernel: Kernel, setup: str, probe: Probe, *, seed: int) -> CheckResu
     probe.note(name, "")
     errors = []
     for bits in BAD_BITS:
-        ret, _ = _make_key(kernel, HeapMem(rng), setup, rng.randbytes(64), bits=bits)
+        ret, _ = make_key(kernel, HeapMem(rng), setup, rng.randbytes(64), bits=bits)
         if ret != -1:
             errors.append(f"bits={bits} returned {ret}, want -1")
-    return _result(name, errors, f"bits {', '.join(map(str, BAD_BITS))} rejected")
+    return verdict(name, errors, f"bits {', '.join(map(str, BAD_BITS))} rejected")
 
 
 # ================================================================ scenes for abi, guard and simulate
@@ -185,16 +187,16 @@ def badargs(kernel: Kernel, setup: str, probe: Probe, *, seed: int) -> CheckResu
 def scene_ecb(sc: Scene, fn: str, size: int, aux: int) -> tuple:
     _, rkey = sc.key(KEY_SETUP[fn], 256)
     data = sc.rng.randbytes(BLOCK * size)
-    inv = sc.call(fn, {"rkey": rkey, "in": data, "out": _fill(sc.rng, BLOCK * size), "nblocks": size},
-                  test=True, alias=_io_alias(sc))
-    return (_maybe(inv, "out"),)
+    inv = sc.call(fn, {"rkey": rkey, "in": data, "out": fill(sc.rng, BLOCK * size), "nblocks": size},
+                  test=True, alias=io_alias(sc))
+    return (out_if_placed(inv, "out"),)
 
 
 def scene_permute(sc: Scene, fn: str, size: int, aux: int) -> tuple:
     data = sc.rng.randbytes(BLOCK * size)
-    inv = sc.call(fn, {"in": data, "out": _fill(sc.rng, BLOCK * size), "nblocks": size},
-                  test=True, alias=_io_alias(sc))
-    return (_maybe(inv, "out"),)
+    inv = sc.call(fn, {"in": data, "out": fill(sc.rng, BLOCK * size), "nblocks": size},
+                  test=True, alias=io_alias(sc))
+    return (out_if_placed(inv, "out"),)
 
 
 SCENES = {ECB: scene_ecb, ECB_DECRYPT: scene_ecb, PERMUTE: scene_permute, INVERSE: scene_permute}

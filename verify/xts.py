@@ -8,7 +8,7 @@ Check names:
                                 and vs this module's reference (2x192, which OpenSSL lacks)
   diff gfdouble_le|gfdouble_be  out[i] = tweak * x^i vs the bitwise doubling of IEEE 1619 / RFC 7253
   badargs xts_set_key           bits 0, 64, 127, 512 rejected with -1
-  abi / guard / simulate        through verify/aead.py's scenes (SCENES below)
+  abi / guard / simulate        through the scenes below (SCENES, collected by verify/scenes.py)
 
 The reference is written from the standards: IEEE 1619-2007 section 5.3 (the tweak
 multiplied by alpha = x with the feedback byte 0x87, byte by byte with carries) and
@@ -26,10 +26,12 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from aesgen.kernels.xts_table import TABLE_FROM_BYTES
 from aesgen.verify import vectors
-from aesgen.verify.aead import (HeapMem, Invocation, Region, Scene, SceneError, _aes_ecb, _fill, _first_diff,
-                                _io_alias, _maybe, _result, invoke)
 from aesgen.verify.build import Kernel
-from aesgen.verify.runner import CheckResult, Probe, Unit
+from aesgen.verify.harness.isolation import Probe, Unit
+from aesgen.verify.harness.memory import HeapMem, Region
+from aesgen.verify.harness.scene import Invocation, Scene, SceneError, fill, invoke, io_alias, out_if_placed
+from aesgen.verify.reference.aes import aes_ecb
+from aesgen.verify.results import CheckResult, first_diff, verdict
 
 XTS_BAD_BITS = (0, 64, 127, 512)
 CRYPTOPP_XTS = Path("/usr/share/crypto++/TestVectors/xts.txt")
@@ -64,7 +66,7 @@ def xts_reference(key1: bytes, key2: bytes, tweak: bytes, data: bytes, decrypt: 
     """XTS-AES of one data unit (len >= 16), ciphertext stealing for a partial last block."""
     if len(data) < 16:
         raise ValueError("XTS needs at least one whole block")
-    t = _aes_ecb(key2, tweak)
+    t = aes_ecb(key2, tweak)
     tweaks = []
     m, r = divmod(len(data), 16)
     for _ in range(m + 1):
@@ -72,7 +74,7 @@ def xts_reference(key1: bytes, key2: bytes, tweak: bytes, data: bytes, decrypt: 
         t = double_le(t)
 
     def one(block: bytes, i: int) -> bytes:
-        return _xor(_aes_ecb(key1, _xor(block, tweaks[i]), decrypt), tweaks[i])
+        return _xor(aes_ecb(key1, _xor(block, tweaks[i]), decrypt), tweaks[i])
 
     whole = m - 1 if r else m
     out = b"".join(one(data[16 * i:16 * i + 16], i) for i in range(whole))
@@ -160,7 +162,7 @@ def make_xts_key(kernel: Kernel, mem, key1: bytes, key2: bytes, encrypt: bool, *
 
 def xts_call(kernel: Kernel, mem, fn: str, xkey: Region, data: bytes, tweak: bytes, *,
              rng: random.Random, in_place: bool = False, caller=None) -> Invocation:
-    return invoke(kernel, fn, mem, {"xkey": xkey, "in": data, "out": _fill(rng, len(data)), "len": len(data),
+    return invoke(kernel, fn, mem, {"xkey": xkey, "in": data, "out": fill(rng, len(data)), "len": len(data),
                                     "tweak": tweak}, caller=caller, alias={"out": "in"} if in_place else None)
 
 
@@ -189,9 +191,9 @@ def kat_xts(kernel: Kernel, fn: str, probe: Probe, *, quick: bool, seed: int) ->
             if ret != 0:
                 errors.append(f"case {k}: xts_set_key returned {ret}")
             elif got != want:
-                errors.append(f"case {k} ({len(src)} bytes): {_first_diff(got, want)}")
+                errors.append(f"case {k} ({len(src)} bytes): {first_diff(got, want)}")
             errors += inv.damage
-        yield _result(check, errors, f"{len(cases)} vectors")
+        yield verdict(check, errors, f"{len(cases)} vectors")
     if extra is None:
         yield CheckResult(f"kat {fn} IEEE1619", "skip", f"{CRYPTOPP_XTS} not installed (libcrypto++-utils)")
 
@@ -228,7 +230,7 @@ def diff_xts(kernel: Kernel, fn: str, bits: int, probe: Probe, *, n: int, quick:
         probe.note(name, f"len={length}")
         key1, key2, tweak = rng.randbytes(bits // 8), rng.randbytes(bits // 8), rng.randbytes(16)
         ret, xkey = make_xts_key(kernel, mem, key1, key2, fn == "xts_encrypt")
-        data, junk = rng.randbytes(length), _fill(rng, length)
+        data, junk = rng.randbytes(length), fill(rng, length)
         in_place = k % 3 == 2
         inv = invoke(kernel, fn, mem, {"xkey": xkey, "in": data, "out": junk, "len": length, "tweak": tweak},
                      alias={"out": "in"} if in_place else None)
@@ -242,11 +244,11 @@ def diff_xts(kernel: Kernel, fn: str, bits: int, probe: Probe, *, n: int, quick:
             if ret != 0:
                 errors.append(f"xts_set_key(bits={bits}) returned {ret}")
             elif got != want:
-                errors.append(f"len={length}{' in-place' if in_place else ''}: {_first_diff(got, want)}")
+                errors.append(f"len={length}{' in-place' if in_place else ''}: {first_diff(got, want)}")
         errors += inv.damage
         if len(errors) >= 3:
             break
-    return _result(name, errors, f"{len(lengths)} messages, lengths 0..{max(lengths)}, vs "
+    return verdict(name, errors, f"{len(lengths)} messages, lengths 0..{max(lengths)}, vs "
                    + " and ".join(sorted(oracles)))
 
 
@@ -265,14 +267,14 @@ def diff_gfdouble(kernel: Kernel, fn: str, probe: Probe, *, n: int, quick: bool,
         for _ in range(count):
             want.append(cur)
             cur = double(cur)
-        inv = invoke(kernel, fn, mem, {"tweak": t, "out": _fill(rng, 16 * count), "nblocks": count})
+        inv = invoke(kernel, fn, mem, {"tweak": t, "out": fill(rng, 16 * count), "nblocks": count})
         got = inv.out("out")
         if got != b"".join(want):
-            errors.append(f"nblocks={count} tweak={t.hex()}: {_first_diff(got, b''.join(want))}")
+            errors.append(f"nblocks={count} tweak={t.hex()}: {first_diff(got, b''.join(want))}")
         errors += inv.damage
         if len(errors) >= 3:
             break
-    return _result(name, errors, f"{len(counts)} sequences, up to {max(counts)} blocks, vs bitwise doubling")
+    return verdict(name, errors, f"{len(counts)} sequences, up to {max(counts)} blocks, vs bitwise doubling")
 
 
 def badargs_set_key(kernel: Kernel, probe: Probe, *, seed: int) -> CheckResult:
@@ -286,7 +288,7 @@ def badargs_set_key(kernel: Kernel, probe: Probe, *, seed: int) -> CheckResult:
             ret, _ = make_xts_key(kernel, mem, rng.randbytes(64), rng.randbytes(64), enc, bits=bits)
             if ret != -1:
                 errors.append(f"bits={bits} returned {ret}, want -1")
-    return _result(name, errors, f"bits {', '.join(map(str, XTS_BAD_BITS))} rejected")
+    return verdict(name, errors, f"bits {', '.join(map(str, XTS_BAD_BITS))} rejected")
 
 
 # ================================================================ scenes for abi, guard and simulate
@@ -305,16 +307,16 @@ def scene_xts(sc: Scene, fn: str, size: int, aux: int) -> tuple:
                              fn == "xts_encrypt", caller=sc.setup_caller)
     if ret != 0:
         raise SceneError(f"xts_set_key(bits={bits}) returned {ret}")
-    args = {"xkey": xkey, "in": sc.rng.randbytes(size), "out": _fill(sc.rng, size), "len": size,
+    args = {"xkey": xkey, "in": sc.rng.randbytes(size), "out": fill(sc.rng, size), "len": size,
             "tweak": sc.rng.randbytes(16)}
-    inv = sc.call(fn, args, test=True, alias=_io_alias(sc))
-    return (_maybe(inv, "out"),)
+    inv = sc.call(fn, args, test=True, alias=io_alias(sc))
+    return (out_if_placed(inv, "out"),)
 
 
 def scene_gfdouble(sc: Scene, fn: str, size: int, aux: int) -> tuple:
-    inv = sc.call(fn, {"tweak": sc.rng.randbytes(16), "out": _fill(sc.rng, 16 * size), "nblocks": size},
+    inv = sc.call(fn, {"tweak": sc.rng.randbytes(16), "out": fill(sc.rng, 16 * size), "nblocks": size},
                   test=True)
-    return (_maybe(inv, "out"),)
+    return (out_if_placed(inv, "out"),)
 
 
 SCENES = {"xts_set_key": scene_xts_set_key, "xts_encrypt": scene_xts, "xts_decrypt": scene_xts,

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 
 from aesgen.cpu import flags as cpu_flags
 
-from .bench_build import bench_binary, build_so_from_text
+from .build import bench_binary, build_so_from_text
 
 CHAINS = 12
 INSTRUCTIONS = {  # name -> (GAS mnemonic with operands {s} {d}, needs imm)

@@ -14,11 +14,14 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from aesgen.kernels.otr import pipelined
+from aesgen.kernels.xts_table import uses_gpr_tweaks
 from aesgen.mainloop import main_loop
+from aesgen.pipeline import generate
 from aesgen.spec import KernelSpec, mode_of
+from aesgen.verify.build import build_shared
 
-from .bench_build import bench_binary
-from .build import build_shared
+from .build import bench_binary
 from .ceiling import Ceiling
 
 SCHEMA = "aesgen-bench/1"
@@ -259,7 +262,6 @@ def op_ceiling(ceiling: Ceiling, spec: KernelSpec, op: str, key_bits: int, asm: 
 
     if op in HASH_OPS or op == "gcm_encrypt":
         if asm is None:
-            from aesgen.pipeline import generate
             asm = generate(spec).asm
         counts = dict(main_loop(asm, op, key_bits).unit_counts())
         per_iteration = 16 * (width // 128) * depth
@@ -299,9 +301,6 @@ def op_ceiling(ceiling: Ceiling, spec: KernelSpec, op: str, key_bits: int, asm: 
 
 def tweak_source(spec: KernelSpec, mode: str) -> str:
     """How the file's XTS tweaks / OTR offsets are made in the main loop (what the figure measured)."""
-    from aesgen.kernels.otr import pipelined
-    from aesgen.kernels.xts_table import uses_gpr_tweaks
-
     width, depth = spec.width_for(mode), spec.depth_for(mode)
     if mode == "xts" and uses_gpr_tweaks(spec, width, depth):
         return " tweaks doubled in GPRs into tables"

@@ -1,4 +1,4 @@
-"""Build the benchmark harness and measurement objects (cached like the verifier's builds)."""
+"""Build the benchmark harness and measurement objects (cached with the verifier's builds, by its builder)."""
 from __future__ import annotations
 
 import hashlib
@@ -8,7 +8,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from .build import BuildError, build_dir, build_shared, compiler
+from aesgen.verify.build import BuildError, build_dir, build_shared, compiler
 
 # The harness: timing, our kernel and the in-process peers; a peer in a process of its own; their header.
 BENCH_SOURCES = tuple(Path(__file__).with_name(n) for n in ("bench.c", "bench_peer_process.c"))
