@@ -1,7 +1,9 @@
 """The `aesgen` command line."""
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import sys
 import tempfile
 from dataclasses import replace
@@ -151,21 +153,69 @@ def _spec_from_options(modes: str, isa: str | None, width: int | None, depth: in
         raise UsageFailure(str(e)) from None
 
 
-def write_atomically(files: dict[Path, str]) -> None:
-    """Write every file to a temporary name first; rename only when all are written."""
+def write_atomically(files: dict[Path, str | bytes]) -> None:
+    """Write every file to a temporary name in its folder first; rename only when all are
+    written, so a failure leaves nothing behind (no temporary, no half of a file pair).
+    A new file gets 0o666 & ~umask (as open() would give it); a file overwritten keeps its
+    mode. A file that cannot be written is one line and exit code 2 (UsageFailure)."""
+    for path in files:
+        if path.is_dir():
+            raise UsageFailure(f"cannot write '{path}': it is a folder")
+    umask = os.umask(0o022)
+    os.umask(umask)
     temps: list[tuple[Path, Path]] = []
+    current = next(iter(files), None)
     try:
-        for path, text in files.items():
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            temps.append((Path(tmp), path))
-        for tmp, path in temps:
-            os.replace(tmp, path)
+        for current, content in files.items():
+            fd, tmp = tempfile.mkstemp(dir=current.parent, prefix=f".{current.name}.", suffix=".tmp")
+            temps.append((Path(tmp), current))
+            with os.fdopen(fd, "wb") as f:
+                f.write(content.encode("utf-8") if isinstance(content, str) else content)
+                os.fchmod(f.fileno(), _mode_for(current, umask))
+        for tmp, current in temps:
+            os.replace(tmp, current)
+    except OSError as e:
+        raise UsageFailure(f"cannot write '{current}': {e.strerror or e}") from None
     finally:
         for tmp, _ in temps:
-            if tmp.exists():
-                tmp.unlink()
+            tmp.unlink(missing_ok=True)
+
+
+def _mode_for(path: Path, umask: int) -> int:
+    """The permission bits a written file gets: the replaced file's, else what the umask allows."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return 0o666 & ~umask
+
+
+def require_folder(path: Path) -> None:
+    """The folder an output file goes into exists (else one line and exit code 2)."""
+    if not path.parent.is_dir():
+        what = "is not a folder" if path.parent.exists() else "does not exist"
+        raise UsageFailure(f"output folder '{path.parent}' {what}")
+
+
+def require_writable(*paths: Path | None, create_folder: bool = False) -> None:
+    """Before a long run (a benchmark, an exploration, tuning): each output's folder exists
+    (or is made, with create_folder) and takes a file; the write itself comes later."""
+    for path in paths:
+        if path is None:
+            continue
+        if create_folder:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise UsageFailure(f"cannot create folder '{path.parent}': {e.strerror or e}") from None
+        require_folder(path)
+        try:
+            fd, probe = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        except OSError as e:
+            raise UsageFailure(f"cannot write '{path}': {e.strerror or e}") from None
+        os.close(fd)
+        os.unlink(probe)
+        if path.is_dir():
+            raise UsageFailure(f"cannot write '{path}': it is a folder")
 
 
 def generate_files(spec: KernelSpec, output: Path) -> tuple[Path, Path]:
@@ -173,8 +223,7 @@ def generate_files(spec: KernelSpec, output: Path) -> tuple[Path, Path]:
 
     if output.suffix != ".S":
         raise UsageFailure(f"output '{output}' must end in .S (the .h is written next to it)")
-    if not output.parent.is_dir():
-        raise UsageFailure(f"output folder '{output.parent}' does not exist")
+    require_folder(output)
     try:
         kernel = generate(spec, output.name)
     except BuildError as e:
@@ -292,7 +341,11 @@ def export(target: str, output: Path, abi: str, modes: str | None, run_verify: b
         files = render(families, target, abi, mode_list, run_verify)
     except BuildError as e:
         raise UsageFailure(str(e)) from None
-    output.mkdir(parents=True, exist_ok=True)
+    created = [p for p in (output, *output.parents) if not p.exists()]  # deepest first
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageFailure(f"cannot create folder '{output}': {e.strerror or e}") from None
     if run_verify:
         from .verify import verify_kernel
 
@@ -309,7 +362,13 @@ def export(target: str, output: Path, abi: str, modes: str | None, run_verify: b
         if failed:
             raise click.ClickException(f"verification failed for {', '.join(failed)}; nothing written")
         files = render(families, target, abi, mode_list, run_verify)
-    write_atomically({output / name: text for name, text in sorted(files.items())})
+    try:
+        write_atomically({output / name: text for name, text in sorted(files.items())})
+    except UsageFailure:
+        for folder in created:  # the folders this run made, if still empty
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
     console.print(f"wrote {len(files)} files to {output}: {', '.join(f.stem for f in families)}; "
                   f"run `make -C {output} check`")
 
@@ -458,6 +517,7 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
 
     if modes is None and not show_ceiling:
         raise UsageFailure("give MODES to benchmark, or --ceiling")
+    require_writable(json_path)
     peers = tuple(p for p in compare.split(",") if p)
     for p in peers:
         if p not in PEERS:
@@ -468,7 +528,7 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
         print_ceiling(ceiling)
     if modes is None:
         if json_path:
-            json_path.write_text(json.dumps({"schema": "aesgen-ceiling/1", **ceiling.to_dict()}, indent=1))
+            write_atomically({json_path: json.dumps({"schema": "aesgen-ceiling/1", **ceiling.to_dict()}, indent=1)})
         return
     spec = spec_from_options(modes, **config)
     if spec.abi != "sysv":
@@ -486,7 +546,7 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
                            trials=trials, ceiling=ceiling)
     print_bench(spec, result)
     if json_path:
-        json_path.write_text(json.dumps(result.to_json(), indent=1))
+        write_atomically({json_path: json.dumps(result.to_json(), indent=1)})
         console.print(f"wrote {json_path}")
 
 
@@ -600,9 +660,7 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
     unknown = [m for m in method_list if m not in DOUBLING_METHODS]
     if unknown or not method_list:
         raise UsageFailure(f"--methods '{methods}': choose from {', '.join(DOUBLING_METHODS)}")
-    for path in (json_path, plot_path):
-        if path is not None and not path.parent.is_dir():
-            raise UsageFailure(f"output folder '{path.parent}' does not exist")
+    require_writable(json_path, plot_path)
     if backend not in BACKENDS:
         raise UsageFailure(f"unknown backend '{backend}'; choose from {', '.join(BACKENDS)}")
     if mode == "gfdouble":
@@ -650,13 +708,16 @@ def print_round_counts(mode: str, isa: str, configs: list[tuple[int, int]]) -> N
 
 
 def write_exploration(module, result, json_path: Path | None, plot_path: Path | None) -> None:
-    """The JSON and the plot, each by the exploring module's own writer."""
-    if json_path:
-        module.write_json(result, json_path)
-        console.print(f"wrote {json_path}")
-    if plot_path:
-        module.plot(result, plot_path)
-        console.print(f"wrote {plot_path}")
+    """The JSON and the plot, each by the exploring module's own writer into a private folder,
+    then written in place atomically."""
+    wanted = {path: writer for path, writer in ((json_path, module.write_json), (plot_path, module.plot)) if path}
+    with tempfile.TemporaryDirectory(prefix="aesgen-") as tmp:
+        staged = {path: Path(tmp) / f"{i}{path.suffix}" for i, path in enumerate(wanted)}
+        for path, writer in wanted.items():
+            writer(result, staged[path])
+        write_atomically({path: staged[path].read_bytes() for path in wanted})
+    for path in wanted:
+        console.print(f"wrote {path}")
 
 
 def print_exploration(result) -> None:
@@ -791,10 +852,14 @@ def tune(modes: str, target: str) -> None:
         t = load(target)
     except (ConfigError, TargetError) as e:
         raise UsageFailure(str(e)) from None
+    require_writable(tuning.tune_path(), create_folder=True)
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("tune", total=None)
         result = tuning.tune(t, mode_list, progress=lambda s: progress.update(task, description=s))
-    path = tuning.save(result)
+    try:
+        path = tuning.save(result)
+    except OSError as e:
+        raise UsageFailure(f"cannot save the tuning result to '{e.filename}': {e.strerror or e}") from None
     table = Table(title=f"tuned for {result.cpu} ({t.description})")
     for c in ("mode", "bulk (16 KiB): width x depth", "GB/s", "short (256 B): width x depth", "cycles"):
         table.add_column(c, justify="right")
