@@ -113,6 +113,15 @@ class GeneratedKernel:
     register_notes: list[str] = field(default_factory=list)
 
 
+# The preprocessor condition around a file's code, and what it names: the code assembles only
+# where it belongs, so a multi-arch build that compiles every .S gets an empty object elsewhere.
+ARCH_GUARDS = {
+    "sysv": ("x86-64 ELF", "defined(__x86_64__) && defined(__ELF__)"),
+    # COFF under MinGW (_WIN32, no __ELF__), ELF for testing on Linux
+    "win64": ("x86-64 COFF (Windows) or ELF", "defined(__x86_64__) && (defined(__ELF__) || defined(_WIN32))"),
+}
+
+
 def command_line(spec: KernelSpec, output: str = "FILE.S") -> str:
     per_mode = "".join(f" --per-mode {m}={w}x{d}" for m, w, d in spec.overrides)
     per_mode += " --karatsuba" if spec.karatsuba else ""
@@ -340,6 +349,7 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
         "functions": fn_views, "constants": const_views, "multikey_bytes": MULTIKEY_BYTES,
         "spec_hash": hashlib.sha256(spec_json.encode()).hexdigest()[:16],
         "instruction_count": len(instructions), "guard": f"AESGEN_{spec.prefix.upper()}",
+        "arch_what": ARCH_GUARDS[spec.abi][0], "arch_condition": ARCH_GUARDS[spec.abi][1],
         "per_mode": ", ".join(f"{MODE_TITLES[m]} {spec.width_for(m)}-bit x depth {spec.depth_for(m)}"
                               + (" (serial encrypt)" if m == "cbc" else "")
                               + (f" ({'Karatsuba' if spec.karatsuba else 'schoolbook'} products, "

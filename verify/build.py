@@ -36,6 +36,18 @@ def compiler() -> str:
     return found
 
 
+LLVM_VERSION = "19"  # what `make setup` installs (llvm-19)
+
+
+def llvm_tool(name: str) -> str | None:
+    """An LLVM tool (llvm-mc, llvm-nm, ...): name-19 on PATH, LLVM 19's bin folder, else plain name."""
+    for candidate in (f"{name}-{LLVM_VERSION}", f"/usr/lib/llvm-{LLVM_VERSION}/bin/{name}", name):
+        found = shutil.which(candidate)
+        if found:
+            return found
+    return None
+
+
 def build_dir() -> Path:
     """Where shared objects are cached ($AESGEN_BUILD_DIR or a per-user temp dir)."""
     d = os.environ.get("AESGEN_BUILD_DIR")

@@ -21,6 +21,9 @@
 #
 # aesgen-spec: {"abi":"sysv","backend":"aesni","depth":1,"features":["aes","ssse3","avx","avx2","bmi2","vaes","avx512f","avx512bw","avx512vl"],"isa":"avx512","karatsuba":false,"modes":["cbc"],"overrides":[],"prefix":"aesgen_aesni_avx512_512x1","width":512}
 
+# The code below assembles for x86-64 ELF only: elsewhere (a multi-arch build) the file is empty.
+#if defined(__x86_64__) && defined(__ELF__)
+
 	.text
 
 
@@ -1286,7 +1289,11 @@ aesgen_aesni_avx512_512x1_cbc_decrypt:
 	.asciz "GNU"
 	.long 0xc0000002, 4, 3		# GNU_PROPERTY_X86_FEATURE_1_AND: IBT | SHSTK
 	.p2align 3
+#endif
 
-	.section .note.GNU-stack,"",@progbits
+# Every ELF object says it needs no executable stack, whatever the architecture.
+#if defined(__ELF__)
+	.section .note.GNU-stack,"",%progbits
+#endif
 
 # provenance: aesgen 0.1.0; spec sha256 e23d15643182c3ac; 1165 instructions

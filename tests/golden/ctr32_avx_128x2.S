@@ -18,6 +18,9 @@
 #
 # aesgen-spec: {"abi":"sysv","backend":"aesni","depth":2,"features":["aes","ssse3","avx"],"isa":"avx","karatsuba":false,"modes":["ctr32"],"overrides":[],"prefix":"aesgen_aesni_avx_128x2","width":128}
 
+# The code below assembles for x86-64 ELF only: elsewhere (a multi-arch build) the file is empty.
+#if defined(__x86_64__) && defined(__ELF__)
+
 	.text
 
 
@@ -1164,7 +1167,11 @@ aesgen_aesni_avx_128x2_ctr32_encrypt:
 	.asciz "GNU"
 	.long 0xc0000002, 4, 3		# GNU_PROPERTY_X86_FEATURE_1_AND: IBT | SHSTK
 	.p2align 3
+#endif
 
-	.section .note.GNU-stack,"",@progbits
+# Every ELF object says it needs no executable stack, whatever the architecture.
+#if defined(__ELF__)
+	.section .note.GNU-stack,"",%progbits
+#endif
 
 # provenance: aesgen 0.1.0; spec sha256 02faa4bc169fea51; 1040 instructions
