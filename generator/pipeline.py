@@ -7,6 +7,7 @@ assembled object).
 from __future__ import annotations
 
 import hashlib
+import textwrap
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Callable, TypeVar
@@ -22,7 +23,7 @@ from .lower import Lowerer
 from .regalloc import RegisterPressure, allocate_path
 from .schedule import flatten
 from .spec import MULTIKEY_BYTES, SPEC_MARKER, KernelSpec
-from .win64 import EPILOGUE as WIN64_EPILOGUE, Directive, wrap as wrap_win64
+from .win64 import EPILOGUE as WIN64_EPILOGUE, Directive, bytes_below_rsp, check_body, wrap as wrap_win64
 
 T = TypeVar("T")
 
@@ -122,12 +123,28 @@ ARCH_GUARDS = {
 }
 
 
+def red_zone_note(spec: KernelSpec, below_rsp: dict[str, int], c_names: bool = False) -> str:
+    """What the file's functions do below rsp (SysV files; win64 has no red zone), for the
+    headers of the .S and the .h; below_rsp: function -> bytes, from the emitted code."""
+    if not below_rsp:
+        why = "--no-red-zone: " if spec.no_red_zone else ""
+        return f"not used ({why}no function touches memory below the stack pointer)"
+    by_size: dict[int, list[str]] = {}
+    for fn, n in below_rsp.items():
+        by_size.setdefault(n, []).append(spec.symbol(fn) if c_names else fn)
+    uses = "; ".join(f"{', '.join(fns)} use{'s' if len(fns) == 1 else ''} {n} bytes below the stack pointer"
+                     for n, fns in by_size.items())
+    return (f"{uses} (the SysV red zone; wiped before return). Code that runs where the red zone is not "
+            f"kept (an OS kernel built with -mno-red-zone) needs a --no-red-zone file.")
+
+
 def command_line(spec: KernelSpec, output: str = "FILE.S") -> str:
     per_mode = "".join(f" --per-mode {m}={w}x{d}" for m, w, d in spec.overrides)
     per_mode += " --karatsuba" if spec.karatsuba else ""
     per_mode += f" --gfdouble {spec.gfdouble}" if spec.gfdouble else ""
     per_mode += " --allow-table-lookups" if spec.table_lookups else ""
     per_mode += " --no-ternlog" if spec.no_ternlog else ""
+    per_mode += " --no-red-zone" if spec.no_red_zone else ""
     per_mode += f" --abi {spec.abi}" if spec.abi != "sysv" else ""
     return (f"aesgen generate {','.join(spec.modes)} --isa {spec.isa} --width {spec.width} "
             f"--depth {spec.depth}{per_mode} --backend {spec.backend} --prefix {spec.prefix} -o {output}")
@@ -196,6 +213,7 @@ class FunctionEmitter:
         self.spec, self.asm = spec, asm
         self.nregs = 32 if spec.isa == "avx512" else 16
         self.notes: list[str] = []
+        self.red_zone: dict[str, int] = {}  # function -> bytes it uses below rsp (SysV red zone)
 
     def path_items(self, fn: Function, path: Path, lower: Lowerer) -> list:
         items = flatten(lower.items(path.items))
@@ -217,6 +235,10 @@ class FunctionEmitter:
         for path in fn.paths:
             items.extend(self.path_items(fn, path, lower))
         win64 = self.spec.abi == "win64"
+        if bytes_below_rsp(items):
+            if self.spec.no_red_zone:
+                check_body(items, "--no-red-zone")
+            self.red_zone[fn.name] = bytes_below_rsp(items)
         if win64:
             items = wrap_win64(items, len(fn.args))
 
@@ -350,6 +372,8 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
         "spec_hash": hashlib.sha256(spec_json.encode()).hexdigest()[:16],
         "instruction_count": len(instructions), "guard": f"AESGEN_{spec.prefix.upper()}",
         "arch_what": ARCH_GUARDS[spec.abi][0], "arch_condition": ARCH_GUARDS[spec.abi][1],
+        "red_zone": textwrap.wrap(red_zone_note(spec, emitter.red_zone), 96),
+        "red_zone_c": textwrap.wrap(red_zone_note(spec, emitter.red_zone, c_names=True), 92),
         "per_mode": ", ".join(f"{MODE_TITLES[m]} {spec.width_for(m)}-bit x depth {spec.depth_for(m)}"
                               + (" (serial encrypt)" if m == "cbc" else "")
                               + (f" ({'Karatsuba' if spec.karatsuba else 'schoolbook'} products, "

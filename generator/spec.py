@@ -126,6 +126,9 @@ class KernelSpec:
     # Bitsliced backend on avx512: no VPTERNLOGD (S-box by the three-operand circuit compiler,
     # linear layers by two-input XORs) -- the comparison point for what ternary logic buys.
     no_ternlog: bool = False
+    # SysV: no function touches memory below rsp (code run where the red zone is not kept,
+    # such as an OS kernel built with -mno-red-zone); win64 has no red zone anyway.
+    no_red_zone: bool = False
 
     def __post_init__(self) -> None:
         if self.abi not in ABIS:
@@ -142,6 +145,11 @@ class KernelSpec:
                                required_features(self.isa, self.width, self.modes, self.gfdouble, self.backend))
         object.__setattr__(self, "features", tuple(self.features))
         object.__setattr__(self, "overrides", tuple(tuple(o) for o in self.overrides))
+
+    @property
+    def red_zone_allowed(self) -> bool:
+        """May a function keep scratch below rsp (the 128 bytes SysV leaves to leaf functions)?"""
+        return self.abi == "sysv" and not self.no_red_zone
 
     def width_for(self, mode: str) -> int:
         return next((w for m, w, _ in self.overrides if m == mode), self.width)
@@ -292,7 +300,7 @@ class KernelSpec:
         d["modes"] = list(self.modes)
         d["features"] = list(self.features)
         d["overrides"] = [list(o) for o in self.overrides]
-        for name in ("gfdouble", "table_lookups", "no_ternlog"):  # only where they apply: older files stay as they were
+        for name in ("gfdouble", "table_lookups", "no_ternlog", "no_red_zone"):  # only where they apply: older files stay as they were
             if not d[name]:
                 del d[name]
         return json.dumps(d, sort_keys=True, separators=(",", ":"))

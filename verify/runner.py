@@ -172,7 +172,7 @@ def run_isolated(label: str, unit: Unit, timeout: float = UNIT_TIMEOUT_S) -> lis
 def _static_checks(spec: KernelSpec, path: Path) -> list[CheckResult]:
     """The other engineer's static checks, imported lazily so their absence is a skip."""
     out: list[CheckResult] = []
-    for mod in ("static_ct", "roundtrip"):
+    for mod in ("static_ct", "roundtrip", "red_zone"):
         if path.suffix != ".S":
             out.append(CheckResult(mod, "skip", f"{path.name} is not a generated .S file"))
             continue

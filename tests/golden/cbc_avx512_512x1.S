@@ -9,6 +9,7 @@
 # Per mode: CBC 512-bit x depth 1 (serial encrypt)
 # Requires: aes ssse3 avx avx2 bmi2 vaes avx512f avx512bw avx512vl (checked by aesgen_aesni_avx512_512x1_cpu_supported)
 # ABI:      SysV AMD64; leaf functions; CET: endbr64 on every entry, IBT+SHSTK property note
+# Red zone: not used (no function touches memory below the stack pointer)
 # Key schedule: round key i at offset 64*i (replicated per lane), round count
 #           (10/12/14) as a 32-bit int at offset 960; 1024 bytes, 64-byte aligned
 #

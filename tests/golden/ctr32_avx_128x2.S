@@ -9,6 +9,9 @@
 # Per mode: CTR32 128-bit x depth 2
 # Requires: aes ssse3 avx (checked by aesgen_aesni_avx_128x2_cpu_supported)
 # ABI:      SysV AMD64; leaf functions; CET: endbr64 on every entry, IBT+SHSTK property note
+# Red zone: ctr32_encrypt uses 16 bytes below the stack pointer (the SysV red zone; wiped before return).
+#           Code that runs where the red zone is not kept (an OS kernel built with -mno-red-zone) needs a
+#           --no-red-zone file.
 # Key schedule: round key i at offset 16*i (replicated per lane), round count
 #           (10/12/14) as a 32-bit int at offset 240; 256 bytes, 64-byte aligned
 #

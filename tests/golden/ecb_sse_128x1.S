@@ -9,6 +9,7 @@
 # Per mode: ECB 128-bit x depth 1
 # Requires: aes ssse3 (checked by aesgen_aesni_sse_128x1_cpu_supported)
 # ABI:      SysV AMD64; leaf functions; CET: endbr64 on every entry, IBT+SHSTK property note
+# Red zone: not used (no function touches memory below the stack pointer)
 # Key schedule: round key i at offset 16*i (replicated per lane), round count
 #           (10/12/14) as a 32-bit int at offset 240; 256 bytes, 64-byte aligned
 #
