@@ -67,6 +67,10 @@ def config_options(f):
     f = click.option("--no-red-zone", "no_red_zone", is_flag=True,
                      help="SysV: no function touches memory below rsp (the red zone), for code that runs where "
                           "it is not kept (an OS kernel built with -mno-red-zone); the CTR tails move rsp instead.")(f)
+    f = click.option("--hidden", is_flag=True,
+                     help="Hidden symbols (ELF .hidden): a shared library that links the file does not export "
+                          "the kernels. COFF has no visibility: a DLL exports what a .def file or dllexport names "
+                          "(MinGW ld: every global unless told --exclude-all-symbols).")(f)
     f = click.option("--tuned", is_flag=True, help="With --target native: use the `aesgen tune` result.")(f)
     f = click.option("--abi", type=click.Choice(ABIS), default="sysv", show_default=True,
                      help="Calling convention: sysv (Linux, BSD, macOS) or win64 (Microsoft x64: rcx/rdx/r8/r9, "
@@ -80,7 +84,8 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
                       backend: str = "aesni", prefix: str | None = None, target: str | None = None,
                       tuned: bool = False, profile: str = "bulk", per_mode: tuple[str, ...] = (),
                       karatsuba: bool = False, gfdouble: str = "", table_lookups: bool = False,
-                      no_ternlog: bool = False, abi: str = "sysv", no_red_zone: bool = False) -> KernelSpec:
+                      no_ternlog: bool = False, abi: str = "sysv", no_red_zone: bool = False,
+                      hidden: bool = False) -> KernelSpec:
     if depth is None and backend == "bitsliced" and target is None:
         # sets of 8 bit-planes interleaved: two fit AVX-512's 32 registers, one the others' 16
         depth = 2 if (isa or "avx512") == "avx512" else 1
@@ -95,6 +100,8 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
         spec = replace(spec, abi=abi)
     if no_red_zone:
         spec = replace(spec, no_red_zone=True)
+    if hidden:
+        spec = replace(spec, hidden=True)
     try:
         return with_doubling(spec, gfdouble, table_lookups)
     except ConfigError as e:

@@ -145,6 +145,7 @@ def command_line(spec: KernelSpec, output: str = "FILE.S") -> str:
     per_mode += " --allow-table-lookups" if spec.table_lookups else ""
     per_mode += " --no-ternlog" if spec.no_ternlog else ""
     per_mode += " --no-red-zone" if spec.no_red_zone else ""
+    per_mode += " --hidden" if spec.hidden else ""
     per_mode += f" --abi {spec.abi}" if spec.abi != "sysv" else ""
     return (f"aesgen generate {','.join(spec.modes)} --isa {spec.isa} --width {spec.width} "
             f"--depth {spec.depth}{per_mode} --backend {spec.backend} --prefix {spec.prefix} -o {output}")

@@ -129,6 +129,9 @@ class KernelSpec:
     # SysV: no function touches memory below rsp (code run where the red zone is not kept,
     # such as an OS kernel built with -mno-red-zone); win64 has no red zone anyway.
     no_red_zone: bool = False
+    # Every global symbol hidden (ELF .hidden, Mach-O .private_extern): a shared library that
+    # links the file does not export the kernels.
+    hidden: bool = False
 
     def __post_init__(self) -> None:
         if self.abi not in ABIS:
@@ -300,7 +303,7 @@ class KernelSpec:
         d["modes"] = list(self.modes)
         d["features"] = list(self.features)
         d["overrides"] = [list(o) for o in self.overrides]
-        for name in ("gfdouble", "table_lookups", "no_ternlog", "no_red_zone"):  # only where they apply: older files stay as they were
+        for name in ("gfdouble", "table_lookups", "no_ternlog", "no_red_zone", "hidden"):  # only where they apply: older files stay as they were
             if not d[name]:
                 del d[name]
         return json.dumps(d, sort_keys=True, separators=(",", ":"))

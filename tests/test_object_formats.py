@@ -47,9 +47,11 @@ def code_lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
-def write(spec: KernelSpec, folder: Path) -> Path:
-    path = folder / "k.S"
-    path.write_text(generate(spec, path.name).asm)
+def write(spec: KernelSpec, folder: Path, name: str = "k") -> Path:
+    path = folder / f"{name}.S"
+    g = generate(spec, path.name)
+    path.write_text(g.asm)
+    path.with_suffix(".h").write_text(g.header)
     return path
 
 
@@ -113,3 +115,117 @@ def test_the_only_preprocessor_directives_are_the_guards(name: str) -> None:
                           "#ifdef __ELF__", "#endif"] if SPECS[name].abi == "win64" else []),
                 "#endif", "#if defined(__ELF__)", "#endif"]
     assert directives == expected
+
+
+# ---------------------------------------------------------------- --hidden
+
+HIDDEN_LIB_C = r"""
+/* A library that uses the hidden kernels itself and exports only its own function. */
+#include <string.h>
+#include "k.h"
+
+int library_selftest(void) {  /* FIPS-197 C.1 through the hidden functions: 0 if right */
+    static const unsigned char key[16] = {0x00,0x01,0x02,0x03,0x04,0x05,0x06,0x07,0x08,0x09,0x0a,0x0b,0x0c,0x0d,0x0e,0x0f};
+    static const unsigned char pt[16] = {0x00,0x11,0x22,0x33,0x44,0x55,0x66,0x77,0x88,0x99,0xaa,0xbb,0xcc,0xdd,0xee,0xff};
+    static const unsigned char ct[16] = {0x69,0xc4,0xe0,0xd8,0x6a,0x7b,0x04,0x30,0xd8,0xcd,0xb7,0x80,0x70,0xb4,0xc5,0x5a};
+    static _Alignas(64) unsigned char ks[P_KEY_BYTES];
+    unsigned char out[16];
+    if (!P_cpu_supported()) return 2;
+    if (P_set_encrypt_key(key, 128, ks) != 0) return 3;
+    P_ecb_encrypt(ks, pt, out, 1);
+    return memcmp(out, ct, 16) != 0;
+}
+"""
+
+
+def defined_dynamic_symbols(lib: Path) -> set[str]:
+    p = run(["nm", "-D", "--defined-only", str(lib)])
+    assert p.returncode == 0, p.stderr
+    return {line.split()[-1] for line in p.stdout.splitlines() if line.strip()}
+
+
+@needs_cc
+@pytest.mark.parametrize("abi", ["sysv", "win64"])
+def test_hidden_symbols_are_not_exported_from_a_shared_object(abi: str, tmp_path: Path) -> None:
+    plain = KernelSpec(("ecb", "ctr32"), "avx2", 256, 2, abi=abi)
+    hidden = KernelSpec(("ecb", "ctr32"), "avx2", 256, 2, abi=abi, hidden=True)
+    symbols = {plain.symbol(f) for f in plain.functions}
+    for spec, exported in ((plain, symbols), (hidden, set())):
+        folder = tmp_path / ("hidden" if spec.hidden else "plain")
+        folder.mkdir()
+        src = write(spec, folder)
+        lib = folder / "libk.so"
+        assert run([CC, "-shared", "-fPIC", "-o", str(lib), str(src)]).returncode == 0
+        assert defined_dynamic_symbols(lib) & symbols == exported
+        dyn = run(["readelf", "--dyn-syms", "-W", str(lib)]).stdout
+        assert all((s in dyn) == bool(exported) for s in symbols)
+        obj = folder / "k.o"
+        assert run([CC, "-c", "-o", str(obj), str(src)]).returncode == 0
+        table = run(["readelf", "-sW", str(obj)]).stdout
+        rows = [line.split() for line in table.splitlines() if line.split()[-1:] and line.split()[-1] in symbols]
+        assert len(rows) == len(symbols) and all(r[4] == "GLOBAL" for r in rows)
+        assert {r[5] for r in rows} == {"HIDDEN" if spec.hidden else "DEFAULT"}
+
+
+@needs_cc
+def test_a_library_calls_its_hidden_kernels_and_exports_only_its_own_function(tmp_path: Path) -> None:
+    spec = KernelSpec(("ecb",), "avx2", 256, 2, hidden=True, prefix="P")
+    src = write(spec, tmp_path)
+    (tmp_path / "lib.c").write_text(HIDDEN_LIB_C)
+    lib = tmp_path / "libuser.so"
+    p = run([CC, "-std=c11", "-shared", "-fPIC", f"-I{tmp_path}", "-o", str(lib), str(tmp_path / "lib.c"), str(src)])
+    assert p.returncode == 0, p.stderr
+    assert defined_dynamic_symbols(lib) & {"library_selftest", "P_ecb_encrypt"} == {"library_selftest"}
+    main = tmp_path / "main.c"
+    main.write_text("int library_selftest(void);\nint main(void) { return library_selftest(); }\n")
+    p = run([CC, "-o", str(tmp_path / "main"), str(main), str(lib), f"-Wl,-rpath,{tmp_path}"])
+    assert p.returncode == 0, p.stderr
+    assert run([str(tmp_path / "main")]).returncode == 0
+    # a program cannot reach the kernels themselves through the library
+    main.write_text('#include "k.h"\nint main(void) { return P_cpu_supported(); }\n')
+    p = run([CC, f"-I{tmp_path}", "-o", str(tmp_path / "direct"), str(main), str(lib), f"-Wl,-rpath,{tmp_path}"])
+    assert p.returncode != 0 and "P_cpu_supported" in p.stderr
+
+
+@needs_cc
+def test_win64_hidden_is_elf_only(tmp_path: Path) -> None:
+    """COFF has no visibility: the COFF flavour of a --hidden win64 file carries no .hidden."""
+    spec = KernelSpec(("ecb",), "avx2", 256, 2, abi="win64", hidden=True)
+    src = write(spec, tmp_path)
+    elf = preprocess(src, "__x86_64__", "__ELF__")
+    coff = preprocess(src, "__x86_64__", "_WIN32")
+    hidden = [line for line in code_lines(elf) if line.startswith(".hidden ")]
+    assert hidden == [f".hidden {spec.symbol(f)}" for f in spec.functions]
+    assert ".hidden" not in "\n".join(code_lines(coff)) and ".seh_proc" in coff
+
+
+def test_hidden_is_recorded_and_regenerates(tmp_path: Path) -> None:
+    out = tmp_path / "k.S"
+    from _support import aesgen_command
+    p = run(aesgen_command() + ["generate", "ecb", "--isa", "sse", "--depth", "1", "--hidden", "-o", str(out)])
+    assert p.returncode == 0, p.stderr
+    spec = KernelSpec.from_asm(out)
+    assert spec.hidden and '"hidden":true' in out.read_text() and "--hidden" in out.read_text().splitlines()[3]
+    assert generate(spec, "k.S").asm == out.read_text()
+    assert "The symbols are hidden" in (tmp_path / "k.h").read_text()
+
+
+@needs_cc
+def test_verify_runs_on_hidden_files_and_the_visibility_check_can_fail(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from aesgen.verify import verify_kernel, visibility
+    from aesgen.verify.build import build_shared
+
+    spec = KernelSpec(("ecb", "ctr32"), "avx2", 256, 2, hidden=True)
+    src = write(spec, tmp_path)
+    results = verify_kernel(src, spec, quick=True)
+    assert [f"{r.name}: {r.detail}" for r in results if r.status == "fail"] == []
+    names = {r.name: r for r in results}
+    assert names["visibility"].status == "pass" and "hidden" in names["visibility"].detail
+    kat = [r for r in results if r.name.startswith("kat ecb_encrypt")]
+    assert kat and all(r.status == "pass" for r in kat)  # the functions ran, found in .symtab
+    # the check holds a plain file to --hidden and fails it, and a hidden one to the default
+    plain = write(replace(spec, hidden=False), tmp_path, "plain")
+    assert visibility.check(spec, build_shared(plain)).status == "fail"
+    assert visibility.check(replace(spec, hidden=False), build_shared(src)).status == "fail"

@@ -196,8 +196,13 @@ class Kernel:
     def __init__(self, so_path: Path | str, spec: KernelSpec) -> None:
         from aesgen.verify import signatures
 
+        from aesgen.verify import visibility
+
         self.spec = spec
         self.lib = ctypes.CDLL(str(so_path))
+        # --hidden files export nothing: their functions are found in the object's .symtab
+        self._hidden = visibility.hidden_addresses(so_path, self.lib, [spec.symbol(f) for f in spec.functions]) \
+            if getattr(spec, "hidden", False) else {}
         fset = signatures.function_set(spec)
         self.functions: tuple[str, ...] = fset.functions
         self.unusable: dict[str, str] = dict(fset.unusable)
@@ -206,7 +211,7 @@ class Kernel:
         self.missing: list[str] = []
         for name in self.functions:
             try:
-                f = getattr(self.lib, spec.symbol(name))
+                f = self._function(spec.symbol(name))
             except AttributeError:
                 self.missing.append(spec.symbol(name))
                 continue
@@ -214,11 +219,16 @@ class Kernel:
             if sig is None or name in self.unusable:
                 continue
             f.argtypes, f.restype = sig.argtypes, sig.restype
-            self.fn[name] = f if spec.abi == "sysv" else MsAbiFunction(fn_address(self.lib, spec.symbol(name)),
-                                                                        sig.argtypes, sig.restype)
+            self.fn[name] = f if spec.abi == "sysv" else MsAbiFunction(self.address(name), sig.argtypes, sig.restype)
+
+    def _function(self, symbol: str):
+        """The loaded function named symbol (AttributeError if there is none)."""
+        if symbol in self._hidden:
+            return self.lib._FuncPtr(self._hidden[symbol])
+        return getattr(self.lib, symbol)
 
     def address(self, name: str) -> int:
-        return fn_address(self.lib, self.spec.symbol(name))
+        return ctypes.cast(self._function(self.spec.symbol(name)), ctypes.c_void_p).value or 0
 
     def schedule_bytes(self, setup: str) -> int:
         """Size of the opaque buffer key setup function `setup` fills (from the spec)."""

@@ -226,7 +226,8 @@ def verify_kernel(
 ) -> list[CheckResult]:
     """Every check for one kernel file (.S, or a .c test fixture); never raises for kernel bugs."""
     from aesgen import cpu
-    from aesgen.verify import abi, aead, differential, guard, kat, mpc, ocb, otr_checks, simcheck, wideblock, xts
+    from aesgen.verify import (abi, aead, differential, guard, kat, mpc, ocb, otr_checks, simcheck, visibility,
+                               wideblock, xts)
     from aesgen.verify.build import BuildError, Kernel, build_shared, harness
 
     path = Path(asm_path)
@@ -240,6 +241,7 @@ def verify_kernel(
         results.append(CheckResult("build", "fail", str(e)))
         return results + _skip_all(spec, "build failed")
     results.append(CheckResult("build", "pass", so.name))
+    results.append(visibility.check(spec, so))
 
     missing = cpu.missing_features(spec.features)
     if missing:
