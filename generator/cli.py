@@ -18,8 +18,8 @@ from .config import ConfigError, make_spec, parse_modes, parse_per_mode, with_do
 from .doubling import METHODS as DOUBLING_METHODS
 from .cpu import missing_features
 from .dsl import BuildError
-from .spec import (ABIS, FEATURES_BY_ISA, ISAS, MAX_DEPTH, MODE_FUNCTIONS, MODES, WIDTHS_BY_ISA, KernelSpec,
-                   required_features)
+from .spec import (ABIS, FEATURES_BY_ISA, ISAS, MAX_DEPTH, MODE_FUNCTIONS, MODES, OBJECT_FORMATS, WIDTHS_BY_ISA,
+                   KernelSpec, required_features)
 
 console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -32,6 +32,29 @@ class UsageFailure(click.ClickException):
 
     def show(self, file=None) -> None:
         click.echo(f"aesgen: error: {self.message}", err=True)
+
+
+def dropin_options(f):
+    """How the file drops into a project (generate, verify, export...): its object format,
+    its symbols' visibility, its use of the red zone."""
+    f = click.option("--no-red-zone", "no_red_zone", is_flag=True,
+                     help="SysV: no function touches memory below rsp (the red zone), for code that runs where "
+                          "it is not kept (an OS kernel built with -mno-red-zone); the CTR tails move rsp instead.")(f)
+    f = click.option("--format", "object_format", type=click.Choice(OBJECT_FORMATS), default="elf", show_default=True,
+                     help="Object format the .S is written for: elf (Linux, the BSDs...) or macho (macOS: symbols "
+                          "with a leading underscore, no ELF directives); SysV only.")(f)
+    f = click.option("--hidden", is_flag=True,
+                     help="Hidden symbols (ELF .hidden, Mach-O .private_extern): a shared library that links the "
+                          "file does not export the kernels. COFF has no visibility: a DLL exports what a .def file "
+                          "or dllexport names (MinGW ld: every global unless told --exclude-all-symbols).")(f)
+    return f
+
+
+def check_format(abi: str, object_format: str) -> None:
+    """Mach-O is a SysV format (macOS); a win64 file is COFF (and ELF for testing)."""
+    if object_format != "elf" and abi != "sysv":
+        raise UsageFailure(f"--format {object_format} needs --abi sysv (macOS uses the SysV convention); "
+                           f"--abi {abi} files are COFF for Windows (and ELF for testing)")
 
 
 def config_options(f):
@@ -64,17 +87,12 @@ def config_options(f):
     f = click.option("--no-ternlog", "no_ternlog", is_flag=True,
                      help="--backend bitsliced on avx512: no VPTERNLOGD (three-operand S-box and XOR linear "
                           "layers), to measure what ternary logic buys.")(f)
-    f = click.option("--no-red-zone", "no_red_zone", is_flag=True,
-                     help="SysV: no function touches memory below rsp (the red zone), for code that runs where "
-                          "it is not kept (an OS kernel built with -mno-red-zone); the CTR tails move rsp instead.")(f)
-    f = click.option("--hidden", is_flag=True,
-                     help="Hidden symbols (ELF .hidden): a shared library that links the file does not export "
-                          "the kernels. COFF has no visibility: a DLL exports what a .def file or dllexport names "
-                          "(MinGW ld: every global unless told --exclude-all-symbols).")(f)
+    f = dropin_options(f)
     f = click.option("--tuned", is_flag=True, help="With --target native: use the `aesgen tune` result.")(f)
     f = click.option("--abi", type=click.Choice(ABIS), default="sysv", show_default=True,
-                     help="Calling convention: sysv (Linux, BSD, macOS) or win64 (Microsoft x64: rcx/rdx/r8/r9, "
-                          "xmm6-15 and rdi/rsi callee-saved, SEH unwind info for COFF).")(f)
+                     help="Calling convention: sysv (Linux, the BSDs; macOS with --format macho) or win64 "
+                          "(Microsoft x64: rcx/rdx/r8/r9, xmm6-15 and rdi/rsi callee-saved, SEH unwind info for "
+                          "COFF).")(f)
     f = click.option("--profile", type=click.Choice(["bulk", "short"]), default="bulk", show_default=True,
                      help="With --tuned: the configs tuned for bulk (16 KiB) or short (256 B) messages.")(f)
     return f
@@ -85,7 +103,7 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
                       tuned: bool = False, profile: str = "bulk", per_mode: tuple[str, ...] = (),
                       karatsuba: bool = False, gfdouble: str = "", table_lookups: bool = False,
                       no_ternlog: bool = False, abi: str = "sysv", no_red_zone: bool = False,
-                      hidden: bool = False) -> KernelSpec:
+                      hidden: bool = False, object_format: str = "elf") -> KernelSpec:
     if depth is None and backend == "bitsliced" and target is None:
         # sets of 8 bit-planes interleaved: two fit AVX-512's 32 registers, one the others' 16
         depth = 2 if (isa or "avx512") == "avx512" else 1
@@ -102,6 +120,9 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
         spec = replace(spec, no_red_zone=True)
     if hidden:
         spec = replace(spec, hidden=True)
+    if object_format != spec.object_format:
+        check_format(spec.abi, object_format)
+        spec = replace(spec, object_format=object_format)
     try:
         return with_doubling(spec, gfdouble, table_lookups)
     except ConfigError as e:
@@ -333,7 +354,8 @@ def report(results, verbose: bool) -> None:
               help=f"Comma list of families to export (default: all: {','.join(MODES)}).")
 @click.option("--verify", "run_verify", is_flag=True,
               help="Run `aesgen verify --quick` on every file first and record the results in README.md.")
-def export(target: str, output: Path, abi: str, modes: str | None, run_verify: bool) -> None:
+@dropin_options
+def export(target: str, output: Path, abi: str, modes: str | None, run_verify: bool, **dropin) -> None:
     """Write one .S + .h per kernel family for a target, a Makefile, a C smoke test and README.md.
 
     `make -C DIR` builds libaesgen.a; `make -C DIR check` runs known answers through the headers.
@@ -342,15 +364,16 @@ def export(target: str, output: Path, abi: str, modes: str | None, run_verify: b
     from .export import choose, parse_export_modes, render
     from .target import TargetError
 
+    check_format(abi, dropin["object_format"])
     try:
         mode_list = parse_export_modes(modes)
-        families = choose(target, mode_list, abi)
+        families = choose(target, mode_list, abi, dropin)
     except (ConfigError, TargetError, BuildError) as e:
         raise UsageFailure(str(e)) from None
     if output.exists() and not output.is_dir():
         raise UsageFailure(f"'{output}' exists and is not a folder")
     try:
-        files = render(families, target, abi, mode_list, run_verify)
+        files = render(families, target, abi, mode_list, run_verify, dropin)
     except BuildError as e:
         raise UsageFailure(str(e)) from None
     created = [p for p in (output, *output.parents) if not p.exists()]  # deepest first
@@ -373,7 +396,7 @@ def export(target: str, output: Path, abi: str, modes: str | None, run_verify: b
                 failed += [f.stem] if counts["fail"] else []
         if failed:
             raise click.ClickException(f"verification failed for {', '.join(failed)}; nothing written")
-        files = render(families, target, abi, mode_list, run_verify)
+        files = render(families, target, abi, mode_list, run_verify, dropin)
     try:
         write_atomically({output / name: text for name, text in sorted(files.items())})
     except UsageFailure:
@@ -545,6 +568,10 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
     spec = spec_from_options(modes, **config)
     if spec.abi != "sysv":
         raise UsageFailure(f"bench times SysV kernels; --abi {spec.abi} files are verified, not benchmarked")
+    if spec.hidden or spec.object_format != "elf":  # what the harness can load: the same instructions
+        spec = replace(spec, hidden=False, object_format="elf")
+        console.print("timing the ELF build with exported symbols (--hidden and --format change symbols and "
+                      "directives, not instructions)")
     with tempfile.TemporaryDirectory(prefix="aesgen-bench-") as tmp:
         path, _ = generate_files(spec, Path(tmp) / f"{spec.prefix}.S")
         if not no_verify:

@@ -117,9 +117,11 @@ class GeneratedKernel:
 # The preprocessor condition around a file's code, and what it names: the code assembles only
 # where it belongs, so a multi-arch build that compiles every .S gets an empty object elsewhere.
 ARCH_GUARDS = {
-    "sysv": ("x86-64 ELF", "defined(__x86_64__) && defined(__ELF__)"),
+    ("sysv", "elf"): ("x86-64 ELF", "defined(__x86_64__) && defined(__ELF__)"),
+    ("sysv", "macho"): ("x86-64 Mach-O (macOS)", "defined(__x86_64__) && defined(__APPLE__)"),
     # COFF under MinGW (_WIN32, no __ELF__), ELF for testing on Linux
-    "win64": ("x86-64 COFF (Windows) or ELF", "defined(__x86_64__) && (defined(__ELF__) || defined(_WIN32))"),
+    ("win64", "elf"): ("x86-64 COFF (Windows) or ELF",
+                       "defined(__x86_64__) && (defined(__ELF__) || defined(_WIN32))"),
 }
 
 
@@ -146,6 +148,7 @@ def command_line(spec: KernelSpec, output: str = "FILE.S") -> str:
     per_mode += " --no-ternlog" if spec.no_ternlog else ""
     per_mode += " --no-red-zone" if spec.no_red_zone else ""
     per_mode += " --hidden" if spec.hidden else ""
+    per_mode += f" --format {spec.object_format}" if spec.object_format != "elf" else ""
     per_mode += f" --abi {spec.abi}" if spec.abi != "sysv" else ""
     return (f"aesgen generate {','.join(spec.modes)} --isa {spec.isa} --width {spec.width} "
             f"--depth {spec.depth}{per_mode} --backend {spec.backend} --prefix {spec.prefix} -o {output}")
@@ -347,14 +350,15 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
 
     functions = build_functions(spec)
     consts = _constants(functions)
-    const_labels = {name: f".L{spec.prefix}_{name}" for name in consts}
-    asm = Assembler(spec.isa, const_labels, f".L{spec.prefix}_")
+    local = f"{spec.local_label_prefix}{spec.prefix}_"
+    const_labels = {name: f"{local}{name}" for name in consts}
+    asm = Assembler(spec.isa, const_labels, local)
     emitter = FunctionEmitter(spec, asm)
     fn_views, emitted_all = [], []
     for fn in functions:
         lines, emitted = _fitting(spec, emitter, fn, emitter.function)
         emitted_all.extend(emitted)
-        fn_views.append({"symbol": spec.symbol(fn.name), "args": fn.args, "summary": FUNCTIONS[fn.name][2],
+        fn_views.append({"symbol": spec.asm_symbol(fn.name), "args": fn.args, "summary": FUNCTIONS[fn.name][2],
                          "lines": lines, "prototype": prototype(spec, fn)})
     instructions = _resolve_branches(emitted_all)
     consts = dict(sorted({**consts, **asm.late_consts}.items()))
@@ -372,7 +376,8 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
         "functions": fn_views, "constants": const_views, "multikey_bytes": MULTIKEY_BYTES,
         "spec_hash": hashlib.sha256(spec_json.encode()).hexdigest()[:16],
         "instruction_count": len(instructions), "guard": f"AESGEN_{spec.prefix.upper()}",
-        "arch_what": ARCH_GUARDS[spec.abi][0], "arch_condition": ARCH_GUARDS[spec.abi][1],
+        "arch_what": ARCH_GUARDS[spec.abi, spec.object_format][0],
+        "arch_condition": ARCH_GUARDS[spec.abi, spec.object_format][1], "macho": spec.object_format == "macho",
         "red_zone": textwrap.wrap(red_zone_note(spec, emitter.red_zone), 96),
         "red_zone_c": textwrap.wrap(red_zone_note(spec, emitter.red_zone, c_names=True), 92),
         "per_mode": ", ".join(f"{MODE_TITLES[m]} {spec.width_for(m)}-bit x depth {spec.depth_for(m)}"

@@ -229,3 +229,139 @@ def test_verify_runs_on_hidden_files_and_the_visibility_check_can_fail(tmp_path:
     plain = write(replace(spec, hidden=False), tmp_path, "plain")
     assert visibility.check(spec, build_shared(plain)).status == "fail"
     assert visibility.check(replace(spec, hidden=False), build_shared(src)).status == "fail"
+
+
+# ---------------------------------------------------------------- --format macho
+
+LLVM_NM = llvm_tool("llvm-nm")
+needs_llvm_mc = pytest.mark.skipif(LLVM_MC is None or LLVM_NM is None,
+                                   reason="needs llvm-mc and llvm-nm (apt: llvm-19) to assemble for macOS")
+APPLE = ("__x86_64__", "__APPLE__", "__MACH__")
+MACHO_SPECS = {
+    "ecb+ctr32+cbc-sse": KernelSpec(("ecb", "ctr32", "cbc"), "sse", 128, 2, object_format="macho"),
+    "ecb+ctr32+cbc-avx512-hidden": KernelSpec(("ecb", "ctr32", "cbc"), "avx512", 512, 4, object_format="macho",
+                                              hidden=True),
+    "gcm-avx2": KernelSpec(("gcm",), "avx2", 256, 2, object_format="macho"),
+    "gcm+gcm-siv-avx512": KernelSpec(("gcm", "gcm-siv"), "avx512", 512, 2, object_format="macho"),
+    "xts-avx-no-red-zone": KernelSpec(("xts", "ctr32"), "avx", 128, 2, object_format="macho", no_red_zone=True),
+    "ocb+otr+mpc-avx512": KernelSpec(("ocb", "otr", "multikey", "fixed-key-hash", "cbc-multi"), "avx512", 256, 2,
+                                     object_format="macho"),
+    "rijndael256+simpira-avx2": KernelSpec(("rijndael256", "simpira"), "avx2", 256, 2, object_format="macho"),
+    "ecb+ctr32+cbc-bitsliced": KernelSpec(("ecb", "ctr32", "cbc"), "avx512", 512, 2, backend="bitsliced",
+                                          object_format="macho"),
+    "ctr32-gfni": KernelSpec(("ctr32", "ghash"), "avx512", 512, 2, backend="gfni", object_format="macho"),
+}
+
+
+def nm_macho(obj: Path) -> dict[str, str]:
+    """llvm-nm -m: symbol -> '(__TEXT,__text) external' and the like."""
+    p = run([LLVM_NM, "-m", str(obj)])
+    assert p.returncode == 0, p.stderr
+    return {line.split()[-1]: " ".join(line.split()[1:-1]) for line in p.stdout.splitlines() if line.strip()}
+
+
+@needs_cc
+@needs_llvm_mc
+@pytest.mark.parametrize("name", MACHO_SPECS)
+def test_macho_files_assemble_for_macos_with_underscored_globals(name: str, tmp_path: Path) -> None:
+    spec = MACHO_SPECS[name]
+    src = write(spec, tmp_path)
+    pre = tmp_path / "k.s"
+    pre.write_text(preprocess(src, *APPLE))
+    obj = tmp_path / "k.o"
+    p = run([LLVM_MC, "-triple", "x86_64-apple-macosx", "-filetype=obj", str(pre), "-o", str(obj)])
+    assert p.returncode == 0, p.stderr[:3000]
+    symbols = nm_macho(obj)
+    kind = "(__TEXT,__text) private external" if spec.hidden else "(__TEXT,__text) external"
+    assert {s: k for s, k in symbols.items() if k.endswith("external")} == \
+        {f"_{spec.symbol(f)}": kind for f in spec.functions}
+    assert not any("undefined" in k for k in symbols.values())
+    # llvm-objdump agrees that it is Mach-O x86-64 with a __const section for the constants
+    objdump = llvm_tool("llvm-objdump")
+    if objdump:
+        headers = run([objdump, "--macho", "-h", str(obj)]).stdout
+        assert "__text" in headers and "__const" in headers
+
+
+@pytest.mark.parametrize("name", MACHO_SPECS)
+def test_macho_text_has_no_elf_directives(name: str) -> None:
+    spec = MACHO_SPECS[name]
+    asm = generate(spec).asm
+    code = asm.split("#if defined(__x86_64__) && defined(__APPLE__)\n", 1)[1].split("\n#endif\n", 1)[0]
+    for elf_only in ("\t.type", "\t.size", ".note", ".rodata", "@function", "@progbits", ".hidden", "\n.L"):
+        assert elf_only not in code, elf_only
+    assert "\t.section __TEXT,__const\n" in code
+    for f in spec.functions:
+        sym = f"_{spec.symbol(f)}"
+        assert f"\t.globl {sym}\n" in code and f"\n{sym}:\n" in code
+        assert (f"\t.private_extern {sym}\n" in code) == spec.hidden
+
+
+@needs_cc
+@pytest.mark.parametrize("name", ["ecb+ctr32+cbc-sse", "gcm-avx2"])
+def test_a_macho_file_is_empty_for_linux_and_elsewhere(name: str, tmp_path: Path) -> None:
+    src = write(MACHO_SPECS[name], tmp_path)
+    assert code_lines(preprocess(src, "__x86_64__", "__ELF__")) == ['.section .note.GNU-stack,"",%progbits']
+    assert code_lines(preprocess(src, "__aarch64__", "__APPLE__", "__MACH__")) == []
+    assert "endbr64" in code_lines(preprocess(src, *APPLE))
+
+
+def test_the_macho_header_is_the_elf_header() -> None:
+    """C names have no underscore: the .h is the same but for the regenerate command it quotes."""
+    for name, spec in MACHO_SPECS.items():
+        from dataclasses import replace
+
+        macho, elf = generate(spec, "k.S").header, generate(replace(spec, object_format="elf"), "k.S").header
+        assert macho.replace(" --format macho", "") == elf, name
+
+
+def test_format_is_recorded_and_win64_macho_is_refused(tmp_path: Path) -> None:
+    from _support import aesgen_command
+
+    out = tmp_path / "k.S"
+    p = run(aesgen_command() + ["generate", "ecb", "--isa", "sse", "--depth", "1", "--format", "macho", "-o", str(out)])
+    assert p.returncode == 0, p.stderr
+    spec = KernelSpec.from_asm(out)
+    assert spec.object_format == "macho" and '"object_format":"macho"' in out.read_text()
+    assert "--format macho" in out.read_text().splitlines()[3] and generate(spec, "k.S").asm == out.read_text()
+    assert '"object_format"' not in generate(KernelSpec(("ecb",), "sse", 128, 1)).asm  # ELF files as before
+    p = run(aesgen_command() + ["generate", "ecb", "--abi", "win64", "--format", "macho", "-o", str(tmp_path / "w.S")])
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "--format macho" in p.stderr
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["k.S", "k.h"]
+
+
+@needs_cc
+@needs_llvm_mc
+def test_verify_a_macho_file(tmp_path: Path) -> None:
+    """Its own checks (assemble, symbols, round trip of __text), then every check on its ELF twin."""
+    from aesgen.verify import verify_kernel
+
+    spec = MACHO_SPECS["xts-avx-no-red-zone"]
+    src = write(spec, tmp_path)
+    results = verify_kernel(src, spec, quick=True)
+    assert [f"{r.name}: {r.detail}" for r in results if r.status == "fail"] == []
+    by_name = {r.name: r for r in results}
+    for name in ("macho assemble", "macho symbols", "macho roundtrip", "roundtrip", "red zone"):
+        assert by_name[name].status == "pass", name
+    assert any(r.name.startswith("kat xts_encrypt") and r.status == "pass" for r in results)
+
+
+@needs_cc
+@needs_llvm_mc
+def test_the_macho_checks_can_fail(tmp_path: Path) -> None:
+    from aesgen.verify import macho
+
+    spec = MACHO_SPECS["ecb+ctr32+cbc-sse"]
+    src = write(spec, tmp_path)
+    assert [r.status for r in macho.check(spec, src)] == ["pass"] * 3
+    text = src.read_text()
+    changed = tmp_path / "changed.S"
+    changed.write_text(text.replace("aesenclast", "aesenc", 1))  # one instruction differs
+    roundtrip = {r.name: r for r in macho.check(spec, changed)}["macho roundtrip"]
+    assert roundtrip.status == "fail" and "aesenc" in roundtrip.detail
+    sym = f"_{spec.symbol('ecb_decrypt')}"
+    changed.write_text(text.replace(f"\t.globl {sym}\n", ""))  # a function no longer global
+    symbols = {r.name: r for r in macho.check(spec, changed)}["macho symbols"]
+    assert symbols.status == "fail" and sym in symbols.detail
+    changed.write_text(text.replace("\t.section __TEXT,__const", "\t.section .rodata"))  # ELF spelling
+    assert macho.check(spec, changed)[0].status == "fail"

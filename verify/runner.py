@@ -16,6 +16,7 @@ import os
 import pickle
 import select
 import signal
+import tempfile
 import struct
 import time
 import traceback
@@ -232,6 +233,13 @@ def verify_kernel(
 
     path = Path(asm_path)
     spec = spec or KernelSpec.from_asm(path)
+    if getattr(spec, "object_format", "elf") == "macho":  # not loadable here: its own checks, then its ELF twin's
+        from aesgen.verify import macho
+
+        with tempfile.TemporaryDirectory(prefix="aesgen-twin-") as tmp:
+            twin, twin_path = macho.elf_twin(spec, Path(tmp))
+            return macho.check(spec, path) + verify_kernel(twin_path, twin, quick=quick, seed=seed, progress=progress,
+                                                           extra_flags=extra_flags)
     results = _static_checks(spec, path)
 
     try:
