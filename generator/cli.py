@@ -1,7 +1,9 @@
 """The `aesgen` command line."""
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import sys
 import tempfile
 from dataclasses import replace
@@ -18,8 +20,8 @@ from .cpu import MASK_ENV, MaskError, mask_note, missing_features, parse_mask
 from .dsl import BuildError
 from .model import bitsliced_depth
 from .verify.results import NOT_RUN_EXIT, not_run
-from .spec import (ABIS, FEATURES_BY_ISA, ISAS, MAX_DEPTH, MODE_FUNCTIONS, MODES, WIDTHS_BY_ISA, KernelSpec,
-                   required_features)
+from .spec import (ABIS, FEATURES_BY_ISA, ISAS, MAX_DEPTH, MODE_FUNCTIONS, MODES, OBJECT_FORMATS, WIDTHS_BY_ISA,
+                   KernelSpec, required_features)
 
 console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -32,6 +34,29 @@ class UsageFailure(click.ClickException):
 
     def show(self, file=None) -> None:
         click.echo(f"aesgen: error: {self.message}", err=True)
+
+
+def dropin_options(f):
+    """How the file drops into a project (generate, verify, export...): its object format,
+    its symbols' visibility, its use of the red zone."""
+    f = click.option("--no-red-zone", "no_red_zone", is_flag=True,
+                     help="SysV: no function touches memory below rsp (the red zone), for code that runs where "
+                          "it is not kept (an OS kernel built with -mno-red-zone); the CTR tails move rsp instead.")(f)
+    f = click.option("--format", "object_format", type=click.Choice(OBJECT_FORMATS), default="elf", show_default=True,
+                     help="Object format the .S is written for: elf (Linux, the BSDs...) or macho (macOS: symbols "
+                          "with a leading underscore, no ELF directives); SysV only.")(f)
+    f = click.option("--hidden", is_flag=True,
+                     help="Hidden symbols (ELF .hidden, Mach-O .private_extern): a shared library that links the "
+                          "file does not export the kernels. COFF has no visibility: a DLL exports what a .def file "
+                          "or dllexport names (MinGW ld: every global unless told --exclude-all-symbols).")(f)
+    return f
+
+
+def check_format(abi: str, object_format: str) -> None:
+    """Mach-O is a SysV format (macOS); a win64 file is COFF (and ELF for testing)."""
+    if object_format != "elf" and abi != "sysv":
+        raise UsageFailure(f"--format {object_format} needs --abi sysv (macOS uses the SysV convention); "
+                           f"--abi {abi} files are COFF for Windows (and ELF for testing)")
 
 
 def config_options(f):
@@ -65,10 +90,12 @@ def config_options(f):
     f = click.option("--no-ternlog", "no_ternlog", is_flag=True,
                      help="--backend bitsliced on avx512: no VPTERNLOGD (three-operand S-box and XOR linear "
                           "layers), to measure what ternary logic buys.")(f)
+    f = dropin_options(f)
     f = click.option("--tuned", is_flag=True, help="With --target native: use the `aesgen tune` result.")(f)
     f = click.option("--abi", type=click.Choice(ABIS), default="sysv", show_default=True,
-                     help="Calling convention: sysv (Linux, BSD, macOS) or win64 (Microsoft x64: rcx/rdx/r8/r9, "
-                          "xmm6-15 and rdi/rsi callee-saved, SEH unwind info for COFF).")(f)
+                     help="Calling convention: sysv (Linux, the BSDs; macOS with --format macho) or win64 "
+                          "(Microsoft x64: rcx/rdx/r8/r9, xmm6-15 and rdi/rsi callee-saved, SEH unwind info for "
+                          "COFF).")(f)
     f = click.option("--profile", type=click.Choice(["bulk", "short"]), default=None,
                      help="With --tuned: the configs tuned for bulk (16 KiB, the default) or short (256 B) "
                           "messages.")(f)
@@ -79,7 +106,8 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
                       backend: str | None = None, prefix: str | None = None, target: str | None = None,
                       tuned: bool = False, profile: str | None = None, per_mode: tuple[str, ...] = (),
                       karatsuba: bool = False, gfdouble: str = "", table_lookups: bool = False,
-                      no_ternlog: bool = False, abi: str = "sysv", default_native: bool = True) -> KernelSpec:
+                      no_ternlog: bool = False, abi: str = "sysv", no_red_zone: bool = False,
+                      hidden: bool = False, object_format: str = "elf", default_native: bool = True) -> KernelSpec:
     """The KernelSpec the options describe. With neither --isa nor --target the file is for this
     CPU (`--target native`, said in one line on stderr) unless default_native is False (simulate:
     the DSL runs anywhere, so its default stays the fixed avx512)."""
@@ -109,6 +137,13 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
         spec = replace(spec, no_ternlog=True)
     if abi != spec.abi:
         spec = replace(spec, abi=abi)
+    if no_red_zone:
+        spec = replace(spec, no_red_zone=True)
+    if hidden:
+        spec = replace(spec, hidden=True)
+    if object_format != spec.object_format:
+        check_format(spec.abi, object_format)
+        spec = replace(spec, object_format=object_format)
     try:
         spec = with_doubling(spec, gfdouble, table_lookups)
     except ConfigError as e:
@@ -227,21 +262,69 @@ def _spec_from_options(modes: str, isa: str | None, width: int | None, depth: in
         raise UsageFailure(str(e)) from None
 
 
-def write_atomically(files: dict[Path, str]) -> None:
-    """Write every file to a temporary name first; rename only when all are written."""
+def write_atomically(files: dict[Path, str | bytes]) -> None:
+    """Write every file to a temporary name in its folder first; rename only when all are
+    written, so a failure leaves nothing behind (no temporary, no half of a file pair).
+    A new file gets 0o666 & ~umask (as open() would give it); a file overwritten keeps its
+    mode. A file that cannot be written is one line and exit code 2 (UsageFailure)."""
+    for path in files:
+        if path.is_dir():
+            raise UsageFailure(f"cannot write '{path}': it is a folder")
+    umask = os.umask(0o022)
+    os.umask(umask)
     temps: list[tuple[Path, Path]] = []
+    current = next(iter(files), None)
     try:
-        for path, text in files.items():
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            temps.append((Path(tmp), path))
-        for tmp, path in temps:
-            os.replace(tmp, path)
+        for current, content in files.items():
+            fd, tmp = tempfile.mkstemp(dir=current.parent, prefix=f".{current.name}.", suffix=".tmp")
+            temps.append((Path(tmp), current))
+            with os.fdopen(fd, "wb") as f:
+                f.write(content.encode("utf-8") if isinstance(content, str) else content)
+                os.fchmod(f.fileno(), _mode_for(current, umask))
+        for tmp, current in temps:
+            os.replace(tmp, current)
+    except OSError as e:
+        raise UsageFailure(f"cannot write '{current}': {e.strerror or e}") from None
     finally:
         for tmp, _ in temps:
-            if tmp.exists():
-                tmp.unlink()
+            tmp.unlink(missing_ok=True)
+
+
+def _mode_for(path: Path, umask: int) -> int:
+    """The permission bits a written file gets: the replaced file's, else what the umask allows."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return 0o666 & ~umask
+
+
+def require_folder(path: Path) -> None:
+    """The folder an output file goes into exists (else one line and exit code 2)."""
+    if not path.parent.is_dir():
+        what = "is not a folder" if path.parent.exists() else "does not exist"
+        raise UsageFailure(f"output folder '{path.parent}' {what}")
+
+
+def require_writable(*paths: Path | None, create_folder: bool = False) -> None:
+    """Before a long run (a benchmark, an exploration, tuning): each output's folder exists
+    (or is made, with create_folder) and takes a file; the write itself comes later."""
+    for path in paths:
+        if path is None:
+            continue
+        if create_folder:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise UsageFailure(f"cannot create folder '{path.parent}': {e.strerror or e}") from None
+        require_folder(path)
+        try:
+            fd, probe = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        except OSError as e:
+            raise UsageFailure(f"cannot write '{path}': {e.strerror or e}") from None
+        os.close(fd)
+        os.unlink(probe)
+        if path.is_dir():
+            raise UsageFailure(f"cannot write '{path}': it is a folder")
 
 
 def generate_files(spec: KernelSpec, output: Path) -> tuple[Path, Path]:
@@ -249,8 +332,7 @@ def generate_files(spec: KernelSpec, output: Path) -> tuple[Path, Path]:
 
     if output.suffix != ".S":
         raise UsageFailure(f"output '{output}' must end in .S (the .h is written next to it)")
-    if not output.parent.is_dir():
-        raise UsageFailure(f"output folder '{output.parent}' does not exist")
+    require_folder(output)
     try:
         kernel = generate(spec, output.name)
     except BuildError as e:
@@ -383,7 +465,8 @@ def report(results, verbose: bool) -> None:
               help=f"Comma list of families to export (default: all: {','.join(MODES)}).")
 @click.option("--verify", "run_verify", is_flag=True,
               help="Run `aesgen verify --quick` on every file first and record the results in README.md.")
-def export(target: str, output: Path, abi: str, modes: str | None, run_verify: bool) -> None:
+@dropin_options
+def export(target: str, output: Path, abi: str, modes: str | None, run_verify: bool, **dropin) -> None:
     """Write one .S + .h per kernel family for a target, a Makefile, a C smoke test and README.md.
 
     `make -C DIR` builds libaesgen.a; `make -C DIR check` runs known answers through the headers.
@@ -392,18 +475,23 @@ def export(target: str, output: Path, abi: str, modes: str | None, run_verify: b
     from .export import choose, parse_export_modes, render
     from .target import TargetError
 
+    check_format(abi, dropin["object_format"])
     try:
         mode_list = parse_export_modes(modes)
-        families = choose(target, mode_list, abi)
+        families = choose(target, mode_list, abi, dropin)
     except (ConfigError, TargetError, BuildError) as e:
         raise UsageFailure(str(e)) from None
     if output.exists() and not output.is_dir():
         raise UsageFailure(f"'{output}' exists and is not a folder")
     try:
-        files = render(families, target, abi, mode_list, run_verify)
+        files = render(families, target, abi, mode_list, run_verify, dropin)
     except BuildError as e:
         raise UsageFailure(str(e)) from None
-    output.mkdir(parents=True, exist_ok=True)
+    created = [p for p in (output, *output.parents) if not p.exists()]  # deepest first
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageFailure(f"cannot create folder '{output}': {e.strerror or e}") from None
     if run_verify:
         from .verify import verify_kernel
 
@@ -419,8 +507,14 @@ def export(target: str, output: Path, abi: str, modes: str | None, run_verify: b
                 failed += [f.stem] if counts["fail"] else []
         if failed:
             raise click.ClickException(f"verification failed for {', '.join(failed)}; nothing written")
-        files = render(families, target, abi, mode_list, run_verify)
-    write_atomically({output / name: text for name, text in sorted(files.items())})
+        files = render(families, target, abi, mode_list, run_verify, dropin)
+    try:
+        write_atomically({output / name: text for name, text in sorted(files.items())})
+    except UsageFailure:
+        for folder in created:  # the folders this run made, if still empty
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
     console.print(f"wrote {len(files)} files to {output}: {', '.join(f.stem for f in families)}; "
                   f"run `make -C {output} check`")
 
@@ -570,6 +664,7 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
 
     if modes is None and not show_ceiling:
         raise UsageFailure("give MODES to benchmark, or --ceiling")
+    require_writable(json_path)
     peers = tuple(p for p in compare.split(",") if p)
     for p in peers:
         if p not in PEERS:
@@ -580,7 +675,7 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
         print_ceiling(ceiling)
     if modes is None:
         if json_path:
-            json_path.write_text(json.dumps({"schema": "aesgen-ceiling/1", **ceiling.to_dict()}, indent=1))
+            write_atomically({json_path: json.dumps({"schema": "aesgen-ceiling/1", **ceiling.to_dict()}, indent=1)})
         return
     spec = spec_from_options(modes, **config)
     if spec.abi != "sysv":
@@ -589,6 +684,10 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
     if lacking:
         raise UsageFailure(f"this CPU cannot run {spec.prefix} (it lacks {' '.join(lacking)}{mask_note()}); "
                            "bench measures, so choose what runs here (--target native)")
+    if spec.hidden or spec.object_format != "elf":  # what the harness can load: the same instructions
+        spec = replace(spec, hidden=False, object_format="elf")
+        console.print("timing the ELF build with exported symbols (--hidden and --format change symbols and "
+                      "directives, not instructions)")
     with tempfile.TemporaryDirectory(prefix="aesgen-bench-") as tmp:
         path, _ = generate_files(spec, Path(tmp) / f"{spec.prefix}.S")
         if not no_verify:
@@ -602,7 +701,7 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
                            trials=trials, ceiling=ceiling)
     print_bench(spec, result)
     if json_path:
-        json_path.write_text(json.dumps(result.to_json(), indent=1))
+        write_atomically({json_path: json.dumps(result.to_json(), indent=1)})
         console.print(f"wrote {json_path}")
 
 
@@ -717,9 +816,7 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
     unknown = [m for m in method_list if m not in DOUBLING_METHODS]
     if unknown or not method_list:
         raise UsageFailure(f"--methods '{methods}': choose from {', '.join(DOUBLING_METHODS)}")
-    for path in (json_path, plot_path):
-        if path is not None and not path.parent.is_dir():
-            raise UsageFailure(f"output folder '{path.parent}' does not exist")
+    require_writable(json_path, plot_path)
     if backend is None:
         backend = t.backend_for((mode,)) if target == "native" and mode in MODES else "aesni"
     if backend not in BACKENDS:
@@ -769,13 +866,16 @@ def print_round_counts(mode: str, isa: str, configs: list[tuple[int, int]]) -> N
 
 
 def write_exploration(module, result, json_path: Path | None, plot_path: Path | None) -> None:
-    """The JSON and the plot, each by the exploring module's own writer."""
-    if json_path:
-        module.write_json(result, json_path)
-        console.print(f"wrote {json_path}")
-    if plot_path:
-        module.plot(result, plot_path)
-        console.print(f"wrote {plot_path}")
+    """The JSON and the plot, each by the exploring module's own writer into a private folder,
+    then written in place atomically."""
+    wanted = {path: writer for path, writer in ((json_path, module.write_json), (plot_path, module.plot)) if path}
+    with tempfile.TemporaryDirectory(prefix="aesgen-") as tmp:
+        staged = {path: Path(tmp) / f"{i}{path.suffix}" for i, path in enumerate(wanted)}
+        for path, writer in wanted.items():
+            writer(result, staged[path])
+        write_atomically({path: staged[path].read_bytes() for path in wanted})
+    for path in wanted:
+        console.print(f"wrote {path}")
 
 
 def print_exploration(result) -> None:
@@ -910,13 +1010,17 @@ def tune(modes: str, target: str) -> None:
         t = load(target)
     except (ConfigError, TargetError) as e:
         raise UsageFailure(str(e)) from None
+    require_writable(tuning.tune_path(), create_folder=True)
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("tune", total=None)
         try:
             result = tuning.tune(t, mode_list, progress=lambda s: progress.update(task, description=s))
         except ConfigError as e:
             raise UsageFailure(str(e)) from None
-    path = tuning.save(result)
+    try:
+        path = tuning.save(result)
+    except OSError as e:
+        raise UsageFailure(f"cannot save the tuning result to '{e.filename}': {e.strerror or e}") from None
     table = Table(title=f"tuned for {result.cpu} ({t.description})")
     for c in ("mode", "bulk (16 KiB): width x depth", "GB/s", "short (256 B): width x depth", "cycles"):
         table.add_column(c, justify="right")

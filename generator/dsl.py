@@ -62,7 +62,7 @@ class FunctionBuilder:
     # -- naming ------------------------------------------------------------
     def label_name(self, stem: str) -> str:
         self._labels += 1
-        return f".L{self.spec.prefix}_{self.fn.name}_{stem}{self._labels}"
+        return f"{self.spec.local_label_prefix}{self.spec.prefix}_{self.fn.name}_{stem}{self._labels}"
 
     def _vreg(self, role: str, pinned: bool = False) -> VReg:
         self._ids += 1

@@ -49,8 +49,10 @@ def family_prefix(target: str, mode: str) -> str:
     return f"aesgen_{target}_{re.sub(r'[^A-Za-z0-9_]', '', mode)}"
 
 
-def choose(target_name: str, modes: tuple[str, ...], abi: str) -> list[Family]:
-    """Each mode's configuration for the target (tuned result, else the model's choice)."""
+def choose(target_name: str, modes: tuple[str, ...], abi: str, dropin: dict | None = None) -> list[Family]:
+    """Each mode's configuration for the target (tuned result, else the model's choice);
+    dropin: KernelSpec fields every file gets (object_format, hidden, no_red_zone)."""
+    dropin = dropin or {}
     from . import model, target as targets
 
     t = targets.load(target_name)
@@ -81,23 +83,23 @@ def choose(target_name: str, modes: tuple[str, ...], abi: str) -> list[Family]:
             if choice.depth < 1:
                 raise ConfigError(f"target {t.name} cannot hold any {mode} kernel in its "
                                   f"{t.vector_registers} vector registers")
-            spec, kernel, lowered = _model_spec(t, mode, prefix, choice, abi)
+            spec, kernel, lowered = _model_spec(t, mode, prefix, choice, abi, dropin)
             chosen = (f"the model for {t.name}: {choice.isa} {choice.width}-bit x depth {spec.depth} "
                       f"({choice.reason}{lowered})")
             out.append(Family(mode, spec, chosen, "not measured", kernel))
             continue
-        out.append(Family(mode, replace(spec, abi=abi), chosen, measured))
+        out.append(Family(mode, replace(spec, abi=abi, **dropin), chosen, measured))
     return out
 
 
-def _model_spec(t, mode: str, prefix: str, choice, abi: str) -> tuple[KernelSpec, GeneratedKernel, str]:
+def _model_spec(t, mode: str, prefix: str, choice, abi: str, dropin: dict) -> tuple[KernelSpec, GeneratedKernel, str]:
     """The model's choice, or the deepest smaller depth the mode accepts when it refuses
     that one (e.g. OCB takes power-of-two batches only); the refusal is kept as the reason."""
     from . import model
 
     first: BuildError | None = None
     for depth in range(choice.depth, 0, -1):
-        spec = replace(model.spec_for(t, (mode,), prefix, {mode: replace(choice, depth=depth)}), abi=abi)
+        spec = replace(model.spec_for(t, (mode,), prefix, {mode: replace(choice, depth=depth)}), abi=abi, **dropin)
         try:
             kernel = generate(spec, f"{prefix}.S")
         except BuildError as e:
@@ -140,12 +142,16 @@ def provenance() -> str:
     return f"aesgen {__version__}, commit {commit}{' with uncommitted changes' if dirty else ''}"
 
 
-def export_command(target: str, abi: str, modes: tuple[str, ...], verify: bool) -> str:
-    mode_opt = "" if modes == MODES else f" --modes {','.join(modes)}"
-    return f"aesgen export --target {target} --abi {abi}{mode_opt}{' --verify' if verify else ''} -o DIR"
+def export_command(target: str, abi: str, modes: tuple[str, ...], verify: bool, dropin: dict) -> str:
+    options = "" if modes == MODES else f" --modes {','.join(modes)}"
+    options += f" --format {dropin['object_format']}" if dropin.get("object_format", "elf") != "elf" else ""
+    options += " --hidden" if dropin.get("hidden") else ""
+    options += " --no-red-zone" if dropin.get("no_red_zone") else ""
+    return f"aesgen export --target {target} --abi {abi}{options}{' --verify' if verify else ''} -o DIR"
 
 
-def render(families: list[Family], target: str, abi: str, modes: tuple[str, ...], verify: bool) -> dict[str, str]:
+def render(families: list[Family], target: str, abi: str, modes: tuple[str, ...], verify: bool,
+           dropin: dict | None = None) -> dict[str, str]:
     """Every file of the export folder: name -> text."""
     from aesgen.verify import smoke
 
@@ -157,7 +163,8 @@ def render(families: list[Family], target: str, abi: str, modes: tuple[str, ...]
         f.smoke_cases = smoke.cases_for(f.spec.modes, f.spec.functions)
     env = _env()
     context = {
-        "version": __version__, "provenance": provenance(), "command": export_command(target, abi, modes, verify),
+        "version": __version__, "provenance": provenance(),
+        "command": export_command(target, abi, modes, verify, dropin or {}), "dropin": families[0].spec,
         "target": target, "abi": abi, "families": families, "library": LIBRARY, "smoke_test": SMOKE_TEST,
         "coff_assembler": COFF_ASSEMBLER, "titles": MODE_TITLES, "mode_functions": MODE_FUNCTIONS,
         "checks": {f.stem: [line for case in f.smoke_cases for line in smoke.case_c(f.stem, case)] for f in families},

@@ -7,6 +7,7 @@ assembled object).
 from __future__ import annotations
 
 import hashlib
+import textwrap
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Callable, TypeVar
@@ -24,7 +25,7 @@ from .lower import Lowerer
 from .regalloc import RegisterPressure, allocate_path
 from .schedule import flatten
 from .spec import MULTIKEY_BYTES, SPEC_MARKER, KernelSpec
-from .win64 import EPILOGUE as WIN64_EPILOGUE, Directive, wrap as wrap_win64
+from .win64 import EPILOGUE as WIN64_EPILOGUE, Directive, bytes_below_rsp, check_body, wrap as wrap_win64
 
 T = TypeVar("T")
 
@@ -55,12 +56,41 @@ class GeneratedKernel:
     register_notes: list[str] = field(default_factory=list)
 
 
+# The preprocessor condition around a file's code, and what it names: the code assembles only
+# where it belongs, so a multi-arch build that compiles every .S gets an empty object elsewhere.
+ARCH_GUARDS = {
+    ("sysv", "elf"): ("x86-64 ELF", "defined(__x86_64__) && defined(__ELF__)"),
+    ("sysv", "macho"): ("x86-64 Mach-O (macOS)", "defined(__x86_64__) && defined(__APPLE__)"),
+    # COFF under MinGW (_WIN32, no __ELF__), ELF for testing on Linux
+    ("win64", "elf"): ("x86-64 COFF (Windows) or ELF",
+                       "defined(__x86_64__) && (defined(__ELF__) || defined(_WIN32))"),
+}
+
+
+def red_zone_note(spec: KernelSpec, below_rsp: dict[str, int], c_names: bool = False) -> str:
+    """What the file's functions do below rsp (SysV files; win64 has no red zone), for the
+    headers of the .S and the .h; below_rsp: function -> bytes, from the emitted code."""
+    if not below_rsp:
+        why = "--no-red-zone: " if spec.no_red_zone else ""
+        return f"not used ({why}no function touches memory below the stack pointer)"
+    by_size: dict[int, list[str]] = {}
+    for fn, n in below_rsp.items():
+        by_size.setdefault(n, []).append(spec.symbol(fn) if c_names else fn)
+    uses = "; ".join(f"{', '.join(fns)} use{'s' if len(fns) == 1 else ''} {n} bytes below the stack pointer"
+                     for n, fns in by_size.items())
+    return (f"{uses} (the SysV red zone; wiped before return). Code that runs where the red zone is not "
+            f"kept (an OS kernel built with -mno-red-zone) needs a --no-red-zone file.")
+
+
 def command_line(spec: KernelSpec, output: str = "FILE.S") -> str:
     per_mode = "".join(f" --per-mode {m}={w}x{d}" for m, w, d in spec.overrides)
     per_mode += " --karatsuba" if spec.karatsuba else ""
     per_mode += f" --gfdouble {spec.gfdouble}" if spec.gfdouble else ""
     per_mode += " --allow-table-lookups" if spec.table_lookups else ""
     per_mode += " --no-ternlog" if spec.no_ternlog else ""
+    per_mode += " --no-red-zone" if spec.no_red_zone else ""
+    per_mode += " --hidden" if spec.hidden else ""
+    per_mode += f" --format {spec.object_format}" if spec.object_format != "elf" else ""
     per_mode += f" --abi {spec.abi}" if spec.abi != "sysv" else ""
     return (f"aesgen generate {','.join(spec.modes)} --isa {spec.isa} --width {spec.width} "
             f"--depth {spec.depth}{per_mode} --backend {spec.backend} --prefix {spec.prefix} -o {output}")
@@ -111,6 +141,7 @@ class FunctionEmitter:
         self.spec, self.asm = spec, asm
         self.nregs = 32 if spec.isa == "avx512" else 16
         self.notes: list[str] = []
+        self.red_zone: dict[str, int] = {}  # function -> bytes it uses below rsp (SysV red zone)
 
     def path_items(self, fn: Function, path: Path, lower: Lowerer) -> list:
         items = flatten(lower.items(path.items))
@@ -132,6 +163,10 @@ class FunctionEmitter:
         for path in fn.paths:
             items.extend(self.path_items(fn, path, lower))
         win64 = self.spec.abi == "win64"
+        if bytes_below_rsp(items):
+            if self.spec.no_red_zone:
+                check_body(items, "--no-red-zone")
+            self.red_zone[fn.name] = bytes_below_rsp(items)
         if win64:
             items = wrap_win64(items, len(fn.args))
 
@@ -233,14 +268,15 @@ def _allocate_all(emitter: FunctionEmitter, fn: Function) -> None:
 def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
     functions = build_functions(spec)
     consts = _constants(functions)
-    const_labels = {name: f".L{spec.prefix}_{name}" for name in consts}
-    asm = Assembler(spec.isa, const_labels, f".L{spec.prefix}_")
+    local = f"{spec.local_label_prefix}{spec.prefix}_"
+    const_labels = {name: f"{local}{name}" for name in consts}
+    asm = Assembler(spec.isa, const_labels, local)
     emitter = FunctionEmitter(spec, asm)
     fn_views, emitted_all = [], []
     for fn in functions:
         lines, emitted = _fitting(spec, emitter, fn, emitter.function)
         emitted_all.extend(emitted)
-        fn_views.append({"symbol": spec.symbol(fn.name), "args": fn.args, "summary": FUNCTIONS[fn.name].summary,
+        fn_views.append({"symbol": spec.asm_symbol(fn.name), "args": fn.args, "summary": FUNCTIONS[fn.name].summary,
                          "lines": lines, "prototype": prototype(spec, fn)})
     instructions = _resolve_branches(emitted_all)
     consts = dict(sorted({**consts, **asm.late_consts}.items()))
@@ -258,6 +294,10 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
         "functions": fn_views, "constants": const_views, "multikey_bytes": MULTIKEY_BYTES,
         "spec_hash": hashlib.sha256(spec_json.encode()).hexdigest()[:16],
         "instruction_count": len(instructions), "guard": f"AESGEN_{spec.prefix}",  # as the prefix is spelled: guards differ when prefixes do
+        "arch_what": ARCH_GUARDS[spec.abi, spec.object_format][0],
+        "arch_condition": ARCH_GUARDS[spec.abi, spec.object_format][1], "macho": spec.object_format == "macho",
+        "red_zone": textwrap.wrap(red_zone_note(spec, emitter.red_zone), 96),
+        "red_zone_c": textwrap.wrap(red_zone_note(spec, emitter.red_zone, c_names=True), 92),
         "per_mode": ", ".join(f"{MODE_TITLES[m]} {spec.width_for(m)}-bit x depth {spec.depth_for(m)}"
                               + (" (serial encrypt)" if m == "cbc" else "")
                               + (f" ({'Karatsuba' if spec.karatsuba else 'schoolbook'} products, "

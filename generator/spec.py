@@ -34,6 +34,9 @@ BACKENDS = ("aesni", "gfni", "bitsliced")
 # The modes the bitsliced backend implements (kernels/bitsliced.py).
 BITSLICED_MODES = ("ecb", "ctr32", "cbc")
 ABIS = ("sysv", "win64")  # calling conventions (win64: generator/win64.py)
+# Object formats of a SysV file: ELF (Linux, the BSDs...) or Mach-O (macOS). A win64 file is one
+# format of its own (COFF for Windows, ELF for testing), recorded as "elf".
+OBJECT_FORMATS = ("elf", "macho")
 MAX_DEPTH = 16
 
 # /proc/cpuinfo flag names each ISA family needs.
@@ -101,10 +104,23 @@ class KernelSpec:
     # Bitsliced backend on avx512: no VPTERNLOGD (S-box by the three-operand circuit compiler,
     # linear layers by two-input XORs) -- the comparison point for what ternary logic buys.
     no_ternlog: bool = False
+    # SysV: no function touches memory below rsp (code run where the red zone is not kept,
+    # such as an OS kernel built with -mno-red-zone); win64 has no red zone anyway.
+    no_red_zone: bool = False
+    # Every global symbol hidden (ELF .hidden, Mach-O .private_extern): a shared library that
+    # links the file does not export the kernels.
+    hidden: bool = False
+    # The object format the .S is written for (OBJECT_FORMATS).
+    object_format: str = "elf"
 
     def __post_init__(self) -> None:
         if self.abi not in ABIS:
             raise ValueError(f"unknown ABI '{self.abi}'; choose from {', '.join(ABIS)}")
+        if self.object_format not in OBJECT_FORMATS:
+            raise ValueError(f"unknown object format '{self.object_format}'; choose from {', '.join(OBJECT_FORMATS)}")
+        if self.object_format != "elf" and self.abi != "sysv":
+            raise ValueError(f"--format {self.object_format} is for the SysV convention (macOS); --abi {self.abi} "
+                             "files are COFF for Windows (and ELF for testing)")
         object.__setattr__(self, "modes", tuple(self.modes))
         if not self.gfdouble and any(m in DOUBLING_MODES for m in self.modes):
             object.__setattr__(self, "gfdouble", default_method(self.isa, self.width))
@@ -117,6 +133,11 @@ class KernelSpec:
                                required_features(self.isa, self.width, self.modes, self.gfdouble, self.backend))
         object.__setattr__(self, "features", tuple(self.features))
         object.__setattr__(self, "overrides", tuple(tuple(o) for o in self.overrides))
+
+    @property
+    def red_zone_allowed(self) -> bool:
+        """May a function keep scratch below rsp (the 128 bytes SysV leaves to leaf functions)?"""
+        return self.abi == "sysv" and not self.no_red_zone
 
     def width_for(self, mode: str) -> int:
         return next((w for m, w, _ in self.overrides if m == mode), self.width)
@@ -260,16 +281,28 @@ class KernelSpec:
         return (30 * self.key_stride + 63) // 64 * 64
 
     def symbol(self, function: str) -> str:
+        """The C name of a function."""
         return f"{self.prefix}_{function}"
+
+    def asm_symbol(self, function: str) -> str:
+        """Its name in the assembly: Mach-O puts an underscore before every C name."""
+        return ("_" if self.object_format == "macho" else "") + self.symbol(function)
+
+    @property
+    def local_label_prefix(self) -> str:
+        """What makes a label assembler-local (kept out of the object's symbol table)."""
+        return "L" if self.object_format == "macho" else ".L"
 
     def to_json(self) -> str:
         d = asdict(self)
         d["modes"] = list(self.modes)
         d["features"] = list(self.features)
         d["overrides"] = [list(o) for o in self.overrides]
-        for name in ("gfdouble", "table_lookups", "no_ternlog"):  # only where they apply: older files stay as they were
+        for name in ("gfdouble", "table_lookups", "no_ternlog", "no_red_zone", "hidden"):  # only where they apply: older files stay as they were
             if not d[name]:
                 del d[name]
+        if d["object_format"] == "elf":
+            del d["object_format"]
         return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
     @classmethod

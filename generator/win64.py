@@ -81,12 +81,19 @@ def _mems(i: Insn) -> list[Mem]:
     return [o for o in (i.dst, *i.srcs) if isinstance(o, Mem)]
 
 
-def check_body(items: list) -> None:
-    """Win64 has no red zone: a body must not touch the stack below rsp (the kernels
-    allocate such scratch themselves when spec.abi is win64)."""
-    for i in items:
-        if isinstance(i, Insn) and any(m.base == "rsp" and m.disp < 0 for m in _mems(i)):
-            raise BuildError(f"internal: {i.op} reads or writes below rsp, which win64 does not allow")
+def bytes_below_rsp(items: list) -> int:
+    """How far below rsp the items read or write (0: never): their red-zone use. An access
+    at a negative displacement may add a non-negative index (CTR's byte loop), so the
+    displacement is the lowest byte touched."""
+    return max((-m.disp for i in items if isinstance(i, Insn) for m in _mems(i) if m.base == "rsp" and m.disp < 0),
+               default=0)
+
+
+def check_body(items: list, convention: str = "win64") -> None:
+    """Win64 has no red zone (nor has a --no-red-zone file): a body must not touch the stack
+    below rsp (the kernels allocate such scratch themselves when spec.red_zone_allowed is false)."""
+    if bytes_below_rsp(items):
+        raise BuildError(f"internal: a function reads or writes below rsp, which {convention} does not allow")
 
 
 def uses_stack(items: list) -> bool:

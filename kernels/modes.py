@@ -4,7 +4,8 @@ Every mode has the same skeleton: a main loop over D groups of one vector
 (D x lanes blocks), a loop over single vectors, then the tail: on AVX-512 one
 masked vector (fault-suppressing masked loads/stores never touch bytes outside
 the buffers); elsewhere xmm blocks and, for CTR, a partial block through a
-16-byte stack buffer (the red zone: these are leaf functions).
+16-byte stack buffer (the red zone: these are leaf functions; win64 and --no-red-zone
+files move rsp for it instead).
 """
 from __future__ import annotations
 
@@ -312,14 +313,14 @@ def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: 
 
 def partial_block(b: FunctionBuilder, base: VReg, bswap, nr: int, inp: str, outp: str, n: str) -> None:
     """XOR the first n (< 16) bytes with one keystream block kept in the red zone
-    (`bswap` None: the counter block is CTR_BASE's first lane as it is). Win64 has no
-    red zone: there the block gets 16 bytes of stack of its own."""
-    win64 = b.spec.abi == "win64"
-    buf = Mem("rsp", 0 if win64 else -16)
+    (`bswap` None: the counter block is CTR_BASE's first lane as it is). Without a red
+    zone (win64, --no-red-zone) the block gets 16 bytes of stack of its own."""
+    own_stack = not b.spec.red_zone_allowed
+    buf = Mem("rsp", 0 if own_stack else -16)
     x = base if bswap is None else b.v("pshufb", base, bswap, width=128)
     ks = encrypt_rounds(b, x, nr, width=128)
-    if win64:  # after the rounds: round keys may be rsp-relative (GCM-SIV's frame)
-        b.s("sub", "rsp", imm=16, comment="win64: no red zone")
+    if own_stack:  # after the rounds: round keys may be rsp-relative (GCM-SIV's frame)
+        b.s("sub", "rsp", imm=16, comment="win64: no red zone" if b.spec.abi == "win64" else "--no-red-zone")
     b.store(buf, ks, width=128, comment="keystream block to the red zone")
     top = b.label_name("bytes")
     b.s("xor32", "r10d", "r10d")
@@ -332,7 +333,7 @@ def partial_block(b: FunctionBuilder, base: VReg, bswap, nr: int, inp: str, outp
     b.branch("b", top)
     z = b.v("vzero", width=128)
     b.store(buf, z, width=128, comment="leave no keystream behind")
-    if win64:  # lea, not add: the static check reads add/pop as the start of an epilogue
+    if own_stack:  # lea, not add: the static check reads add/pop as the start of an epilogue
         b.s("lea", "rsp", Mem("rsp", 16), comment="release the block's stack")
 
 

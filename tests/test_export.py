@@ -364,3 +364,47 @@ def test_full_export_checks(env, tmp_path: Path, abi_name: str) -> None:
     assert p.returncode == 0, p.stdout + p.stderr
     assert re.search(r"\d+ checks, 0 failed", p.stdout)
     assert len(re.findall(r"^ok   \S+: \d+ known-answer cases?$", p.stdout, re.M)) == len(MODES), p.stdout
+
+
+# ---------------------------------------------------------------- drop-in options (issue 13)
+
+
+def test_export_passes_hidden_and_no_red_zone_to_every_file(env, tmp_path: Path) -> None:
+    p = export(env, tmp_path, "--modes", "ecb,ctr32,gcm", "--hidden", "--no-red-zone")
+    assert p.returncode == 0, p.stderr
+    for mode in ("ecb", "ctr32", "gcm"):
+        spec = KernelSpec.from_asm(tmp_path / f"aesgen_native_{mode}.S")
+        assert spec.hidden and spec.no_red_zone and spec.object_format == "elf", mode
+        assert "Red zone: not used (--no-red-zone" in (tmp_path / f"aesgen_native_{mode}.h").read_text()
+    readme = (tmp_path / "README.md").read_text()
+    assert "aesgen export --target native --abi sysv --modes ecb,ctr32,gcm --hidden --no-red-zone -o DIR" in readme
+    assert "hidden symbols" in readme and "No function touches memory below the stack pointer" in readme
+    # the hidden functions still link into the smoke test (static library), and work
+    p = make(tmp_path, "check")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert re.search(r"\d+ checks, 0 failed, 0 file\(s\) skipped", p.stdout)
+    lib = tmp_path / "libk.so"
+    assert run(["cc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "aesgen_native_ecb.S")]).returncode == 0
+    assert "aesgen_native_ecb" not in run(["nm", "-D", "--defined-only", str(lib)]).stdout
+
+
+def test_export_macho(env, tmp_path: Path) -> None:
+    from aesgen.verify import macho
+
+    p = export(env, tmp_path, "--modes", "ecb,xts", "--format", "macho")
+    assert p.returncode == 0, p.stderr
+    assert "Mach-O files: build on macOS" in (tmp_path / "Makefile").read_text()
+    assert "--format macho" in (tmp_path / "README.md").read_text()
+    for mode in ("ecb", "xts"):
+        path = tmp_path / f"aesgen_native_{mode}.S"
+        spec = KernelSpec.from_asm(path)
+        assert spec.object_format == "macho", mode
+        if macho.llvm_mc():
+            assert [r.status for r in macho.check(spec, path)] == ["pass"] * 3, mode
+
+
+def test_export_refuses_win64_macho_in_one_line(env, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    p = export(env, out, "--abi", "win64", "--format", "macho", "--modes", "ecb")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "--format macho" in p.stderr
+    assert not out.exists()

@@ -165,7 +165,7 @@ def function_bodies(asm: str, spec: KernelSpec) -> dict[str, list[str]]:
 def test_sections_and_symbols_in_the_text(isa: str, width: int) -> None:
     spec = all_modes(isa, width)
     asm = generate(spec).asm
-    assert '.section .note.GNU-stack,"",@progbits' in asm
+    assert '.section .note.GNU-stack,"",%progbits' in asm
     assert ".section .note.gnu.property" in asm
     for f in spec.functions:
         s = spec.symbol(f)

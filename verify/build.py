@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from aesgen.spec import KernelSpec
-from aesgen.verify import signatures
+from aesgen.verify import signatures, visibility
 
 HARNESS_SOURCE = Path(__file__).with_name("harness.c")
 # C fixtures use intrinsics; generated .S files need no ISA flags.
@@ -35,6 +35,18 @@ def compiler() -> str:
     if not found:
         raise BuildError(f"C compiler {cc!r} not found on PATH (set CC)")
     return found
+
+
+LLVM_VERSION = "19"  # what `make setup` installs (llvm-19)
+
+
+def llvm_tool(name: str) -> str | None:
+    """An LLVM tool (llvm-mc, llvm-nm, ...): name-19 on PATH, LLVM 19's bin folder, else plain name."""
+    for candidate in (f"{name}-{LLVM_VERSION}", f"/usr/lib/llvm-{LLVM_VERSION}/bin/{name}", name):
+        found = shutil.which(candidate)
+        if found:
+            return found
+    return None
 
 
 def build_dir() -> Path:
@@ -185,6 +197,9 @@ class Kernel:
     def __init__(self, so_path: Path | str, spec: KernelSpec) -> None:
         self.spec = spec
         self.lib = ctypes.CDLL(str(so_path))
+        # --hidden files export nothing: their functions are found in the object's .symtab
+        self._hidden = visibility.hidden_addresses(so_path, self.lib, [spec.symbol(f) for f in spec.functions]) \
+            if spec.hidden else {}
         fset = signatures.function_set(spec)
         self.functions: tuple[str, ...] = fset.functions
         self.unusable: dict[str, str] = dict(fset.unusable)
@@ -193,7 +208,7 @@ class Kernel:
         self.missing: list[str] = []
         for name in self.functions:
             try:
-                f = getattr(self.lib, spec.symbol(name))
+                f = self._function(spec.symbol(name))
             except AttributeError:
                 self.missing.append(spec.symbol(name))
                 continue
@@ -201,11 +216,16 @@ class Kernel:
             if sig is None or name in self.unusable:
                 continue
             f.argtypes, f.restype = sig.argtypes, sig.restype
-            self.fn[name] = f if spec.abi == "sysv" else MsAbiFunction(fn_address(self.lib, spec.symbol(name)),
-                                                                        sig.argtypes, sig.restype)
+            self.fn[name] = f if spec.abi == "sysv" else MsAbiFunction(self.address(name), sig.argtypes, sig.restype)
+
+    def _function(self, symbol: str):
+        """The loaded function named symbol (AttributeError if there is none)."""
+        if symbol in self._hidden:
+            return self.lib._FuncPtr(self._hidden[symbol])
+        return getattr(self.lib, symbol)
 
     def address(self, name: str) -> int:
-        return fn_address(self.lib, self.spec.symbol(name))
+        return ctypes.cast(self._function(self.spec.symbol(name)), ctypes.c_void_p).value or 0
 
     def schedule_bytes(self, setup: str) -> int:
         """Size of the opaque buffer key setup function `setup` fills (from the spec)."""

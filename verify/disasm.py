@@ -20,7 +20,7 @@ from pathlib import Path
 
 from iced_x86 import Code, Decoder, Formatter, FormatterSyntax, Instruction, Mnemonic
 
-SHT_SYMTAB, SHT_RELA, SHT_NOBITS = 2, 4, 8
+SHT_SYMTAB, SHT_RELA, SHT_NOBITS, SHT_DYNSYM = 2, 4, 8, 11
 SHF_EXECINSTR = 0x4
 STT_FUNC, STT_SECTION = 2, 3
 STB_LOCAL = 0
@@ -135,6 +135,7 @@ class ElfObject:
     sections: tuple[Section, ...]
     symbols: tuple[Symbol, ...]
     relocations: dict[int, tuple[Relocation, ...]]  # target section index -> its relocations
+    dynamic_symbols: tuple[Symbol, ...] = ()  # .dynsym (a shared object's exports and imports)
 
     def section_bytes(self, s: Section) -> bytes:
         return b"" if s.type == SHT_NOBITS else self.data[s.offset:s.offset + s.size]
@@ -173,7 +174,7 @@ def read_elf(data: bytes) -> ElfObject:
 
     symtabs: dict[int, tuple[Symbol, ...]] = {}
     for s in sections:
-        if s.type != SHT_SYMTAB:
+        if s.type not in (SHT_SYMTAB, SHT_DYNSYM):
             continue
         strs = data[sections[s.link].offset:sections[s.link].offset + sections[s.link].size]
         syms = []
@@ -198,8 +199,10 @@ def read_elf(data: bytes) -> ElfObject:
             relocs.append(Relocation(r_offset, r_info & 0xFFFFFFFF, name, addend))
         relocations[s.info] = relocations.get(s.info, ()) + tuple(relocs)
 
-    all_syms = tuple(sym for syms in symtabs.values() for sym in syms)
-    return ElfObject(data, sections, all_syms, relocations)
+    def of_type(kind: int) -> tuple[Symbol, ...]:
+        return tuple(sym for i, syms in symtabs.items() if sections[i].type == kind for sym in syms)
+
+    return ElfObject(data, sections, of_type(SHT_SYMTAB), relocations, of_type(SHT_DYNSYM))
 
 
 # ---------------------------------------------------------------------------- decoding

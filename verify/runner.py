@@ -1,6 +1,6 @@
 """Run every verification check on one kernel file and collect CheckResults.
 
-The static checks (static_ct, roundtrip) read the `.S` and its object file.
+The static checks (static_ct, roundtrip, red_zone) read the `.S` and its object file.
 Each runtime check group (a unit of kat, differential, the family modules, simcheck,
 abi, guard) runs in a forked child (harness/isolation.py), so a kernel that crashes,
 hangs or corrupts the process becomes a failed check instead of taking the verifier
@@ -8,13 +8,14 @@ down.
 """
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from aesgen import cpu
 from aesgen.spec import KernelSpec
-from aesgen.verify import (abi, differential, gcm, gcmsiv, guard, kat, mpc, ocb, otr, roundtrip, signatures, simcheck,
-                           static_ct, wideblock, xts)
+from aesgen.verify import (abi, differential, gcm, gcmsiv, guard, kat, macho, mpc, ocb, otr, red_zone, roundtrip,
+                           signatures, simcheck, static_ct, visibility, wideblock, xts)
 from aesgen.verify.build import BuildError, Kernel, build_shared, harness
 from aesgen.verify.harness.isolation import Unit, run_isolated
 from aesgen.verify.results import CheckResult
@@ -31,7 +32,7 @@ def max_blocks(spec: KernelSpec, quick: bool) -> int:
 def _static_checks(spec: KernelSpec, path: Path) -> list[CheckResult]:
     """The checks of the assembled .S file: constant time and the round trip."""
     out: list[CheckResult] = []
-    for mod, check in (("static_ct", static_ct.check), ("roundtrip", roundtrip.check)):
+    for mod, check in (("static_ct", static_ct.check), ("roundtrip", roundtrip.check), ("red_zone", red_zone.check)):
         if path.suffix != ".S":
             out.append(CheckResult(mod, "skip", f"{path.name} is not a generated .S file"))
             continue
@@ -69,6 +70,11 @@ def verify_kernel(
     """Every check for one kernel file (.S, or a .c test fixture); never raises for kernel bugs."""
     path = Path(asm_path)
     spec = spec or KernelSpec.from_asm(path)
+    if spec.object_format == "macho":  # not loadable here: its own checks, then its ELF twin's
+        with tempfile.TemporaryDirectory(prefix="aesgen-twin-") as tmp:
+            twin, twin_path = macho.elf_twin(spec, Path(tmp))
+            return macho.check(spec, path) + verify_kernel(twin_path, twin, quick=quick, seed=seed, progress=progress,
+                                                           extra_flags=extra_flags)
     results = _static_checks(spec, path)
 
     try:
@@ -78,6 +84,7 @@ def verify_kernel(
         results.append(CheckResult("build", "fail", str(e)))
         return results + _skip_all(spec, "build failed")
     results.append(CheckResult("build", "pass", so.name))
+    results.append(visibility.check(spec, so))
 
     missing = cpu.missing_features(spec.features)
     if missing:

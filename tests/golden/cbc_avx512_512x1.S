@@ -9,6 +9,7 @@
 # Per mode: CBC 512-bit x depth 1 (serial encrypt)
 # Requires: aes ssse3 avx avx2 bmi2 vaes avx512f avx512bw avx512vl (checked by aesgen_aesni_avx512_512x1_cbc_cpu_supported)
 # ABI:      SysV AMD64; leaf functions; CET: endbr64 on every entry, IBT+SHSTK property note
+# Red zone: not used (no function touches memory below the stack pointer)
 # Key schedule: round key i at offset 64*i (replicated per lane), round count
 #           (10/12/14) as a 32-bit int at offset 960; 1024 bytes, 64-byte aligned
 #
@@ -20,6 +21,9 @@
 # cbc_decrypt (AES-256): 19 vector registers, 15 round keys in registers
 #
 # aesgen-spec: {"abi":"sysv","backend":"aesni","depth":1,"features":["aes","ssse3","avx","avx2","bmi2","vaes","avx512f","avx512bw","avx512vl"],"isa":"avx512","karatsuba":false,"modes":["cbc"],"overrides":[],"prefix":"aesgen_aesni_avx512_512x1_cbc","width":512}
+
+# The code below assembles for x86-64 ELF only: elsewhere (a multi-arch build) the file is empty.
+#if defined(__x86_64__) && defined(__ELF__)
 
 	.text
 
@@ -1286,7 +1290,11 @@ aesgen_aesni_avx512_512x1_cbc_cbc_decrypt:
 	.asciz "GNU"
 	.long 0xc0000002, 4, 3		# GNU_PROPERTY_X86_FEATURE_1_AND: IBT | SHSTK
 	.p2align 3
+#endif
 
-	.section .note.GNU-stack,"",@progbits
+# Every ELF object says it needs no executable stack, whatever the architecture.
+#if defined(__ELF__)
+	.section .note.GNU-stack,"",%progbits
+#endif
 
 # provenance: aesgen 0.1.0; spec sha256 4bc0cbf8988e8e1c; 1165 instructions

@@ -9,6 +9,9 @@
 # Per mode: CTR32 128-bit x depth 2
 # Requires: aes ssse3 avx (checked by aesgen_aesni_avx_128x2_ctr32_cpu_supported)
 # ABI:      SysV AMD64; leaf functions; CET: endbr64 on every entry, IBT+SHSTK property note
+# Red zone: ctr32_encrypt uses 16 bytes below the stack pointer (the SysV red zone; wiped before return).
+#           Code that runs where the red zone is not kept (an OS kernel built with -mno-red-zone) needs a
+#           --no-red-zone file.
 # Key schedule: round key i at offset 16*i (replicated per lane), round count
 #           (10/12/14) as a 32-bit int at offset 240; 256 bytes, 64-byte aligned
 #
@@ -17,6 +20,9 @@
 # ctr32_encrypt (AES-256): 16 vector registers, 12 round keys in registers; keys 12,13,14 as memory operands
 #
 # aesgen-spec: {"abi":"sysv","backend":"aesni","depth":2,"features":["aes","ssse3","avx"],"isa":"avx","karatsuba":false,"modes":["ctr32"],"overrides":[],"prefix":"aesgen_aesni_avx_128x2_ctr32","width":128}
+
+# The code below assembles for x86-64 ELF only: elsewhere (a multi-arch build) the file is empty.
+#if defined(__x86_64__) && defined(__ELF__)
 
 	.text
 
@@ -1164,7 +1170,11 @@ aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt:
 	.asciz "GNU"
 	.long 0xc0000002, 4, 3		# GNU_PROPERTY_X86_FEATURE_1_AND: IBT | SHSTK
 	.p2align 3
+#endif
 
-	.section .note.GNU-stack,"",@progbits
+# Every ELF object says it needs no executable stack, whatever the architecture.
+#if defined(__ELF__)
+	.section .note.GNU-stack,"",%progbits
+#endif
 
 # provenance: aesgen 0.1.0; spec sha256 ec286b1162454566; 1040 instructions

@@ -7,6 +7,9 @@
  * Call aesgen_aesni_avx_128x2_ctr32_cpu_supported() before anything else.
  * Key schedules are opaque: aesgen_aesni_avx_128x2_ctr32_KEY_BYTES bytes, aligned to 64 bytes by the caller.
  * bits is 128, 192 or 256. in == out is allowed; any alignment; a zero length touches no memory.
+ * Red zone: aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt uses 16 bytes below the stack pointer (the SysV
+ *   red zone; wiped before return). Code that runs where the red zone is not kept (an OS kernel
+ *   built with -mno-red-zone) needs a --no-red-zone file.
  */
 #ifndef AESGEN_aesgen_aesni_avx_128x2_ctr32_H
 #define AESGEN_aesgen_aesni_avx_128x2_ctr32_H

@@ -9,6 +9,7 @@
 # Per mode: ECB 128-bit x depth 1
 # Requires: aes ssse3 (checked by aesgen_aesni_sse_128x1_ecb_cpu_supported)
 # ABI:      SysV AMD64; leaf functions; CET: endbr64 on every entry, IBT+SHSTK property note
+# Red zone: not used (no function touches memory below the stack pointer)
 # Key schedule: round key i at offset 16*i (replicated per lane), round count
 #           (10/12/14) as a 32-bit int at offset 240; 256 bytes, 64-byte aligned
 #
@@ -20,6 +21,9 @@
 # ecb_decrypt (AES-256): 16 vector registers, 15 round keys in registers
 #
 # aesgen-spec: {"abi":"sysv","backend":"aesni","depth":1,"features":["aes","ssse3"],"isa":"sse","karatsuba":false,"modes":["ecb"],"overrides":[],"prefix":"aesgen_aesni_sse_128x1_ecb","width":128}
+
+# The code below assembles for x86-64 ELF only: elsewhere (a multi-arch build) the file is empty.
+#if defined(__x86_64__) && defined(__ELF__)
 
 	.text
 
@@ -1181,7 +1185,11 @@ aesgen_aesni_sse_128x1_ecb_ecb_decrypt:
 	.asciz "GNU"
 	.long 0xc0000002, 4, 3		# GNU_PROPERTY_X86_FEATURE_1_AND: IBT | SHSTK
 	.p2align 3
+#endif
 
-	.section .note.GNU-stack,"",@progbits
+# Every ELF object says it needs no executable stack, whatever the architecture.
+#if defined(__ELF__)
+	.section .note.GNU-stack,"",%progbits
+#endif
 
 # provenance: aesgen 0.1.0; spec sha256 44b812e1c2bb185d; 1057 instructions

@@ -7,6 +7,7 @@
  * Call aesgen_aesni_sse_128x1_ecb_cpu_supported() before anything else.
  * Key schedules are opaque: aesgen_aesni_sse_128x1_ecb_KEY_BYTES bytes, aligned to 64 bytes by the caller.
  * bits is 128, 192 or 256. in == out is allowed; any alignment; a zero length touches no memory.
+ * Red zone: not used (no function touches memory below the stack pointer)
  */
 #ifndef AESGEN_aesgen_aesni_sse_128x1_ecb_H
 #define AESGEN_aesgen_aesni_sse_128x1_ecb_H
