@@ -201,7 +201,7 @@ class Kernel:
         self.spec = spec
         self.lib = ctypes.CDLL(str(so_path))
         # --hidden files export nothing: their functions are found in the object's .symtab
-        self._hidden = visibility.hidden_addresses(so_path, self.lib, visibility.symbols(spec)) \
+        self._hidden = visibility.hidden_addresses(so_path, self.lib, [spec.symbol(f) for f in spec.functions]) \
             if getattr(spec, "hidden", False) else {}
         fset = signatures.function_set(spec)
         self.functions: tuple[str, ...] = fset.functions
