@@ -25,7 +25,7 @@ def check(spec, so_path: Path | str) -> CheckResult:
         return CheckResult("visibility", "fail", str(e))
     exported = {s.name for s in elf.dynamic_symbols if s.section != SHN_UNDEF}
     local = {s.name: s for s in elf.symbols}
-    names = [spec.symbol(f) for f in spec.functions]
+    names = symbols(spec)
     if getattr(spec, "hidden", False):
         leaked = [n for n in names if n in exported or (n in local and local[n].bind != STB_LOCAL)]
         if leaked:
@@ -35,6 +35,13 @@ def check(spec, so_path: Path | str) -> CheckResult:
     if missing:
         return CheckResult("visibility", "fail", f"not exported: {', '.join(missing)}")
     return CheckResult("visibility", "pass", f"{len(names)} functions exported (default visibility)")
+
+
+def symbols(spec) -> list[str]:
+    """The exported functions' symbols (unknown modes are the `spec` check's failure, not a crash here)."""
+    from .signatures import function_set
+
+    return [spec.symbol(f) for f in function_set(spec).functions]
 
 
 def hidden_addresses(so_path: Path | str, lib: ctypes.CDLL, names: list[str]) -> dict[str, int]:
