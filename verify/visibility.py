@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .disasm import SHN_UNDEF, STB_LOCAL, ElfError, read_elf
 from .results import CheckResult
+from .signatures import function_set
 
 RTLD_DI_LINKMAP = 2
 
@@ -39,8 +40,6 @@ def check(spec, so_path: Path | str) -> CheckResult:
 
 def symbols(spec) -> list[str]:
     """The exported functions' symbols (unknown modes are the `spec` check's failure, not a crash here)."""
-    from .signatures import function_set
-
     return [spec.symbol(f) for f in function_set(spec).functions]
 
 
