@@ -19,6 +19,7 @@ Ops without operands are the mnemonic alone (`ret`, `cpuid`).
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from enum import Enum
 from typing import Callable
@@ -219,35 +220,17 @@ VECTOR = [
        "EVEX_VINSERTI32X4_{R}_K1Z_{R}_XMMM128_IMM8"),
 ]
 
-_ALU8, _ALU32 = {"imm8": "{}_RM64_IMM8", "acc": "{}_RAX_IMM32"}, {"imm8": "{}_RM32_IMM8", "acc": "{}_EAX_IMM32"}
+# GNU as's short forms of `op r, imm` (the accumulator's only with a 32-bit immediate).
+_SHORT64 = {"imm8": "{}_RM64_IMM8", "acc": "{}_RAX_IMM32"}
+_SHORT32 = {"imm8": "{}_RM32_IMM8", "acc": "{}_EAX_IMM32"}
 
 
-def _arith(op: str, f, forms: dict[str, str], bits: int = 64, write: bool = True) -> OpInfo:
-    """op r, imm: the imm32 form, the imm8 and accumulator forms GNU as prefers."""
-    size = "r64" if bits == 64 else "r32"
+def _arith(op: str, f: Callable[[int, int], int], short: dict[str, str], bits: int = 64,
+           write: bool = True) -> OpInfo:
+    """op r, imm (r of `bits`): the imm32 form and the `short` ones; write=False: flags only."""
     mn = op.upper()
-    return _s(f"{op}.{size}.imm", "gpr", f"{mn}_RM{bits}_IMM32", sem.alu(f, bits, write),
-              **{k: v.format(mn) for k, v in forms.items()})
-
-
-def _add(a: int, b: int) -> int:
-    return a + b
-
-
-def _sub(a: int, b: int) -> int:
-    return a - b
-
-
-def _and(a: int, b: int) -> int:
-    return a & b
-
-
-def _or(a: int, b: int) -> int:
-    return a | b
-
-
-def _xor(a: int, b: int) -> int:
-    return a ^ b
+    return _s(f"{op}.r{bits}.imm", "gpr", f"{mn}_RM{bits}_IMM32", sem.alu(f, bits, write),
+              **{k: v.format(mn) for k, v in short.items()})
 
 
 SCALAR = [
@@ -268,23 +251,23 @@ SCALAR = [
     _s("push.r64", "store", "PUSH_R64", sem.push),
     _s("pop.r64", "load", "POP_R64", sem.pop),
     # -- arithmetic and logic (CF and ZF modelled where a kernel reads them)
-    _arith("add", _add, _ALU8),
-    _arith("sub", _sub, _ALU8),
-    _arith("cmp", _sub, _ALU8, write=False),
-    _arith("and", _and, {"imm8": "{}_RM64_IMM8"}),
-    _arith("cmp", _sub, _ALU32, bits=32, write=False),
-    _arith("and", _and, _ALU32, bits=32),
-    _arith("xor", _xor, {"imm8": "{}_RM32_IMM8"}, bits=32),
-    _s("add.r64.r64", "gpr", "ADD_RM64_R64", sem.alu(_add)),
-    _s("sub.r64.r64", "gpr", "SUB_RM64_R64", sem.alu(_sub)),
-    _s("cmp.r64.r64", "gpr", "CMP_RM64_R64", sem.alu(_sub, write=False)),
-    _s("test.r64.r64", "gpr", "TEST_RM64_R64", sem.alu(_and, write=False)),
-    _s("or.r64.r64", "gpr", "OR_RM64_R64", sem.alu(_or)),
-    _s("xor.r64.r64", "gpr", "XOR_RM64_R64", sem.alu(_xor)),
+    _arith("add", operator.add, _SHORT64),
+    _arith("sub", operator.sub, _SHORT64),
+    _arith("cmp", operator.sub, _SHORT64, write=False),
+    _arith("and", operator.and_, {"imm8": "{}_RM64_IMM8"}),
+    _arith("cmp", operator.sub, _SHORT32, bits=32, write=False),
+    _arith("and", operator.and_, _SHORT32, bits=32),
+    _arith("xor", operator.xor, {"imm8": "{}_RM32_IMM8"}, bits=32),
+    _s("add.r64.r64", "gpr", "ADD_RM64_R64", sem.alu(operator.add)),
+    _s("sub.r64.r64", "gpr", "SUB_RM64_R64", sem.alu(operator.sub)),
+    _s("cmp.r64.r64", "gpr", "CMP_RM64_R64", sem.alu(operator.sub, write=False)),
+    _s("test.r64.r64", "gpr", "TEST_RM64_R64", sem.alu(operator.and_, write=False)),
+    _s("or.r64.r64", "gpr", "OR_RM64_R64", sem.alu(operator.or_)),
+    _s("xor.r64.r64", "gpr", "XOR_RM64_R64", sem.alu(operator.xor)),
     _s("adc.r64.r64", "gpr", "ADC_RM64_R64", sem.adc),
     _s("sbb.r64.r64", "gpr", "SBB_RM64_R64", sem.sbb_self),  # of a register with itself: -CF
-    _s("add.r32.r32", "gpr", "ADD_RM32_R32", sem.alu(_add, 32)),
-    _s("xor.r32.r32", "gpr", "XOR_RM32_R32", sem.alu(_xor, 32)),
+    _s("add.r32.r32", "gpr", "ADD_RM32_R32", sem.alu(operator.add, 32)),
+    _s("xor.r32.r32", "gpr", "XOR_RM32_R32", sem.alu(operator.xor, 32)),
     _s("xor.r32.m32", "gpr", "XOR_R32_RM32", sem.xor_mem(4)),
     _s("xor.r8.m8", "gpr", "XOR_R8_RM8", sem.xor_mem(1)),
     _s("or.r8.r8", "gpr", "OR_RM8_R8", sem.or_byte),
@@ -311,7 +294,7 @@ SCALAR = [
     _s("ret", "system", "RETNQ", sem.nothing),  # the interpreter returns rax
 ]
 
-OPS: dict[str, OpInfo] = {info.name: info for info in VECTOR + SCALAR}
+OPS: dict[str, OpInfo] = {op.name: op for op in VECTOR + SCALAR}
 
 
 def info(op: str) -> OpInfo:

@@ -18,7 +18,7 @@ from aesgen import semantics
 from aesgen.ir import Const, Insn, KeyRef, Label, Mark, MarkKind, Mem, Phys, VReg
 from aesgen.kernels import build_functions
 from aesgen.lower import Lowerer
-from aesgen.ops import OPS, PORTS, Tied, commutative, info, tied
+from aesgen.ops import OPS, PORTS, SCALAR, VECTOR, Tied, commutative, info, tied
 from aesgen.pipeline import generate
 from aesgen.regalloc import allocate_path
 from aesgen.schedule import flatten
@@ -99,6 +99,7 @@ def kernels(isa: str, width: int, backend: str) -> tuple:
 # ---------------------------------------------------------------- the entries themselves
 
 def test_scalar_ops_are_named_mnemonic_then_operand_kinds() -> None:
+    assert len(OPS) == len(VECTOR) + len(SCALAR), "one entry per name"
     for op in OPS.values():
         if not op.vector:
             assert SCALAR_NAME.match(op.name), op.name
