@@ -119,9 +119,6 @@ class Interpreter:
         self.labels = {it.name: n for n, it in enumerate(self.code) if isinstance(it, Label)}
 
     # -- vector operand access ----------------------------------------------
-    def lanes_of(self, width: int) -> int:
-        return width // 128
-
     def load_lanes(self, addr: int, lanes: int) -> tuple[int, ...]:
         raw = self.m.read(addr, 16 * lanes)
         return tuple(int.from_bytes(raw[16 * i:16 * i + 16], "little") for i in range(lanes))
