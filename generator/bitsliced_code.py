@@ -21,6 +21,7 @@ from .circuits.compile import compile_circuit, target_for
 from .circuits.program import Program, Reg, Slot
 from .dsl import FunctionBuilder
 from .ir import XOR3, Const, Insn, Mem, Phys
+from .ops import info
 from .spec import KernelSpec
 
 PLANES = 8
@@ -72,7 +73,7 @@ class Planes:
         """dst = a op b_ (b_ may be memory); in the two-operand form dst must be a (or b_ when
         the op commutes)."""
         if self.two_op and dst.num != getattr(a, "num", None):
-            if name in ("vxor", "pand", "por") and isinstance(b_, Phys) and b_.num == dst.num:
+            if info(name).commutative and isinstance(b_, Phys) and b_.num == dst.num:
                 a, b_ = b_, a
             else:
                 raise ValueError(f"internal: two-operand {name} with an untied destination")

@@ -10,22 +10,19 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from .ir import Branch, Const, Function, GroupBlock, Insn, KeyRef, Label, Mem, Operand, Path, Schedule, VReg
+from .ir import (BuildError, Branch, Const, Function, GroupBlock, Insn, KeyRef, Label, Mark, MarkKind, Mem, Operand,
+                 Path, Schedule, VReg)
+from .ops import info
 from .functions import mode_of
 from .spec import KernelSpec
 
 # SysV AMD64 integer argument registers, in order.
 SYSV_ARGS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
-# Label stems of declassification marks (FunctionBuilder.declassify_mark); the static check
-# matches `_ct_declassify` in both, register allocation passes the second through.
-DECLASSIFY_MARK = "ct_declassify"
-PASS_THROUGH_MARK = "ct_declassify_mark"
+# Symbol stems of declassification marks (FunctionBuilder.declassify_mark): the verifier's
+# static check reads `*_ct_declassify*` symbols from the object; nothing in the generator does.
+DECLASSIFY_STEMS = {False: "ct_declassify", True: "ct_declassify_mark"}
 # Caller-saved scratch GPRs the kernels may use freely (r9 only when not an argument).
 SCRATCH = ("rax", "r10", "r11", "r9")
-
-
-class BuildError(Exception):
-    """A configuration the kernel cannot be built for (reported as one line, exit 2)."""
 
 
 class FunctionBuilder:
@@ -73,19 +70,21 @@ class FunctionBuilder:
         self._items.append(Label(name))
 
     def declassify_mark(self, values_live_across: bool = False) -> None:
-        """A local symbol the static constant-time check reads (`*_ct_declassify*`): the next
-        instruction's result is public by design (a tag verdict, a caller's pointer).
-        values_live_across: register allocation passes the mark through (no branch goes there),
-        instead of ending a region at it as at any label."""
-        stem = PASS_THROUGH_MARK if values_live_across else DECLASSIFY_MARK
-        self.label(self.label_name(stem).lstrip("."))
+        """Mark the next instruction's result public by design (a tag verdict, a caller's
+        pointer) for the static constant-time check: an `ir.Mark`, emitted as a local symbol
+        `*_ct_declassify*`. values_live_across: register allocation passes the mark through
+        (no branch goes there), instead of ending a region at it as at any label."""
+        symbol = self.label_name(DECLASSIFY_STEMS[values_live_across]).lstrip(".")
+        self._items.append(Mark(MarkKind.DECLASSIFY, symbol, values_live_across))
 
     def branch(self, cond: str, target: str) -> None:
         self._items.append(Branch(cond, target))
 
     def s(self, op: str, dst: Operand | None = None, *srcs: Operand, imm: int | None = None,
           comment: str = "") -> None:
-        """A scalar (GPR, flags, mask or system) instruction."""
+        """A scalar (GPR, flags, mask or system) instruction, `op` named as in ops.py
+        (`add.r64.imm`, `mov.r32.m32`, ...)."""
+        info(op)  # an unknown name fails here, where the kernel wrote it
         self._items.append(Insn(op, dst, tuple(srcs), imm=imm, comment=comment))
 
     # -- vector values ------------------------------------------------------
@@ -164,9 +163,9 @@ class FunctionBuilder:
         self.fn.key_base = key
         labels = {nr: self.label_name(f"aes{nr * 32 - 192}_") for nr in rounds}
         at = self.spec.rounds_offset if count_at is None else count_at
-        self.s("mov32", scratch, Mem(key, at, bits=32), comment="round count")
+        self.s("mov.r32.m32", scratch, Mem(key, at, bits=32), comment="round count")
         for nr in rounds[:-1]:
-            self.s("cmp32", scratch, imm=nr)
+            self.s("cmp.r32.imm", scratch, imm=nr)
             self.branch("e", labels[nr])
         self.branch("jmp", labels[rounds[-1]])
         for nr in rounds:

@@ -5,12 +5,18 @@ A kernel function is a list of items: `Insn`, `Label`, `Branch` and `GroupBlock`
 values live in `VReg`s (virtual; regalloc maps them to xmm/ymm/zmm numbers).
 General-purpose registers are named physically ("rdi", "rax"): the ABI fixes
 them, so they need no allocation. Functions that depend on the AES key size
-split into one `Path` per round count, each allocated on its own.
+split into one `Path` per round count, each allocated on its own. What an op
+means, reads and writes, and how it is encoded is in the op table (`ops.py`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Union
+
+
+class BuildError(Exception):
+    """A configuration the kernel cannot be built for (reported as one line, exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,26 @@ class Branch:
     target: str
 
 
+class MarkKind(Enum):
+    DECLASSIFY = "declassify"  # the next instruction's result is public by design (static CT check)
+    EPILOGUE = "epilogue"  # a frame is torn down from here to the next ret (unwind state kept)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A point in the code that a later stage finds by its type; no branch goes there.
+
+    DECLASSIFY is emitted as the local symbol `symbol`, which the verifier's static
+    constant-time check reads from the object (`*_ct_declassify*`). Register allocation
+    ends a straight-line region at a mark as at a label, unless `values_live_across`.
+    EPILOGUE (win64's epilogue) emits nothing: the emitter remembers the unwind state there.
+    """
+
+    kind: MarkKind
+    symbol: str = ""
+    values_live_across: bool = False
+
+
 @dataclass
 class GroupBlock:
     """D streams of work, one per block group, that the scheduler interleaves.
@@ -124,7 +150,7 @@ class GroupBlock:
     riders_first: bool = False  # all riders before the rounds (fewer live registers), not spread
 
 
-Item = Union[Insn, Label, Branch, GroupBlock]
+Item = Union[Insn, Label, Branch, Mark, GroupBlock]
 
 
 @dataclass(frozen=True)
@@ -161,23 +187,4 @@ class Function:
     key_base: str | None = None  # the GPR holding the AES schedule's address in its paths
 
 
-# Vector operations and whether legacy SSE ties dst to the first source.
-VECTOR_OPS = {
-    "vload", "vload_key", "vload_bcast", "vload64", "vload32", "vstore", "vstore_key", "vmov",
-    "vxor", "paddd", "pshufb", "aesenc", "aesenclast", "aesdec", "aesdeclast",
-    "aesimc", "aeskeygenassist", "pshufd", "pslldq", "punpcklqdq", "palignr",
-    "prev_lanes", "top_lane", "widen", "vzero",
-    "clmul", "psllq", "psrlq", "psrad", "pand", "upper_half", "ternlog",
-    "paddq", "psrldq", "psllvq", "psrlvq", "gf2p8affineqb", "gf2p8affineinvqb", "prord",
-    "next_lanes", "deal_lanes", "zip_lanes", "permt2b", "blendv", "por", "pandn",
-    "insert_lane", "vstore_lane",  # one 128-bit lane from / to memory (independent streams)
-}
-COMMUTATIVE = {"vxor", "paddd", "paddq", "pand", "por"}
-# Ops whose destination is also their first input in every encoding (vpternlogd, vpermi2q,
-# vpermt2b: its first table).
-ALWAYS_TIED = {"ternlog", "vpermi2q", "permt2b"}
 XOR3 = 0x96  # ternlog's truth table for a ^ b ^ c (symmetric: any source order)
-
-
-def commutative(insn: "Insn") -> bool:
-    return insn.op in COMMUTATIVE or (insn.op == "ternlog" and insn.imm == XOR3)

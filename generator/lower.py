@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .ir import VECTOR_OPS, GroupBlock, Insn, Mem, Path, VReg
+from .ir import GroupBlock, Insn, Mem, Path, VReg
 from .lower_gfni import LOWERED as GFNI_LOWERED, GfniLowering
+from .ops import info
 from .spec import KernelSpec
 
 
@@ -67,7 +68,7 @@ class Lowerer:
                 return [replace(i, op="vshufi32x4", srcs=(i.srcs[0], i.srcs[0]), imm=0)]
             return [replace(i, op="vinserti128", srcs=(i.srcs[0], i.srcs[0]), imm=1)]
         # (bitsliced code is allocated already and keeps its legacy memory operands aligned)
-        if spec.isa == "sse" and spec.backend != "bitsliced" and not i.op.startswith(("vload", "vstore")):
+        if spec.isa == "sse" and spec.backend != "bitsliced" and info(i.op).memory is None:
             out: list[Insn] = []
             srcs = []
             for s in i.srcs:
@@ -110,7 +111,7 @@ class Lowerer:
                                       [self.stream(s) for s in item.finals],
                                       item.final_order, item.comment, self.stream(item.riders),
                                       item.riders_first))
-            elif isinstance(item, Insn) and item.op in VECTOR_OPS:
+            elif isinstance(item, Insn) and info(item.op).vector:
                 out.extend(self.insn(item))
             else:
                 out.append(item)

@@ -18,14 +18,14 @@ from iced_x86 import Instruction
 from . import __version__
 from .dsl import BuildError
 from .functions import FUNCTIONS, MODE_TITLES
-from .ir import Const, Function, GroupBlock, Insn, Path
+from .ir import Const, Function, GroupBlock, Insn, Mark, MarkKind, Path
 from .isa import Assembler, Emitted
 from .kernels import build_function, build_functions
 from .lower import Lowerer
 from .regalloc import RegisterPressure, allocate_path
 from .schedule import flatten
 from .spec import MULTIKEY_BYTES, SPEC_MARKER, KernelSpec
-from .win64 import EPILOGUE as WIN64_EPILOGUE, Directive, bytes_below_rsp, check_body, wrap as wrap_win64
+from .win64 import Directive, bytes_below_rsp, check_body, wrap as wrap_win64
 
 T = TypeVar("T")
 
@@ -180,18 +180,20 @@ class FunctionEmitter:
             if isinstance(it, Directive):
                 lines.append(directive(it.text, it.flavour))
                 continue
+            # Unwind info: the state before an epilogue is remembered and restored after its
+            # ret, so code placed after it (another exit path) unwinds like the body.
+            epilogue = isinstance(it, Mark) and it.kind is MarkKind.EPILOGUE
+            if (epilogue or isinstance(it, Insn) and it.op == "pop.r64") and not pending_restore:
+                lines.append(directive("\t.cfi_remember_state"))
+                pending_restore = True
+            if epilogue:
+                continue
             e = self.asm.emit(it)
             emitted.append(e)
             if e.label:
                 lines.append(e.text)
                 continue
-            # Unwind info: the state before an epilogue is remembered and restored after its
-            # ret, so code placed after it (another exit path) unwinds like the body.
-            if isinstance(it, Insn) and (it.op == "pop" or it.comment == WIN64_EPILOGUE) \
-                    and not pending_restore:
-                lines.append(directive("\t.cfi_remember_state"))
-                pending_restore = True
-            if isinstance(it, Insn) and it.op == "mov" and (it.dst, it.srcs[0]) == ("rsp", "rbp") \
+            if isinstance(it, Insn) and it.op == "mov.r64.r64" and (it.dst, it.srcs[0]) == ("rsp", "rbp") \
                     and not pending_restore:
                 lines.append(directive("\t.cfi_remember_state"))
                 pending_restore = True
@@ -199,13 +201,13 @@ class FunctionEmitter:
             if e.comment:
                 text = f"{text:<47} # {e.comment}"
             lines.append(text.rstrip())
-            if isinstance(it, Insn) and it.op == "push":
+            if isinstance(it, Insn) and it.op == "push.r64":
                 lines += [directive("\t.cfi_adjust_cfa_offset 8"), directive(f"\t.cfi_rel_offset %{it.dst}, 0")]
-            if isinstance(it, Insn) and it.op == "pop":
+            if isinstance(it, Insn) and it.op == "pop.r64":
                 lines += [directive("\t.cfi_adjust_cfa_offset -8"), directive(f"\t.cfi_restore %{it.dst}")]
-            if isinstance(it, Insn) and it.op == "mov" and (it.dst, it.srcs[0]) == ("rbp", "rsp"):
+            if isinstance(it, Insn) and it.op == "mov.r64.r64" and (it.dst, it.srcs[0]) == ("rbp", "rsp"):
                 lines.append(directive("\t.cfi_def_cfa_register %rbp"))  # the frame is realigned below: unwind via rbp
-            if isinstance(it, Insn) and it.op == "mov" and (it.dst, it.srcs[0]) == ("rsp", "rbp"):
+            if isinstance(it, Insn) and it.op == "mov.r64.r64" and (it.dst, it.srcs[0]) == ("rsp", "rbp"):
                 lines.append(directive("\t.cfi_def_cfa_register %rsp"))
             if isinstance(it, Insn) and it.op == "ret" and pending_restore:
                 lines.append(directive("\t.cfi_restore_state"))

@@ -12,13 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .dsl import PASS_THROUGH_MARK, BuildError
-from .ir import ALWAYS_TIED, Branch, Insn, KeyRef, Label, Mem, Phys, VReg, commutative
-
-# Ops whose legacy SSE form overwrites the first source.
-TIED_LEGACY = {"vxor", "paddd", "pshufb", "aesenc", "aesenclast", "aesdec", "aesdeclast",
-               "pslldq", "punpcklqdq", "palignr", "clmul", "psllq", "psrlq", "psrad", "pand",
-               "paddq", "psrldq", "gf2p8affineqb", "gf2p8affineinvqb", "por", "pandn"}
+from . import ops
+from .ir import BuildError, Branch, Insn, KeyRef, Label, Mark, Mem, Phys, VReg
 
 
 class RegisterPressure(BuildError):
@@ -27,18 +22,15 @@ class RegisterPressure(BuildError):
 
 @dataclass
 class Allocation:
-    insns: list  # Insn (operands Phys / Mem / ...), Label, Branch
+    insns: list  # Insn (operands Phys / Mem / ...), Label, Branch, Mark
     key_regs: dict[int, int] = field(default_factory=dict)
     spilled_keys: list[int] = field(default_factory=list)
     registers_used: int = 0
 
 
-# Labels that only mark an instruction for the static constant-time check (no branch goes
-# there): straight-line code runs through them, so vector values may live across.
-
-
 def _splits(it) -> bool:
-    return isinstance(it, Branch) or (isinstance(it, Label) and PASS_THROUGH_MARK not in it.name)
+    """A straight-line region ends at a branch, a label, and a mark that values may not live across."""
+    return isinstance(it, (Branch, Label)) or (isinstance(it, Mark) and not it.values_live_across)
 
 
 def _regions(items: list) -> list[list[Insn]]:
@@ -84,7 +76,7 @@ class _Scan:
         where: dict[int, int] = {}
         out: list[Insn] = []
         for n, i in enumerate(insns):
-            if isinstance(i, Label):  # a mark (PASS_THROUGH_MARK), passed through
+            if isinstance(i, Mark):  # one that values live across: passed through
                 out.append(i)
                 continue
             srcs = list(i.srcs)
@@ -94,8 +86,8 @@ class _Scan:
             dying = [s for s in dict.fromkeys(x for x in srcs if isinstance(x, VReg) and not x.pinned)
                      if last_use.get(s.id) == n]
             dst = i.dst
-            tied = (self.legacy and i.op in TIED_LEGACY) or i.op in ALWAYS_TIED
-            if tied and isinstance(dst, VReg) and commutative(i):
+            tied = ops.tied(i.op, self.legacy)
+            if tied and isinstance(dst, VReg) and ops.commutative(i):
                 # Tie to dst itself if it is a source, else prefer a source that dies here:
                 # either way no copy is needed.
                 want = next((k for k, x in enumerate(srcs) if x is dst), None) if dst.pinned else \

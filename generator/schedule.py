@@ -9,8 +9,8 @@ it when in == out.
 """
 from __future__ import annotations
 
-from .dsl import BuildError
-from .ir import GroupBlock, Insn, Mem, VReg
+from .ir import BuildError, GroupBlock, Insn, Mem, VReg
+from .ops import info
 
 
 def interleave(block: GroupBlock) -> list[Insn]:
@@ -69,5 +69,5 @@ def check_order(insns: list[Insn], where: str) -> None:
                         raise BuildError(f"schedule: load after an overlapping store in {where}")
         if isinstance(insn.dst, VReg):
             defined.add(insn.dst.id)
-        if isinstance(insn.dst, Mem) and insn.op.startswith("vstore") and insn.dst.base != "rsp":
+        if isinstance(insn.dst, Mem) and info(insn.op).memory == "write" and insn.dst.base != "rsp":
             stores.append(_span(insn, insn.dst))

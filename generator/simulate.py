@@ -1,7 +1,8 @@
 """Reference semantics of the IR: run a kernel description on plain Python ints.
 
 The simulator executes the DSL-level program (before lowering and register
-allocation) on a flat byte memory. Block groups run in the documented
+allocation) on a flat byte memory; each op means what its entry in the op
+table (`ops.OPS`) points at in `semantics.py`. Block groups run in the documented
 interleave (`schedule.flatten`: lockstep streams, then each group's closing
 ops), which is part of what `groups()` means: a kernel may rely on every
 group's loads coming before any group's stores.
@@ -10,14 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import aesref, gf128, gfni
-from .ir import Branch, Const, Function, Insn, KeyRef, Label, Mem, VReg
+from .ir import Branch, Const, Function, Insn, KeyRef, Label, Mark, Mem, VReg
+from .ops import info
 from .schedule import flatten
+from .semantics import M64, M128
 from .spec import KernelSpec
-
-M64 = (1 << 64) - 1
-M32 = (1 << 32) - 1
-M128 = (1 << 128) - 1
 
 _GPR64 = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11",
           "r12", "r13", "r14", "r15")
@@ -121,9 +119,6 @@ class Interpreter:
         self.labels = {it.name: n for n, it in enumerate(self.code) if isinstance(it, Label)}
 
     # -- vector operand access ----------------------------------------------
-    def lanes_of(self, width: int) -> int:
-        return width // 128
-
     def load_lanes(self, addr: int, lanes: int) -> tuple[int, ...]:
         raw = self.m.read(addr, 16 * lanes)
         return tuple(int.from_bytes(raw[16 * i:16 * i + 16], "little") for i in range(lanes))
@@ -165,7 +160,7 @@ class Interpreter:
                 raise SimError("step limit exceeded")
             pc += 1
             self.pc = pc
-            if isinstance(item, Label):
+            if isinstance(item, (Label, Mark)):
                 continue
             if isinstance(item, Branch):
                 if item.cond == "jmp" or self.cond(item.cond):
@@ -181,298 +176,12 @@ class Interpreter:
                 "be": cf or zf}[cc]
 
     def execute(self, i: Insn) -> None:
-        if i.op in SCALAR:
-            SCALAR[i.op](self, i)
-        else:
-            self.vector(i)
-
-    def vector(self, i: Insn) -> None:
-        lanes = self.lanes_of(i.width)
-        op = i.op
-        if op == "vstore" or op == "vstore_key":
-            val = self.value(i.srcs[0], lanes)
-            raw = b"".join(x.to_bytes(16, "little") for x in val)
-            addr = self.m.addr(i.dst)
-            keep = self.mask_bytes(i, len(raw))
-            for n, byte in enumerate(raw):
-                if keep[n]:
-                    self.m.write(addr + n, bytes([byte]))
-            return
-        if op == "vstore_lane":
-            lane = self.value(i.srcs[0], lanes)[i.imm]
-            self.m.write(self.m.addr(i.dst), lane.to_bytes(16, "little"))
-            return
-        if op in ("vload", "vload_key"):
-            src = i.srcs[0]  # a Const: a constant loaded into a register for a whole path
-            addr = self.m.const_addr(src) if isinstance(src, Const) else self.m.addr(src)
-            keep = self.mask_bytes(i, 16 * lanes)
-            raw = bytes(self.m.read(addr + n, 1)[0] if keep[n] else 0 for n in range(16 * lanes))
-            out = tuple(int.from_bytes(raw[16 * k:16 * k + 16], "little") for k in range(lanes))
-        elif op == "vload_bcast":
-            out = self.load_lanes(self.m.addr(i.srcs[0]), 1) * lanes
-        elif op in ("vload64", "vload32"):
-            size = 8 if op == "vload64" else 4
-            out = (int.from_bytes(self.m.read(self.m.addr(i.srcs[0]), size), "little"),)
-        elif op == "vzero":
-            out = (0,) * lanes
-        elif op == "top_lane":
-            src = self.value(i.srcs[0], self.lanes_of(self.fn.width))
-            out = (src[-1],)
-        elif op == "prev_lanes":
-            cur, carried = (self.value(s, lanes) for s in i.srcs)
-            out = (carried[-1],) + cur[:-1]
-        elif op == "next_lanes":  # [a lanes 1..n-1, b lane 0]
-            a, c = (self.value(s, lanes) for s in i.srcs)
-            out = a[1:] + c[:1]
-        elif op == "deal_lanes":  # lanes imm, imm + 2, ... of a then b
-            a, c = (self.value(s, lanes) for s in i.srcs)
-            out = (a + c)[i.imm::2]
-        elif op == "zip_lanes":  # half imm of a and of b, interleaved lane by lane (srcs[2]: zmm's indices)
-            a, c = (self.value(s, lanes) for s in i.srcs[:2])
-            half = lanes // 2
-            out = tuple(x for k in range(half * i.imm, half * i.imm + half) for x in (a[k], c[k]))
-        elif op == "permt2b":  # byte k: byte index[k] of the two tables' bytes, the first table first
-            table1, index, table2 = (self.value(s, lanes) for s in i.srcs)
-            raw = b"".join(x.to_bytes(16, "little") for x in table1 + table2)
-            idx = b"".join(x.to_bytes(16, "little") for x in index)
-            picked = bytes(raw[k % len(raw)] for k in idx)
-            out = tuple(int.from_bytes(picked[16 * k:16 * k + 16], "little") for k in range(lanes))
-        elif op == "upper_half":  # i.width is the result's width
-            src = self.value(i.srcs[0], 2 * lanes)
-            out = src[lanes:]
-        elif op == "insert_lane":
-            out = list(self.value(i.srcs[0], lanes))
-            out[i.imm] = self.value(i.srcs[1], 1)[0]
-            out = tuple(out)
-        elif op == "widen":
-            out = self.value(i.srcs[0], 1) * lanes
-        else:
-            srcs = [self.value(s, lanes) for s in i.srcs]
-            fn = LANE_OPS[op]
-            out = tuple(fn(*(s[k] for s in srcs), i.imm) for k in range(lanes))
-            if i.mask:  # EVEX zeroing-masking: elements whose mask bit is clear become 0
-                raw = b"".join(x.to_bytes(16, "little") for x in out)
-                keep = self.mask_bytes(i, len(raw))
-                raw = bytes(byte if keep[n] else 0 for n, byte in enumerate(raw))
-                out = tuple(int.from_bytes(raw[16 * k:16 * k + 16], "little") for k in range(lanes))
-        self.m.vec[i.dst.id] = tuple(x & M128 for x in out)
-
-
-def _dwords(x: int) -> list[int]:
-    return [(x >> (32 * k)) & M32 for k in range(4)]
-
-
-def _from_dwords(ws: list[int]) -> int:
-    return sum((w & M32) << (32 * k) for k, w in enumerate(ws))
-
-
-def _pshufb(a: int, ctl: int, _imm) -> int:
-    src, c = a.to_bytes(16, "little"), ctl.to_bytes(16, "little")
-    return int.from_bytes(bytes(0 if c[n] & 0x80 else src[c[n] & 15] for n in range(16)), "little")
-
-
-LANE_OPS = {
-    "vmov": lambda a, _i: a,
-    "vxor": lambda a, b, _i: a ^ b,
-    "paddd": lambda a, b, _i: _from_dwords([x + y for x, y in zip(_dwords(a), _dwords(b))]),
-    "pshufb": _pshufb,
-    "aesenc": lambda a, k, _i: aesref.aesenc(a, k),
-    "aesenclast": lambda a, k, _i: aesref.aesenclast(a, k),
-    "aesdec": lambda a, k, _i: aesref.aesdec(a, k),
-    "aesdeclast": lambda a, k, _i: aesref.aesdeclast(a, k),
-    "aesimc": lambda a, _i: aesref.aesimc(a),
-    "aeskeygenassist": lambda a, imm: aesref.aeskeygenassist(a, imm),
-    "pshufd": lambda a, imm: _from_dwords([_dwords(a)[(imm >> (2 * k)) & 3] for k in range(4)]),
-    "pslldq": lambda a, imm: (a << (8 * imm)) & M128 if imm < 16 else 0,
-    "punpcklqdq": lambda a, b, _i: (a & M64) | ((b & M64) << 64),
-    "palignr": lambda hi, lo, imm: (((hi << 128) | lo) >> (8 * imm)) & M128,
-    "clmul": lambda a, b, imm: gf128.clmul((a >> (64 * (imm & 1))) & M64, (b >> (64 * ((imm >> 4) & 1))) & M64),
-    "psllq": lambda a, imm: _qwords_map(a, lambda q: (q << imm) & M64),
-    "psrlq": lambda a, imm: _qwords_map(a, lambda q: q >> imm),
-    "psrad": lambda a, imm: _from_dwords([(d >> min(imm, 31)) | (-(d >> 31) << (32 - min(imm, 31)) if d >> 31
-                                           else d >> min(imm, 31)) for d in _dwords(a)]),
-    "pand": lambda a, b, _i: a & b,
-    "gf2p8affineqb": lambda a, m, imm: _affine_bytes(a, m, imm, invert=False),
-    "gf2p8affineinvqb": lambda a, m, imm: _affine_bytes(a, m, imm, invert=True),
-    "prord": lambda a, imm: _from_dwords([((d >> imm) | (d << (32 - imm))) & M32 for d in _dwords(a)]),
-    "paddq": lambda a, b, _i: _qwords_zip(a, b, lambda x, y: (x + y) & M64),
-    "psrldq": lambda a, imm: a >> (8 * imm) if imm < 16 else 0,
-    "psllvq": lambda a, n, _i: _qwords_zip(a, n, lambda x, c: (x << c) & M64 if c < 64 else 0),
-    "psrlvq": lambda a, n, _i: _qwords_zip(a, n, lambda x, c: x >> c if c < 64 else 0),
-    "ternlog": lambda a, b, c, imm: _ternlog(a, b, c, imm),
-    "blendv": lambda a, b, m, _i: _blendv(a, b, m),
-}
-
-
-def _blendv(a: int, b: int, mask: int) -> int:
-    """Byte k from b where bit 7 of mask byte k is set, else from a (vpblendvb)."""
-    out = 0
-    for k in range(16):
-        src = b if mask >> (8 * k + 7) & 1 else a
-        out |= src & (0xFF << 8 * k)
-    return out
-
-
-def _ternlog(a: int, b: int, c: int, imm: int) -> int:
-    """Bit i of the result is bit (a_i b_i c_i) of imm (a the most significant)."""
-    out = 0
-    for k in range(8):
-        if imm >> k & 1:
-            ma = a if k & 4 else ~a
-            mb = b if k & 2 else ~b
-            mc = c if k & 1 else ~c
-            out |= ma & mb & mc
-    return out & M128
-
-
-def _qwords_map(a: int, f) -> int:
-    return f(a & M64) | (f(a >> 64) << 64)
-
-
-def _affine_bytes(a: int, m: int, imm: int, invert: bool) -> int:
-    """vgf2p8affine(inv)qb on one 128-bit lane: byte b uses the matrix in qword b // 8."""
-    out = 0
-    for b in range(16):
-        x = (a >> (8 * b)) & 0xFF
-        if invert:
-            x = aesref.gf256_inv(x)
-        out |= gfni.affine_byte((m >> (64 * (b // 8))) & M64, x, imm) << (8 * b)
-    return out
-
-
-def _qwords_zip(a: int, b: int, f) -> int:
-    return f(a & M64, b & M64) | (f(a >> 64, b >> 64) << 64)
-
-
-def _movmskpd(it: "Interpreter", i: Insn) -> None:
-    v = it.value(i.srcs[0], 1)[0]
-    it.m.put(i.dst, ((v >> 63) & 1) | ((v >> 127) << 1))
-
-
-def _alu(it: Interpreter, i: Insn, fn, bits: int = 64, write: bool = True) -> None:
-    a = it.m.get(i.dst)
-    b = i.imm if i.imm is not None else it.m.get(i.srcs[0])
-    mask = (1 << bits) - 1
-    raw = fn(a, b & mask)
-    res = raw & mask
-    it.m.flags = (raw < 0 or raw > mask, res == 0)
-    if write:
-        it.m.put(i.dst, res)
-
-
-def _load(it: Interpreter, i: Insn, nbytes: int) -> int:
-    return int.from_bytes(it.m.read(it.m.addr(i.srcs[0]), nbytes), "little")
-
-
-def _store(it: Interpreter, i: Insn, value: int, nbytes: int) -> None:
-    it.m.write(it.m.addr(i.dst), (value & ((1 << (8 * nbytes)) - 1)).to_bytes(nbytes, "little"))
-
-
-def _neg(it: Interpreter, i: Insn) -> None:
-    v = it.m.get(i.dst)
-    it.m.put(i.dst, (-v) & M64)
-    it.m.flags = (v != 0, v == 0)  # CF = (source != 0)
-
-
-def _bzhi(it: Interpreter, i: Insn) -> None:
-    n = it.m.get(i.srcs[1]) & 0xFF
-    src = it.m.get(i.srcs[0])
-    it.m.put(i.dst, src if n >= 64 else src & ((1 << n) - 1))
-
-
-def _sarx(it: Interpreter, i: Insn) -> None:
-    c = it.m.get(i.srcs[1]) & 63
-    it.m.put(i.dst, ((it.m.get(i.srcs[0]) ^ 1 << 63) - (1 << 63) >> c) & M64)
-
-
-def _shld(it: Interpreter, i: Insn, count: int) -> None:
-    c = count & 63
-    d = it.m.get(i.dst)
-    if c:
-        d = ((d << c) | (it.m.get(i.srcs[0]) >> (64 - c))) & M64
-    it.m.put(i.dst, d)
-
-
-def _bsf(it: Interpreter, i: Insn) -> None:
-    v = it.m.get(i.srcs[0])
-    it.m.put(i.dst, (v & -v).bit_length() - 1 if v else it.m.get(i.dst))
-
-
-def _cpuid(it: Interpreter, i: Insn) -> None:
-    # A model CPU that has every feature the kernels know about.
-    leaf = it.m.get("eax")
-    if leaf == 0:
-        vals = (0x20, 0, 0, 0)
-    elif leaf in (1, 7):
-        vals = (0, M32, M32, M32)
-    else:
-        vals = (0, 0, 0, 0)
-    for reg, v in zip(("eax", "ebx", "ecx", "edx"), vals):
-        it.m.put(reg, v)
-
-
-def _push(it: Interpreter, i: Insn) -> None:
-    it.m.gpr["rsp"] -= 8
-    it.m.write(it.m.gpr["rsp"], it.m.get(i.dst).to_bytes(8, "little"))
-
-
-def _pop(it: Interpreter, i: Insn) -> None:
-    it.m.put(i.dst, int.from_bytes(it.m.read(it.m.gpr["rsp"], 8), "little"))
-    it.m.gpr["rsp"] += 8
-
-
-SCALAR = {
-    "mov": lambda it, i: it.m.put(i.dst, it.m.get(i.srcs[0])),
-    "movi": lambda it, i: it.m.put(i.dst, i.imm & M64),
-    "mov32i": lambda it, i: it.m.put(i.dst, i.imm & M32),
-    "mov32": lambda it, i: it.m.put(i.dst, _load(it, i, 4)),
-    "mov32r": lambda it, i: it.m.put(i.dst, it.m.get(i.srcs[0])),
-    "store32": lambda it, i: _store(it, i, it.m.get(i.srcs[0]), 4),
-    "store32i": lambda it, i: _store(it, i, i.imm, 4),
-    "movzb": lambda it, i: it.m.put(i.dst, _load(it, i, 1)),
-    "xor8m": lambda it, i: it.m.put(i.dst, it.m.get(i.dst) ^ _load(it, i, 1)),
-    "store8": lambda it, i: _store(it, i, it.m.get(i.srcs[0]), 1),
-    "add": lambda it, i: _alu(it, i, lambda a, b: a + b),
-    "add32r": lambda it, i: _alu(it, i, lambda a, b: a + b, 32),
-    "load64": lambda it, i: it.m.put(i.dst, _load(it, i, 8)),
-    "store64": lambda it, i: _store(it, i, it.m.get(i.srcs[0]), 8),
-    "movbe_store64": lambda it, i: _store(it, i, int.from_bytes(it.m.get(i.srcs[0]).to_bytes(8, "little"), "big"), 8),
-    "bswap64": lambda it, i: it.m.put(i.dst, int.from_bytes(it.m.get(i.dst).to_bytes(8, "little"), "big")),
-    "neg": lambda it, i: _neg(it, i),
-    "adc_r": lambda it, i: _alu(it, i, lambda a, b: a + b + it.m.flags[0]),
-    "sbb_r": lambda it, i: it.m.put(i.dst, (-1 if it.m.flags[0] else 0) & M64),  # sbb r, r: -CF
-    "or8r": lambda it, i: it.m.put(i.dst, it.m.get(i.dst) | it.m.get(i.srcs[0])),
-    "or_r": lambda it, i: _alu(it, i, lambda a, b: a | b),
-    "xor_r": lambda it, i: _alu(it, i, lambda a, b: a ^ b),
-    "shld": lambda it, i: _shld(it, i, i.imm),
-    "shld_cl": lambda it, i: _shld(it, i, it.m.get("rcx")),
-    "bsf": _bsf,
-    "add_r": lambda it, i: _alu(it, i, lambda a, b: a + b),
-    "sub_r": lambda it, i: _alu(it, i, lambda a, b: a - b),
-    "and": lambda it, i: _alu(it, i, lambda a, b: a & b),
-    "sub": lambda it, i: _alu(it, i, lambda a, b: a - b),
-    "cmp": lambda it, i: _alu(it, i, lambda a, b: a - b, write=False),
-    "cmpr": lambda it, i: _alu(it, i, lambda a, b: a - b, write=False),
-    "cmp32": lambda it, i: _alu(it, i, lambda a, b: a - b, 32, write=False),
-    "and32i": lambda it, i: _alu(it, i, lambda a, b: a & b, 32),
-    "test": lambda it, i: _alu(it, i, lambda a, b: a & b, write=False),
-    "xor32": lambda it, i: _alu(it, i, lambda a, b: a ^ b, 32),
-    "shl": lambda it, i: it.m.put(i.dst, (it.m.get(i.dst) << i.imm) & M64),
-    "shr": lambda it, i: it.m.put(i.dst, it.m.get(i.dst) >> i.imm),
-    "bswap32": lambda it, i: it.m.put(i.dst, int.from_bytes(it.m.get(i.dst).to_bytes(4, "little"), "big")),
-    "lea": lambda it, i: it.m.put(i.dst, it.m.const_addr(i.srcs[0]) if isinstance(i.srcs[0], Const)
-                                  else it.m.addr(i.srcs[0])),
-    "bzhi": _bzhi,
-    "sarx": _sarx,
-    "movmskpd": _movmskpd,
-    "kmovq": lambda it, i: it.m.kreg.__setitem__(i.dst, it.m.get(i.srcs[0])),
-    "cpuid": _cpuid,
-    "xgetbv": lambda it, i: (it.m.put("eax", 0xE7), it.m.put("edx", 0)),
-    "push": _push,
-    "pop": _pop,
-    "vzeroupper": lambda it, i: None,
-    "endbr64": lambda it, i: None,
-}
+        op = info(i.op)
+        if op.semantics is None:
+            raise SimError(f"{i.op} has no reference semantics (lowering produces it)")
+        out = op.semantics(self, i)
+        if op.vector and out is not None:
+            self.m.vec[i.dst.id] = tuple(x & M128 for x in out)
 
 
 def call(machine: Machine, fn: Function, *args: int) -> int:

@@ -32,9 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .dsl import BuildError
-from .ir import Insn, Mem
-from .regalloc import Phys
+from .ir import BuildError, Insn, Mark, MarkKind, Mem, Phys
 
 WIN64_ARGS = ("rcx", "rdx", "r8", "r9")
 SYSV_REGISTER_ARGS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
@@ -42,7 +40,6 @@ CALLEE_SAVED_XMM = range(6, 16)
 # On entry, argument 5 is above the return address and the caller's 32-byte shadow space.
 STACK_ARGS_AT_ENTRY = 8 + 32
 PUSHED = ("rdi", "rsi")
-EPILOGUE = "win64 epilogue"
 
 
 @dataclass(frozen=True)
@@ -97,7 +94,7 @@ def check_body(items: list, convention: str = "win64") -> None:
 
 
 def uses_stack(items: list) -> bool:
-    return any(isinstance(i, Insn) and (i.op in ("push", "pop") or i.dst == "rsp"
+    return any(isinstance(i, Insn) and (i.op in ("push.r64", "pop.r64") or i.dst == "rsp"
                                         or any(m.base == "rsp" for m in _mems(i))) for i in items)
 
 
@@ -123,8 +120,8 @@ def _xmm_move(op: str, reg: int, mem: Mem) -> Insn:
 def prologue(frame: Frame, nargs: int) -> list:
     out: list = []
     for r in PUSHED:
-        out += [Insn("push", r, comment="win64: callee-saved"), Directive("coff", f".seh_pushreg %{r}")]
-    out += [Insn("sub", "rsp", imm=frame.size, comment="win64 frame (no red zone)"),
+        out += [Insn("push.r64", r, comment="win64: callee-saved"), Directive("coff", f".seh_pushreg %{r}")]
+    out += [Insn("sub.r64.imm", "rsp", imm=frame.size, comment="win64 frame (no red zone)"),
             Directive("coff", f".seh_stackalloc {frame.size}"),
             Directive("elf", f".cfi_adjust_cfa_offset {frame.size}")]
     for j, reg in enumerate(frame.saved_xmm):
@@ -134,17 +131,18 @@ def prologue(frame: Frame, nargs: int) -> list:
     # Arguments 7.. first, through rdi (not yet an argument; it only ever holds pointers,
     # so the static check sees a public copy), then rcx and rdx before they are overwritten.
     for j in range(frame.nstack):
-        out += [Insn("load64", "rdi", (frame.entry_arg(6 + j),), comment=f"win64 argument {7 + j}"),
-                Insn("store64", Mem("rsp", 8 * j, bits=64), ("rdi",), comment="where the SysV body reads it")]
+        out += [Insn("mov.r64.m64", "rdi", (frame.entry_arg(6 + j),), comment=f"win64 argument {7 + j}"),
+                Insn("mov.m64.r64", Mem("rsp", 8 * j, bits=64), ("rdi",), comment="where the SysV body reads it")]
     for k, (src, dst) in enumerate(zip(WIN64_ARGS, SYSV_REGISTER_ARGS)):
         if k < nargs:
-            out.append(Insn("mov", dst, (src,), comment=f"win64 argument {k + 1}"))
+            out.append(Insn("mov.r64.r64", dst, (src,), comment=f"win64 argument {k + 1}"))
     for k in range(4, min(nargs, 6)):
-        out.append(Insn("load64", SYSV_REGISTER_ARGS[k], (frame.entry_arg(k),), comment=f"win64 argument {k + 1}"))
+        out.append(Insn("mov.r64.m64", SYSV_REGISTER_ARGS[k], (frame.entry_arg(k),),
+                        comment=f"win64 argument {k + 1}"))
     if frame.realign:
         # The unwind codes need rsp 0 mod 16 (xmm saves), a SysV body expects 8 mod 16
         # (legacy SSE memory operands on its frame): 8 more bytes, where its return address would be.
-        out += [Insn("sub", "rsp", imm=frame.pad, comment="SysV alignment for the body"),
+        out += [Insn("sub.r64.imm", "rsp", imm=frame.pad, comment="SysV alignment for the body"),
                 Directive("elf", f".cfi_adjust_cfa_offset {frame.pad}")]
     return out
 
@@ -153,8 +151,9 @@ def epilogue(frame: Frame) -> list:
     out: list = [_xmm_move("vload_key", reg, Mem("rsp", frame.pad + frame.xmm_area + 16 * j))
                  for j, reg in enumerate(frame.saved_xmm)]
     total = frame.size + frame.pad
-    out += [Insn("add", "rsp", imm=total, comment=EPILOGUE), Directive("elf", f".cfi_adjust_cfa_offset -{total}")]
-    out += [Insn("pop", r) for r in reversed(PUSHED)]
+    out += [Mark(MarkKind.EPILOGUE), Insn("add.r64.imm", "rsp", imm=total, comment="win64 epilogue"),
+            Directive("elf", f".cfi_adjust_cfa_offset -{total}")]
+    out += [Insn("pop.r64", r) for r in reversed(PUSHED)]
     return out + [Insn("ret")]
 
 

@@ -21,9 +21,9 @@ def finish(b: FunctionBuilder) -> None:
 
 def drop_frame(b: FunctionBuilder, frame: int, saved: tuple[str, ...]) -> None:
     """Undo a prologue that pushed `saved` and then took `frame` bytes of stack."""
-    b.s("add", "rsp", imm=frame)
+    b.s("add.r64.imm", "rsp", imm=frame)
     for r in reversed(saved):
-        b.s("pop", r)
+        b.s("pop.r64", r)
 
 
 def leave_frame(b: FunctionBuilder, frame: int, saved: tuple[str, ...]) -> None:
@@ -189,9 +189,9 @@ def key_size_paths(b: FunctionBuilder, decrypt: bool = False,
     `then(nr)` (default: return 0)."""
     labels = {kb: b.label_name(f"bits{kb}_") for kb in sizes}
     for kb, lab in labels.items():
-        b.s("cmp32", _r32(b.reg["bits"]), imm=kb)
+        b.s("cmp.r32.imm", _r32(b.reg["bits"]), imm=kb)
         b.branch("e", lab)
-    b.s("mov32i", "eax", imm=-1, comment="unsupported key size")
+    b.s("mov.r32.imm", "eax", imm=-1, comment="unsupported key size")
     b.s("ret")
     for kb, lab in labels.items():
         nr = ROUNDS_BY_BITS[kb]
@@ -204,7 +204,7 @@ def key_size_paths(b: FunctionBuilder, decrypt: bool = False,
             if then is not None:
                 then(nr)
             else:
-                b.s("xor32", "eax", "eax")
+                b.s("xor.r32.r32", "eax", "eax")
                 finish(b)
 
         b.single_path(nr, body, lab)
@@ -215,7 +215,7 @@ def expand_schedule(b: FunctionBuilder, bits: int, user: str, out: str, decrypt:
     with its round count."""
     nr = ROUNDS_BY_BITS[bits]
     EXPANDERS[bits](b, user, ScheduleWriter(b, out, nr, decrypt))
-    b.s("store32i", Mem(out, b.spec.rounds_offset, bits=32), imm=nr, comment="round count")
+    b.s("mov.m32.imm", Mem(out, b.spec.rounds_offset, bits=32), imm=nr, comment="round count")
 
 
 def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:

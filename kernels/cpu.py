@@ -43,37 +43,37 @@ def cpu_supported_function(b: FunctionBuilder) -> None:
     fail = b.label_name("no")
 
     def body() -> None:
-        b.s("push", "rbx", comment="cpuid writes rbx (callee-saved)")
-        b.s("xor32", "eax", "eax")
+        b.s("push.r64", "rbx", comment="cpuid writes rbx (callee-saved)")
+        b.s("xor.r32.r32", "eax", "eax")
         b.s("cpuid")
         top_leaf = max(leaf for leaf, _ in masks)
-        b.s("cmp32", "eax", imm=top_leaf, comment="highest CPUID leaf we read")
+        b.s("cmp.r32.imm", "eax", imm=top_leaf, comment="highest CPUID leaf we read")
         b.branch("b", fail)
         for leaf in (1, 7):
             regs = {reg: m for (lf, reg), m in masks.items() if lf == leaf}
             if not regs:
                 continue
-            b.s("mov32i", "eax", imm=leaf)
-            b.s("xor32", "ecx", "ecx")
+            b.s("mov.r32.imm", "eax", imm=leaf)
+            b.s("xor.r32.r32", "ecx", "ecx")
             b.s("cpuid")
             for reg, m in sorted(regs.items()):
-                b.s("and32i", reg, imm=m)
-                b.s("cmp32", reg, imm=m, comment=f"leaf {leaf} {reg}: " + ", ".join(
+                b.s("and.r32.imm", reg, imm=m)
+                b.s("cmp.r32.imm", reg, imm=m, comment=f"leaf {leaf} {reg}: " + ", ".join(
                     f for f in features if CPUID_BITS[f][:2] == (leaf, reg)))
                 b.branch("ne", fail)
         if "avx" in features:
             xcr0 = XCR0_AVX512 if "avx512f" in features else XCR0_AVX
-            b.s("xor32", "ecx", "ecx")
+            b.s("xor.r32.r32", "ecx", "ecx")
             b.s("xgetbv")
-            b.s("and32i", "eax", imm=xcr0)
-            b.s("cmp32", "eax", imm=xcr0, comment="the OS saves the vector state")
+            b.s("and.r32.imm", "eax", imm=xcr0)
+            b.s("cmp.r32.imm", "eax", imm=xcr0, comment="the OS saves the vector state")
             b.branch("ne", fail)
-        b.s("mov32i", "eax", imm=1)
-        b.s("pop", "rbx")
+        b.s("mov.r32.imm", "eax", imm=1)
+        b.s("pop.r64", "rbx")
         b.s("ret")
         b.label(fail)
-        b.s("xor32", "eax", "eax")
-        b.s("pop", "rbx")
+        b.s("xor.r32.r32", "eax", "eax")
+        b.s("pop.r64", "rbx")
         b.s("ret")
 
     b.single_path(None, body)

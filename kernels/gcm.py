@@ -54,25 +54,25 @@ def gather_partial(b: FunctionBuilder, src: str, count: str, dst: Mem) -> None:
     from the last byte down (constant shifts), then stored whole: no byte is read past
     src + count, and no stack store has a variable address. Clobbers count, rbp, r11, rax."""
     top, high, done = b.label_name("gather"), b.label_name("gather_hi"), b.label_name("gathered")
-    b.s("xor32", "ebp", "ebp", comment="bytes 0..7")
-    b.s("xor32", "r11d", "r11d", comment="bytes 8..15")
+    b.s("xor.r32.r32", "ebp", "ebp", comment="bytes 0..7")
+    b.s("xor.r32.r32", "r11d", "r11d", comment="bytes 8..15")
     b.label(top)
-    b.s("test", count, count)
+    b.s("test.r64.r64", count, count)
     b.branch("e", done)
-    b.s("sub", count, imm=1)
-    b.s("movzb", "eax", Mem(src, 0, index=count, bits=8))
-    b.s("cmp", count, imm=8)
+    b.s("sub.r64.imm", count, imm=1)
+    b.s("movzx.r32.m8", "eax", Mem(src, 0, index=count, bits=8))
+    b.s("cmp.r64.imm", count, imm=8)
     b.branch("ae", high)
-    b.s("shl", "rbp", imm=8)
-    b.s("or_r", "rbp", "rax")
+    b.s("shl.r64.imm", "rbp", imm=8)
+    b.s("or.r64.r64", "rbp", "rax")
     b.branch("jmp", top)
     b.label(high)
-    b.s("shl", "r11", imm=8)
-    b.s("or_r", "r11", "rax")
+    b.s("shl.r64.imm", "r11", imm=8)
+    b.s("or.r64.r64", "r11", "rax")
     b.branch("jmp", top)
     b.label(done)
-    b.s("store64", Mem(dst.base, dst.disp, bits=64), "rbp")
-    b.s("store64", Mem(dst.base, dst.disp + 8, bits=64), "r11")
+    b.s("mov.m64.r64", Mem(dst.base, dst.disp, bits=64), "rbp")
+    b.s("mov.m64.r64", Mem(dst.base, dst.disp + 8, bits=64), "r11")
 
 
 def load_qwords(b: FunctionBuilder, mem: Mem) -> VReg:
@@ -111,18 +111,18 @@ class Gcm:
         """acc = GHASH continued over length bytes at ptr, the last block zero-padded."""
         b = self.b
         core = self.core
-        b.s("mov", "rbx", ptr)
-        b.s("mov", "rcx", length)
-        b.s("shr", "rcx", imm=4, comment="whole blocks")
+        b.s("mov.r64.r64", "rbx", ptr)
+        b.s("mov.r64.r64", "rcx", length)
+        b.s("shr.r64.imm", "rcx", imm=4, comment="whole blocks")
         core.main_loop(acc, "rbx", "rcx")
         core.tail(acc, "rbx", "rcx", self.spec.isa)
         skip = b.label_name("no_partial")
-        b.s("mov", "rcx", length)
-        b.s("and", "rcx", imm=15, comment="bytes of a partial last block")
+        b.s("mov.r64.r64", "rcx", length)
+        b.s("and.r64.imm", "rcx", imm=15, comment="bytes of a partial last block")
         b.branch("e", skip)
-        b.s("mov", "rbx", length)
-        b.s("and", "rbx", imm=-16)
-        b.s("add_r", "rbx", ptr, comment="the partial block's first byte")
+        b.s("mov.r64.r64", "rbx", length)
+        b.s("and.r64.imm", "rbx", imm=-16)
+        b.s("add.r64.r64", "rbx", ptr, comment="the partial block's first byte")
         self.load_partial("rbx", "rcx", BLOCK)
         self.hash_block(acc, BLOCK)
         b.label(skip)
@@ -135,21 +135,21 @@ class Gcm:
         b, core = self.b, self.core
         self.length_block(hi_len, lo_len, LENGTHS)
         aligned, done = b.label_name("aligned_end"), b.label_name("final_done")
-        b.s("mov", "r10", length)
-        b.s("and", "r10", imm=15, comment="a partial block?")
+        b.s("mov.r64.r64", "r10", length)
+        b.s("and.r64.imm", "r10", imm=15, comment="a partial block?")
         b.branch("e", aligned)
         self.hash_bytes(acc, ptr, length)
         self.hash_block(acc, LENGTHS)
         b.branch("jmp", done)
         b.label(aligned)
-        b.s("mov", "rbx", ptr)
-        b.s("mov", "rcx", length)
-        b.s("shr", "rcx", imm=4, comment="whole blocks")
+        b.s("mov.r64.r64", "rbx", ptr)
+        b.s("mov.r64.r64", "rcx", length)
+        b.s("shr.r64.imm", "rcx", imm=4, comment="whole blocks")
         core.main_loop(acc, "rbx", "rcx", keep_last=True)
         full, none = b.label_name("last_batch"), b.label_name("only_lengths")
-        b.s("cmp", "rcx", imm=self.K)
+        b.s("cmp.r64.imm", "rcx", imm=self.K)
         b.branch("e", full)
-        b.s("test", "rcx", "rcx")
+        b.s("test.r64.r64", "rcx", "rcx")
         b.branch("e", none)
         core.tail(acc, "rbx", "rcx", self.spec.isa, last=self.length_products)
         b.branch("jmp", done)
@@ -174,40 +174,40 @@ class Gcm:
         b = self.b
         for src, off in ((hi_len, 0), (lo_len, 8)):
             if src is None:
-                b.s("xor32", "r10d", "r10d")
-                b.s("store64", Mem(dst.base, dst.disp + off, bits=64), "r10")
+                b.s("xor.r32.r32", "r10d", "r10d")
+                b.s("mov.m64.r64", Mem(dst.base, dst.disp + off, bits=64), "r10")
                 continue
             if isinstance(src, str):
-                b.s("mov", "r10", src)
+                b.s("mov.r64.r64", "r10", src)
             else:
-                b.s("load64", "r10", src)
-            b.s("shl", "r10", imm=3, comment="bits")
-            b.s("bswap64", "r10")
-            b.s("store64", Mem(dst.base, dst.disp + off, bits=64), "r10")
+                b.s("mov.r64.m64", "r10", src)
+            b.s("shl.r64.imm", "r10", imm=3, comment="bits")
+            b.s("bswap.r64", "r10")
+            b.s("mov.m64.r64", Mem(dst.base, dst.disp + off, bits=64), "r10")
 
     # -- the function -----------------------------------------------------------
     def push_frame(self) -> None:
         b = self.b
         for r in SAVED:
-            b.s("push", r)
+            b.s("push.r64", r)
 
     def entry(self) -> None:
         b = self.b
         self.push_frame()
         for reg, arg in (("r12", "out"), ("r13", "len"), ("r14", "tag"), ("r15", "taglen")):
-            b.s("load64", reg, b.stack_arg(arg, pushed=len(SAVED)))
-        b.s("sub", "rsp", imm=FRAME)
-        b.s("store64", Mem(AAD_PTR.base, AAD_PTR.disp, bits=64), "rcx")
-        b.s("store64", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), "r8")
+            b.s("mov.r64.m64", reg, b.stack_arg(arg, pushed=len(SAVED)))
+        b.s("sub.r64.imm", "rsp", imm=FRAME)
+        b.s("mov.m64.r64", Mem(AAD_PTR.base, AAD_PTR.disp, bits=64), "rcx")
+        b.s("mov.m64.r64", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), "r8")
         for reg, name in (("r12", "out"), ("r13", "len"), ("r14", "tag")):
-            b.s("store64", SAVED_ARGS[name], reg)
+            b.s("mov.m64.r64", SAVED_ARGS[name], reg)
         self.bad = b.label_name("bad_args")
         self.exit = b.label_name("exit")
-        b.s("test", "rdx", "rdx", comment="an empty IV is refused")
+        b.s("test.r64.r64", "rdx", "rdx", comment="an empty IV is refused")
         b.branch("e", self.bad)
-        b.s("cmp", "r15", imm=4, comment="tag length 4..16")
+        b.s("cmp.r64.imm", "r15", imm=4, comment="tag length 4..16")
         b.branch("b", self.bad)
-        b.s("cmp", "r15", imm=16)
+        b.s("cmp.r64.imm", "r15", imm=16)
         b.branch("a", self.bad)
 
     def path(self, nr: int) -> None:
@@ -217,8 +217,8 @@ class Gcm:
         self.j0(acc, nr, lambda j: counter_base(b, j, first=1, dst=base))
         # AAD
         b.v("vzero", dst=acc, width=128)
-        b.s("load64", "rsi", Mem(AAD_PTR.base, AAD_PTR.disp, bits=64))
-        b.s("load64", "rdx", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64))
+        b.s("mov.r64.m64", "rsi", Mem(AAD_PTR.base, AAD_PTR.disp, bits=64))
+        b.s("mov.r64.m64", "rdx", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64))
         self.hash_bytes(acc, "rsi", "rdx")
         # Text: the main loop hashes each batch's ciphertext as the CTR loop produces (or,
         # decrypting, consumes) it; the rest is hashed in a second pass — before it is
@@ -227,14 +227,14 @@ class Gcm:
                    public_counter=PUBLIC_COUNTER)
         if not self.decrypt:  # the ciphertext left, then the lengths
             self.hash_final(acc, *REST, Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), _arg("len"))
-        b.s("load64", "r14", _arg("tag"))
+        b.s("mov.r64.m64", "r14", _arg("tag"))
         with b.at_width(128):
             s = b.v("pshufb", acc, bswap_mask(1))
             tag = b.v("vxor", s, b.v("vload", EKJ0), comment="tag = E(K, J0) ^ S")
             if not self.decrypt and self.spec.isa == "avx512":
-                b.s("movi", "r10", imm=-1)
-                b.s("bzhi", "r10", "r10", "r15", comment="taglen bytes")
-                b.s("kmovq", "k1", "r10")
+                b.s("mov.r64.imm", "r10", imm=-1)
+                b.s("bzhi.r64.r64.r64", "r10", "r10", "r15", comment="taglen bytes")
+                b.s("kmovq.k.r64", "k1", "r10")
                 b.store(Mem("r14", 0), tag, mask="k1", mask_elem="b", comment="exactly taglen bytes")
             else:
                 b.store(TAG, tag)
@@ -243,7 +243,7 @@ class Gcm:
         else:
             if self.spec.isa != "avx512":
                 short, stored = b.label_name("short_tag"), b.label_name("tag_stored")
-                b.s("cmp", "r15", imm=16)
+                b.s("cmp.r64.imm", "r15", imm=16)
                 b.branch("ne", short)
                 with b.at_width(128):
                     b.store(Mem("r14", 0), b.v("vload", TAG), comment="a whole tag: one store")
@@ -251,7 +251,7 @@ class Gcm:
                 b.label(short)
                 self.copy_bytes_out("r14", "r15")
                 b.label(stored)
-            b.s("xor32", "eax", "eax")
+            b.s("xor.r32.r32", "eax", "eax")
         self._wipe()
         b.branch("jmp", self.exit)
 
@@ -273,9 +273,9 @@ class Gcm:
                 b.store(EKJ0, encrypt_rounds(b, j, nr), comment="E(K, J0) masks the tag")
             then(j)
 
-        b.s("cmp", "rdx", imm=12)
+        b.s("cmp.r64.imm", "rdx", imm=12)
         b.branch("ne", general)
-        b.s("movi", PUBLIC_COUNTER, imm=2, comment="the first text block's counter: public")
+        b.s("mov.r64.imm", PUBLIC_COUNTER, imm=2, comment="the first text block's counter: public")
         with b.at_width(128):
             lo = b.v("vload64", Mem("rsi", 0, bits=64), comment="12 bytes, never 16: no over-read")
             j = b.v("punpcklqdq", lo, b.v("vload32", Mem("rsi", 8, bits=32)))
@@ -283,7 +283,7 @@ class Gcm:
         finish_j0(j)
         b.branch("jmp", have_j0)
         b.label(general)
-        b.s("xor32", PUBLIC_COUNTER + "d", PUBLIC_COUNTER + "d", comment="J0 depends on H: no public counter")
+        b.s("xor.r32.r32", PUBLIC_COUNTER + "d", PUBLIC_COUNTER + "d", comment="J0 depends on H: no public counter")
         b.v("vzero", dst=acc, width=128)
         self.hash_final(acc, "rsi", "rdx", None, "rdx")  # IV || pad || 0^64 || [len(IV)]_64
         with b.at_width(128):
@@ -296,20 +296,20 @@ class Gcm:
         `body` gets the indexed byte operands of TAG and of [base + r10] via a maker."""
         b = self.b
         top, end = b.label_name(stem), b.label_name(f"{stem}_done")
-        b.s("xor32", "r10d", "r10d")
+        b.s("xor.r32.r32", "r10d", "r10d")
         b.label(top)
-        b.s("cmpr", "r10", count)
+        b.s("cmp.r64.r64", "r10", count)
         b.branch("ae", end)
         body(Mem(TAG.base, TAG.disp, index="r10", bits=8), lambda base: Mem(base, 0, index="r10", bits=8))
-        b.s("add", "r10", imm=1)
+        b.s("add.r64.imm", "r10", imm=1)
         b.branch("jmp", top)
         b.label(end)
 
     def copy_bytes_out(self, dst: str, count: str) -> None:
         """dst[0..count) = the computed tag."""
         def body(tag_byte: Mem, at) -> None:
-            self.b.s("movzb", "r11d", tag_byte)
-            self.b.s("store8", at(dst), "r11b")
+            self.b.s("movzx.r32.m8", "r11d", tag_byte)
+            self.b.s("mov.m8.r8", at(dst), "r11b")
         self.for_each_byte(count, body, "tag_out")
 
     def _check_tag(self) -> None:
@@ -317,31 +317,31 @@ class Gcm:
         b = self.b
 
         def body(tag_byte: Mem, at) -> None:
-            b.s("movzb", "eax", tag_byte)
-            b.s("xor8m", "al", at("r14"))
-            b.s("or8r", "r11b", "al", comment="accumulate differences, no early exit")
+            b.s("movzx.r32.m8", "eax", tag_byte)
+            b.s("xor.r8.m8", "al", at("r14"))
+            b.s("or.r8.r8", "r11b", "al", comment="accumulate differences, no early exit")
 
-        b.s("xor32", "r11d", "r11d")
+        b.s("xor.r32.r32", "r11d", "r11d")
         self.for_each_byte("r15", body, "cmp")
-        b.s("neg", "r11", comment="CF = any difference")
+        b.s("neg.r64", "r11", comment="CF = any difference")
         b.declassify_mark()
-        b.s("sbb_r", "r15", "r15", comment="verdict: -1 wrong tag, 0 authentic (public)")
+        b.s("sbb.r64.r64", "r15", "r15", comment="verdict: -1 wrong tag, 0 authentic (public)")
         good = b.label_name("authentic")
-        b.s("test", "r15", "r15")
+        b.s("test.r64.r64", "r15", "r15")
         b.branch("e", good)
-        b.s("load64", "r12", _arg("out"))
-        b.s("load64", "r13", _arg("len"))
+        b.s("mov.r64.m64", "r12", _arg("out"))
+        b.s("mov.r64.m64", "r13", _arg("len"))
         self.zero_out()
-        b.s("mov32i", "eax", imm=-1)
+        b.s("mov.r32.imm", "eax", imm=-1)
         self._wipe()
         b.branch("jmp", self.exit)
         b.label(good)
-        b.s("xor32", "eax", "eax")
+        b.s("xor.r32.r32", "eax", "eax")
 
     def zero_out(self) -> None:
         """out[0..len) = 0 (a rejected decryption releases nothing)."""
-        self.b.s("xor32", "r11d", "r11d")
-        self.for_each_byte("r13", lambda _tag, at: self.b.s("store8", at("r12"), "r11b"), "zero")
+        self.b.s("xor.r32.r32", "r11d", "r11d")
+        self.for_each_byte("r13", lambda _tag, at: self.b.s("mov.m8.r8", at("r12"), "r11b"), "zero")
 
     def _wipe(self) -> None:
         b = self.b
@@ -355,7 +355,7 @@ class Gcm:
         b.label(self.bad)
         if self.decrypt:
             self.zero_out()
-        b.s("mov32i", "eax", imm=-1)
+        b.s("mov.r32.imm", "eax", imm=-1)
 
     def epilogue(self, label: bool = True) -> None:
         b = self.b
@@ -389,8 +389,8 @@ class _Stitch:
                 g.hash_bytes(self.acc, "r9", "r13")
             return
         back = self.batch_bytes if pending else 0
-        b.s("lea", REST[0], Mem("r12", -back))
-        b.s("lea", REST[1], Mem("r13", back))
+        b.s("lea.r64.m", REST[0], Mem("r12", -back))
+        b.s("lea.r64.m", REST[1], Mem("r13", back))
 
 
 def gcm_function(b: FunctionBuilder, decrypt: bool) -> None:

@@ -49,8 +49,8 @@ class GcmStream(Gcm):
         """Save registers, open the frame, ctx -> r14 and the gkey it names -> rdi."""
         b = self.b
         self.push_frame()
-        b.s("sub", "rsp", imm=FRAME)
-        b.s("mov", CTX, ctx_arg)
+        b.s("sub.r64.imm", "rsp", imm=FRAME)
+        b.s("mov.r64.r64", CTX, ctx_arg)
         self.public_load("rdi", GKEY)
 
     def leave(self) -> None:
@@ -61,7 +61,7 @@ class GcmStream(Gcm):
         """reg = a public context field (declassified for the static constant-time check)."""
         b = self.b
         b.declassify_mark()
-        b.s("load64", reg, field)
+        b.s("mov.r64.m64", reg, field)
 
     def load_hash(self) -> VReg:
         acc = self.start_hashing()
@@ -82,12 +82,12 @@ class GcmStream(Gcm):
         b = self.b
         done = b.label_name("aad_closed")
         self.public_load(PUBLIC, IN_TEXT)
-        b.s("test", PUBLIC, PUBLIC)
+        b.s("test.r64.r64", PUBLIC, PUBLIC)
         b.branch("ne", done)
-        b.s("movi", PUBLIC, imm=1)
-        b.s("store64", IN_TEXT, PUBLIC)
+        b.s("mov.r64.imm", PUBLIC, imm=1)
+        b.s("mov.m64.r64", IN_TEXT, PUBLIC)
         self.public_load(PUBLIC, AAD_BYTES)
-        b.s("and", PUBLIC, imm=15)
+        b.s("and.r64.imm", PUBLIC, imm=15)
         b.branch("e", done)
         self.hash_partial_block(acc)
         b.label(done)
@@ -96,9 +96,9 @@ class GcmStream(Gcm):
         """pos = field mod 16 (bytes already in the partial block); field += n."""
         b = self.b
         self.public_load(pos, field)
-        b.s("lea", PUBLIC, Mem(pos, 0, index=n, scale=1))
-        b.s("store64", field, PUBLIC)
-        b.s("and", pos, imm=15)
+        b.s("lea.r64.m", PUBLIC, Mem(pos, 0, index=n, scale=1))
+        b.s("mov.m64.r64", field, PUBLIC)
+        b.s("and.r64.imm", pos, imm=15)
 
     def byte_loop(self, src: str, dst: str | None, n: str, pos: str, acc: VReg) -> None:
         """Bytes from src into the partial block at pos while n > 0 and the block is not
@@ -107,26 +107,26 @@ class GcmStream(Gcm):
         b = self.b
         top, out = b.label_name("bytes"), b.label_name("bytes_done")
         b.label(top)
-        b.s("test", n, n)
+        b.s("test.r64.r64", n, n)
         b.branch("e", out)
-        b.s("cmp", pos, imm=16)
+        b.s("cmp.r64.imm", pos, imm=16)
         b.branch("ae", out)
-        b.s("movzb", "eax", Mem(src, 0, bits=8))
+        b.s("movzx.r32.m8", "eax", Mem(src, 0, bits=8))
         if dst is not None and self.decrypt:
-            b.s("store8", _byte(CTX_BLOCK, pos), "al", comment="ciphertext byte to hash")
+            b.s("mov.m8.r8", _byte(CTX_BLOCK, pos), "al", comment="ciphertext byte to hash")
         if dst is not None:
-            b.s("xor8m", "al", _byte(CTX_KEYSTREAM, pos))
-            b.s("store8", Mem(dst, 0, bits=8), "al")
-            b.s("add", dst, imm=1)
+            b.s("xor.r8.m8", "al", _byte(CTX_KEYSTREAM, pos))
+            b.s("mov.m8.r8", Mem(dst, 0, bits=8), "al")
+            b.s("add.r64.imm", dst, imm=1)
         if dst is None or not self.decrypt:
-            b.s("store8", _byte(CTX_BLOCK, pos), "al", comment="byte to hash")
-        b.s("add", src, imm=1)
-        b.s("add", pos, imm=1)
-        b.s("sub", n, imm=1)
+            b.s("mov.m8.r8", _byte(CTX_BLOCK, pos), "al", comment="byte to hash")
+        b.s("add.r64.imm", src, imm=1)
+        b.s("add.r64.imm", pos, imm=1)
+        b.s("sub.r64.imm", n, imm=1)
         b.branch("jmp", top)
         b.label(out)
         partial = b.label_name("still_partial")
-        b.s("cmp", pos, imm=16)
+        b.s("cmp.r64.imm", pos, imm=16)
         b.branch("b", partial)
         self.hash_partial_block(acc)
         b.label(partial)
@@ -135,14 +135,14 @@ class GcmStream(Gcm):
         """The context's 32-bit big-endian counter += blocks (mod 2^32)."""
         b = self.b
         word = Mem(CTX, CTX_COUNTER.disp + 12, bits=32)
-        b.s("mov32", "r11d", word)
-        b.s("bswap32", "r11d")
-        b.s("add32r", "r11d", blocks)
-        b.s("bswap32", "r11d")
-        b.s("store32", word, "r11d")
+        b.s("mov.r32.m32", "r11d", word)
+        b.s("bswap.r32", "r11d")
+        b.s("add.r32.r32", "r11d", blocks)
+        b.s("bswap.r32", "r11d")
+        b.s("mov.m32.r32", word, "r11d")
 
     def advance_counter_by_one(self) -> None:
-        self.b.s("movi", PUBLIC, imm=1)
+        self.b.s("mov.r64.imm", PUBLIC, imm=1)
         self.advance_counter(PUBLIC + "d")
 
 
@@ -150,15 +150,15 @@ def gcm_start_function(b: FunctionBuilder) -> None:
     """P_gcm_start(ctx, gkey, iv, ivlen): -1 for an empty IV, else J0, E(K, J0), zero state."""
     g = GcmStream(b)
     bad = b.label_name("bad_iv")
-    b.s("test", "rcx", "rcx", comment="an empty IV is refused")
+    b.s("test.r64.r64", "rcx", "rcx", comment="an empty IV is refused")
     b.branch("e", bad)
     g.push_frame()
-    b.s("sub", "rsp", imm=FRAME)
-    b.s("mov", CTX, "rdi")
-    b.s("store64", GKEY, "rsi")
-    b.s("mov", "rdi", "rsi")
-    b.s("mov", "rsi", "rdx")
-    b.s("mov", "rdx", "rcx")
+    b.s("sub.r64.imm", "rsp", imm=FRAME)
+    b.s("mov.r64.r64", CTX, "rdi")
+    b.s("mov.m64.r64", GKEY, "rsi")
+    b.s("mov.r64.r64", "rdi", "rsi")
+    b.s("mov.r64.r64", "rsi", "rdx")
+    b.s("mov.r64.r64", "rdx", "rcx")
 
     def path(nr: int) -> None:
         acc = g.start_hashing()
@@ -169,17 +169,17 @@ def gcm_start_function(b: FunctionBuilder) -> None:
             for field in (CTX_HASH, CTX_KEYSTREAM, CTX_BLOCK):
                 b.store(field, z)
         g.advance_counter_by_one()
-        b.s("xor32", PUBLIC + "d", PUBLIC + "d")
+        b.s("xor.r32.r32", PUBLIC + "d", PUBLIC + "d")
         for field in (AAD_BYTES, TEXT_BYTES, IN_TEXT):
-            b.s("store64", field, PUBLIC)
-        b.s("xor32", "eax", "eax")
+            b.s("mov.m64.r64", field, PUBLIC)
+        b.s("xor.r32.r32", "eax", "eax")
         g.leave()
 
     b.key_paths("rdi", path, scratch="r10d")
 
     def refuse() -> None:
         b.label(bad)
-        b.s("mov32i", "eax", imm=-1)
+        b.s("mov.r32.imm", "eax", imm=-1)
         b.s("ret")
 
     b.single_path(None, refuse)
@@ -189,28 +189,28 @@ def gcm_aad_function(b: FunctionBuilder) -> None:
     """P_gcm_aad(ctx, aad, len): continue the hash over len more AAD bytes."""
     g = GcmStream(b)
     done = b.label_name("nothing")
-    b.s("test", "rdx", "rdx")
+    b.s("test.r64.r64", "rdx", "rdx")
     b.branch("e", done)
     g.enter("rdi")
 
     def body() -> None:
         acc = g.load_hash()
         g.advance_length(AAD_BYTES, "rdx", "r10")
-        b.s("mov", "r9", "rsi")
-        b.s("mov", "r13", "rdx")
-        b.s("test", "r10", "r10")
+        b.s("mov.r64.r64", "r9", "rsi")
+        b.s("mov.r64.r64", "r13", "rdx")
+        b.s("test.r64.r64", "r10", "r10")
         skip = b.label_name("aligned")
         b.branch("e", skip)
         g.byte_loop("r9", None, "r13", "r10", acc)
         b.label(skip)
-        b.s("mov", "r12", "r13")
-        b.s("and", "r12", imm=-16)
-        b.s("lea", "rsi", Mem("r9", 0, index="r12", scale=1), comment="where the bytes after them start")
-        b.s("shr", "r12", imm=4, comment="whole blocks")
+        b.s("mov.r64.r64", "r12", "r13")
+        b.s("and.r64.imm", "r12", imm=-16)
+        b.s("lea.r64.m", "rsi", Mem("r9", 0, index="r12", scale=1), comment="where the bytes after them start")
+        b.s("shr.r64.imm", "r12", imm=4, comment="whole blocks")
         g.core.main_loop(acc, "r9", "r12")
         g.core.tail(acc, "r9", "r12", g.spec.isa)
-        b.s("and", "r13", imm=15, comment="bytes that start the next partial block")
-        b.s("xor32", "r10d", "r10d")
+        b.s("and.r64.imm", "r13", imm=15, comment="bytes that start the next partial block")
+        b.s("xor.r32.r32", "r10d", "r10d")
         g.byte_loop("rsi", None, "r13", "r10", acc)
         g.save_hash(acc)
         g.leave()
@@ -225,7 +225,7 @@ def gcm_update_function(b: FunctionBuilder, decrypt: bool) -> None:
     partial block carry over in the context."""
     g = GcmStream(b, decrypt)
     done = b.label_name("nothing")
-    b.s("test", "rcx", "rcx")
+    b.s("test.r64.r64", "rcx", "rcx")
     b.branch("e", done)
     g.enter("rdi")
 
@@ -233,43 +233,43 @@ def gcm_update_function(b: FunctionBuilder, decrypt: bool) -> None:
         acc = g.load_hash()
         g.close_aad(acc)
         g.advance_length(TEXT_BYTES, "rcx", "r10")
-        b.s("mov", "r9", "rsi")
-        b.s("mov", "r12", "rdx")
-        b.s("mov", "r13", "rcx")
+        b.s("mov.r64.r64", "r9", "rsi")
+        b.s("mov.r64.r64", "r12", "rdx")
+        b.s("mov.r64.r64", "r13", "rcx")
         skip = b.label_name("aligned")
-        b.s("test", "r10", "r10")
+        b.s("test.r64.r64", "r10", "r10")
         b.branch("e", skip)
         g.byte_loop("r9", "r12", "r13", "r10", acc)  # finish the partial block of the last call
         b.label(skip)
         # Whole blocks: the stitched main loop, from the context's counter.
-        b.s("mov", "r15", "r13")
-        b.s("and", "r15", imm=15, comment="bytes left for a new partial block")
-        b.s("and", "r13", imm=-16)
-        b.s("lea", "r10", Mem("r9", 0, index="r13", scale=1), comment="where those bytes start")
-        b.s("store64", SUFFIX_IN, "r10")
-        b.s("lea", "r10", Mem("r12", 0, index="r13", scale=1))
-        b.s("store64", SUFFIX_OUT, "r10")
+        b.s("mov.r64.r64", "r15", "r13")
+        b.s("and.r64.imm", "r15", imm=15, comment="bytes left for a new partial block")
+        b.s("and.r64.imm", "r13", imm=-16)
+        b.s("lea.r64.m", "r10", Mem("r9", 0, index="r13", scale=1), comment="where those bytes start")
+        b.s("mov.m64.r64", SUFFIX_IN, "r10")
+        b.s("lea.r64.m", "r10", Mem("r12", 0, index="r13", scale=1))
+        b.s("mov.m64.r64", SUFFIX_OUT, "r10")
         base = counter_base(b, CTX_COUNTER)
-        b.s("mov", "r10", "r13")
-        b.s("shr", "r10", imm=4)
+        b.s("mov.r64.r64", "r10", "r13")
+        b.s("shr.r64.imm", "r10", imm=4)
         g.advance_counter("r10d")
         whole = b.label_name("no_blocks")
-        b.s("test", "r13", "r13")
+        b.s("test.r64.r64", "r13", "r13")
         b.branch("e", whole)
         ctr_stream(b, nr, base, "r9", "r12", "r13", stitch=_Stitch(g, acc))
         if not decrypt:
             g.hash_bytes(acc, *REST)
         b.label(whole)
-        b.s("load64", "rsi", SUFFIX_IN)
-        b.s("load64", "rdx", SUFFIX_OUT)
+        b.s("mov.r64.m64", "rsi", SUFFIX_IN)
+        b.s("mov.r64.m64", "rdx", SUFFIX_OUT)
         # A new partial block: one keystream block kept in the context.
         partial = b.label_name("no_partial")
-        b.s("test", "r15", "r15")
+        b.s("test.r64.r64", "r15", "r15")
         b.branch("e", partial)
         with b.at_width(128):
             b.store(CTX_KEYSTREAM, encrypt_rounds(b, b.v("vload", CTX_COUNTER), nr))
         g.advance_counter_by_one()
-        b.s("xor32", "r10d", "r10d")
+        b.s("xor.r32.r32", "r10d", "r10d")
         g.byte_loop("rsi", "rdx", "r15", "r10", acc)
         b.label(partial)
         g.save_hash(acc)
@@ -295,7 +295,7 @@ def gcm_finish_function(b: FunctionBuilder) -> None:
         g.close_aad(acc)
         g.public_load(PUBLIC, TEXT_BYTES)
         skip = b.label_name("whole")
-        b.s("and", PUBLIC, imm=15)
+        b.s("and.r64.imm", PUBLIC, imm=15)
         b.branch("e", skip)
         g.hash_partial_block(acc)
         b.label(skip)

@@ -64,13 +64,13 @@ class GcmSiv(Gcm):
     def entry(self) -> None:
         b = self.b
         for r in SAVED:
-            b.s("push", r)
-        b.s("load64", "r13", b.stack_arg("len", pushed=len(SAVED)))
-        b.s("load64", "r14", b.stack_arg("tag", pushed=len(SAVED)))
-        b.s("sub", "rsp", imm=self.frame)
+            b.s("push.r64", r)
+        b.s("mov.r64.m64", "r13", b.stack_arg("len", pushed=len(SAVED)))
+        b.s("mov.r64.m64", "r14", b.stack_arg("tag", pushed=len(SAVED)))
+        b.s("sub.r64.imm", "rsp", imm=self.frame)
         for mem, reg in ((AAD_PTR, "rdx"), (AAD_LEN, "rcx"), (IN_PTR, "r8"), (gcm.SAVED_ARGS["out"], "r9"),
                          (gcm.SAVED_ARGS["len"], "r13"), (gcm.SAVED_ARGS["tag"], "r14")):
-            b.s("store64", Mem(mem.base, mem.disp, bits=64), reg)
+            b.s("mov.m64.r64", Mem(mem.base, mem.disp, bits=64), reg)
         self.exit = b.label_name("exit")
 
     def paths(self) -> None:
@@ -94,12 +94,12 @@ class GcmSiv(Gcm):
             if self.decrypt:
                 b.branch("jmp", check[nr])
             else:
-                b.s("xor32", "eax", "eax")
+                b.s("xor.r32.r32", "eax", "eax")
                 self.leave()
 
         def verify(nr: int) -> None:
             self.authenticate(nr)
-            b.s("movi", "r15", imm=16, comment="tag bytes to compare")
+            b.s("mov.r64.imm", "r15", imm=16, comment="tag bytes to compare")
             self._check_tag()
             self.leave()
 
@@ -145,30 +145,30 @@ class GcmSiv(Gcm):
                                                                        width=b.width))
         # Powers the message can use: min(K, its longer part in whole blocks) (public lengths).
         longer = b.label_name("longer")
-        b.s("load64", "r8", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64))
-        b.s("cmpr", "r8", "r13")
+        b.s("mov.r64.m64", "r8", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64))
+        b.s("cmp.r64.r64", "r8", "r13")
         b.branch("ae", longer)
-        b.s("mov", "r8", "r13")
+        b.s("mov.r64.r64", "r8", "r13")
         b.label(longer)
-        b.s("shr", "r8", imm=4)
+        b.s("shr.r64.imm", "r8", imm=4)
         build_powers(b, AUTH_KEY, self.table, self.K, self.spec.karatsuba, needed="r8")
 
     def hash_message(self, acc: VReg) -> None:
         """acc = POLYVAL over AAD, the plaintext (in, or out once decrypted) and the length block."""
         b = self.b
         b.v("vzero", dst=acc, width=128)
-        b.s("load64", "rsi", Mem(AAD_PTR.base, AAD_PTR.disp, bits=64))
-        b.s("load64", "rdx", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64))
+        b.s("mov.r64.m64", "rsi", Mem(AAD_PTR.base, AAD_PTR.disp, bits=64))
+        b.s("mov.r64.m64", "rdx", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64))
         self.hash_bytes(acc, "rsi", "rdx")
-        b.s("load64", "rsi", gcm.SAVED_ARGS["out"] if self.decrypt else IN_PTR)
+        b.s("mov.r64.m64", "rsi", gcm.SAVED_ARGS["out"] if self.decrypt else IN_PTR)
         self.hash_bytes(acc, "rsi", "r13")
         for src, off in ((Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), 0), ("r13", 8)):
             if isinstance(src, str):
-                b.s("mov", "r10", src)
+                b.s("mov.r64.r64", "r10", src)
             else:
-                b.s("load64", "r10", src)
-            b.s("shl", "r10", imm=3, comment="LE64 of the length in bits")
-            b.s("store64", Mem(BLOCK.base, BLOCK.disp + off, bits=64), "r10")
+                b.s("mov.r64.m64", "r10", src)
+            b.s("shl.r64.imm", "r10", imm=3, comment="LE64 of the length in bits")
+            b.s("mov.m64.r64", Mem(BLOCK.base, BLOCK.disp + off, bits=64), "r10")
         self.hash_block(acc, BLOCK)
 
     def hash_block(self, acc: VReg, mem: Mem) -> None:
@@ -193,9 +193,9 @@ class GcmSiv(Gcm):
             t = b.v("pand", b.v("vload", tag), block_msb(clear=True))
             b.store(CTR_BLOCK, b.v("vxor", t, block_msb(clear=False)), comment="counter block: bit 7 of byte 15 set")
         base = counter_base(b, CTR_BLOCK, little_endian=True)
-        b.s("load64", "rsi", IN_PTR)
-        b.s("load64", "rdi", gcm.SAVED_ARGS["out"])
-        b.s("load64", "rdx", gcm.SAVED_ARGS["len"])
+        b.s("mov.r64.m64", "rsi", IN_PTR)
+        b.s("mov.r64.m64", "rdi", gcm.SAVED_ARGS["out"])
+        b.s("mov.r64.m64", "rdx", gcm.SAVED_ARGS["len"])
         ctr_stream(b, nr, base, "rsi", "rdi", "rdx", little_endian=True)
 
     def _wipe(self) -> None:

@@ -70,9 +70,9 @@ def double(b: FunctionBuilder, t: VReg, method: str, width: int | None = None,
     lanes = w // 128
     if method == "table":
         idx, table = scratch
-        b.s("movmskpd", f"{idx}d", t, comment="bits 63 and 127 (data-dependent index: not constant-time)")
-        b.s("shl", idx, imm=4, comment="16-byte table entries")
-        b.s("lea", table, carry_table())
+        b.s("movmskpd.r32.x", f"{idx}d", t, comment="bits 63 and 127 (data-dependent index: not constant-time)")
+        b.s("shl.r64.imm", idx, imm=4, comment="16-byte table entries")
+        b.s("lea.r64.m", table, carry_table())
         d = b.v("paddq", t, t, width=w, comment="both qwords << 1")
         return b.v("vxor", d, Mem(table, 0, index=idx), width=w, role="tweak",
                    comment="+ the carries (table lookup)")

@@ -144,11 +144,11 @@ class HashCore:
         b, K = self.b, self.depth * self.lanes
         top, out = b.label_name("hash_loop"), b.label_name("hash_end")
         b.label(top)
-        b.s("cmp", n, imm=K)
+        b.s("cmp.r64.imm", n, imm=K)
         b.branch("be" if keep_last else "b", out)
         self.batch(acc, Mem(data, 0))
-        b.s("add", data, imm=16 * K)
-        b.s("sub", n, imm=K)
+        b.s("add.r64.imm", data, imm=16 * K)
+        b.s("sub.r64.imm", n, imm=K)
         b.branch("jmp", top)
         b.label(out)
 
@@ -176,16 +176,16 @@ class HashCore:
         `last` as in batch (n > 0 then): H^(n+1)..H^2, and its products join the reduction."""
         b, L, W = self.b, self.lanes, self.width
         done = b.label_name("hash_done")
-        b.s("test", n, n)
+        b.s("test.r64.r64", n, n)
         b.branch("e", done)
         # r10 walks the powers table from entry k_max - n (- 1 with `last`).
-        b.s("movi", "r10", imm=self.k_max - (1 if last else 0))
-        b.s("sub_r", "r10", n)
-        b.s("shl", "r10", imm=4)
+        b.s("mov.r64.imm", "r10", imm=self.k_max - (1 if last else 0))
+        b.s("sub.r64.r64", "r10", n)
+        b.s("shl.r64.imm", "r10", imm=4)
         if not self.walk_by_index:
-            b.s("add_r", "r10", self.table.base)
+            b.s("add.r64.r64", "r10", self.table.base)
             if self.table.disp:
-                b.s("add", "r10", imm=self.table.disp)
+                b.s("add.r64.imm", "r10", imm=self.table.disp)
         if self._sums is None:
             self._sums = Products(b.pinned("SUM_LO"), b.pinned("SUM_MI"), b.pinned("SUM_HI"))
         sums = self._sums
@@ -194,16 +194,16 @@ class HashCore:
         if L > 1:
             top, out = b.label_name("tail_vec"), b.label_name("tail_part")
             b.label(top)
-            b.s("cmp", n, imm=L)
+            b.s("cmp.r64.imm", n, imm=L)
             b.branch("b", out)
             self._tail_step(sums, acc, data, W, None)
-            b.s("add", data, imm=16 * L)
-            b.s("add", "r10", imm=16 * L)
-            b.s("sub", n, imm=L)
+            b.s("add.r64.imm", data, imm=16 * L)
+            b.s("add.r64.imm", "r10", imm=16 * L)
+            b.s("sub.r64.imm", n, imm=L)
             b.branch("jmp", top)
             b.label(out)
             skip = b.label_name("tail_none")
-            b.s("test", n, n)
+            b.s("test.r64.r64", n, n)
             b.branch("e", skip)
             if isa == "avx512":
                 # (r10 walks the powers here: the mask's count goes through r11)
@@ -215,9 +215,9 @@ class HashCore:
             top = b.label_name("tail_blk")
             b.label(top)
             self._tail_step(sums, acc, data, 128, None)
-            b.s("add", data, imm=16)
-            b.s("add", "r10", imm=16)
-            b.s("sub", n, imm=1)
+            b.s("add.r64.imm", data, imm=16)
+            b.s("add.r64.imm", "r10", imm=16)
+            b.s("sub.r64.imm", n, imm=1)
             b.branch("ne", top)
         if last:
             accumulate(b, sums, last(), W, into=sums)
@@ -288,7 +288,7 @@ def gcm_set_key_function(b: FunctionBuilder) -> None:
                 p = b.v("vload", entry(i))
                 px = b.v("vxor", p, b.v("pshufd", p, imm=0x4E))
                 b.store(Mem(out, table + halves + 16 * (K - i)), px, comment=f"H^{i} halves-xor")
-        b.s("xor32", "eax", "eax")
+        b.s("xor.r32.r32", "eax", "eax")
         finish(b)
 
     b.single_path(None, power_table, powers)
@@ -305,7 +305,7 @@ def build_powers(b: FunctionBuilder, h: Mem, table: Mem, K: int, karatsuba: bool
     done = b.label_name("powers_done")
     for i in range(1, K + 1):
         if needed and i > 1:
-            b.s("cmp", needed, imm=i)
+            b.s("cmp.r64.imm", needed, imm=i)
             b.branch("b", done)
         with b.at_width(128):
             if i == 1:
@@ -336,7 +336,7 @@ def polyval_function(b: FunctionBuilder, karatsuba: bool) -> None:
         b.v("vload", Mem(acc_p, 0), width=128, dst=acc, comment="acc")
         wide = b.label_name("wide")
         done = b.label_name("done")
-        b.s("cmp", n, imm=K)
+        b.s("cmp.r64.imm", n, imm=K)
         b.branch("ae", wide)
         # Horner, one block at a time: acc = dot(acc ^ X, H).
         top = b.label_name("horner")
@@ -344,13 +344,13 @@ def polyval_function(b: FunctionBuilder, karatsuba: bool) -> None:
         with b.at_width(128):
             x = b.v("vxor", b.v("vload", Mem(data, 0)), acc)
             dot(b, x, b.v("vload", Mem(h_p, 0)), dst=acc)
-        b.s("add", data, imm=16)
-        b.s("sub", n, imm=1)
+        b.s("add.r64.imm", data, imm=16)
+        b.s("sub.r64.imm", n, imm=1)
         b.branch("ne", top)
         b.branch("jmp", done)
         b.label(wide)
         frame = 32 * K + 8  # rsp is 8 mod 16 at entry: the frame realigns it (loads are unaligned anyway)
-        b.s("sub", "rsp", imm=frame)
+        b.s("sub.r64.imm", "rsp", imm=frame)
         build_powers(b, Mem(h_p, 0), Mem("rsp", 0), K, karatsuba)
         core = HashCore(b, reflect=False, table=Mem("rsp", 0), k_max=K, karatsuba=karatsuba)
         core.main_loop(acc, data, n)
@@ -360,7 +360,7 @@ def polyval_function(b: FunctionBuilder, karatsuba: bool) -> None:
             z = b.v("vzero")
             for off in range(0, frame - 8, 16):
                 b.store(Mem("rsp", off), z)
-        b.s("add", "rsp", imm=frame)
+        b.s("add.r64.imm", "rsp", imm=frame)
         b.label(done)
         b.store(Mem(acc_p, 0), acc, width=128)
         finish(b)

@@ -24,7 +24,7 @@ Body = Callable[..., None]
 def return_if_zero(b: FunctionBuilder, count: str) -> None:
     """len/nblocks == 0: return before touching any memory."""
     go = b.label_name("go")
-    b.s("test", count, count)
+    b.s("test.r64.r64", count, count)
     b.branch("ne", go)
     b.s("ret")
     b.label(go)
@@ -41,7 +41,7 @@ def vector_loops(b: FunctionBuilder, count: str, per_vector: int, ptrs: tuple[st
     for g in sizes or ((b.depth, 1) if b.depth > 1 else (1,)):
         top, out = b.label_name(f"loop{g}x_"), b.label_name(f"end{g}x_")
         b.label(top)
-        b.s("cmp", count, imm=g * per_vector)
+        b.s("cmp.r64.imm", count, imm=g * per_vector)
         b.branch("b", out)
         body(g)
         _step(b, count, per_vector, ptrs, g, advance, stride)
@@ -55,8 +55,8 @@ def _step(b: FunctionBuilder, count: str, per_vector: int, ptrs: tuple[str, ...]
     if advance:
         advance(g)
     for p in ptrs:
-        b.s("add", p, imm=g * (stride or b.lanes * 16))
-    b.s("sub", count, imm=g * per_vector)
+        b.s("add.r64.imm", p, imm=g * (stride or b.lanes * 16))
+    b.s("sub.r64.imm", count, imm=g * per_vector)
 
 
 def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: Body,
@@ -78,7 +78,7 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
     top, out = b.label_name(f"loop{D}x_"), b.label_name(f"end{D}x_")
     if stitch.lagging:
         none, joined = b.label_name("no_batch"), b.label_name("batches_done")
-        b.s("cmp", count, imm=per_batch)
+        b.s("cmp.r64.imm", count, imm=per_batch)
         b.branch("b", none)
         body(D)  # the first batch: nothing to hash yet
         _step(b, count, 16 * L, ptrs, D, advance)
@@ -87,7 +87,7 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
     if fast:
         fast.swap(b)  # at the loop's top the counters are big-endian
     b.label(top)
-    b.s("cmp", count, imm=per_batch)
+    b.s("cmp.r64.imm", count, imm=per_batch)
     b.branch("b", out)
     if fast:
         unknown, carrying = b.label_name("shuffled_batch"), b.label_name("carrying_batch")
@@ -95,10 +95,10 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
         body(D, riders=ride, fast=True)
         _step(b, count, 16 * L, ptrs, D, None)
         b.v("paddd", fast.base, be_counter_step(D * L, L), dst=fast.base, comment="counters + batch")
-        b.s("add", fast.counter, imm=D * L)
+        b.s("add.r64.imm", fast.counter, imm=D * L)
         b.branch("jmp", top)
         b.label(carrying)
-        b.s("add", fast.counter, imm=D * L)
+        b.s("add.r64.imm", fast.counter, imm=D * L)
         b.label(unknown)
         fast.swap(b)
         body(D, riders=ride)
@@ -144,31 +144,31 @@ class FastCounter:
     def branch_unless_clear(self, b: FunctionBuilder, blocks: int, unknown: str, carrying: str) -> None:
         """Fall through only if counter .. counter + blocks stay within one low byte (public
         values only); else jump to `unknown` (no public counter) or `carrying`."""
-        b.s("test", self.counter, self.counter)
+        b.s("test.r64.r64", self.counter, self.counter)
         b.branch("e", unknown)
-        b.s("mov", "r10", self.counter)
-        b.s("and", "r10", imm=255)
-        b.s("cmp", "r10", imm=255 - blocks)
+        b.s("mov.r64.r64", "r10", self.counter)
+        b.s("and.r64.imm", "r10", imm=255)
+        b.s("cmp.r64.imm", "r10", imm=255 - blocks)
         b.branch("a", carrying)
 
     def advance_if_known(self, b: FunctionBuilder, blocks: int) -> None:
         skip = b.label_name("counter_unknown")
-        b.s("test", self.counter, self.counter)
+        b.s("test.r64.r64", self.counter, self.counter)
         b.branch("e", skip)
-        b.s("add", self.counter, imm=blocks)
+        b.s("add.r64.imm", self.counter, imm=blocks)
         b.label(skip)
 
 
 def qword_mask_for_blocks(b: FunctionBuilder, nblocks: str, scratch: str = "r10") -> str:
     """k1 = one bit per qword of the first `nblocks` blocks."""
-    b.s("lea", scratch, Mem(nblocks, 0, index=nblocks, scale=1), comment="qwords = 2 * blocks")
+    b.s("lea.r64.m", scratch, Mem(nblocks, 0, index=nblocks, scale=1), comment="qwords = 2 * blocks")
     return _bzhi_mask(b, scratch)
 
 
 def _bzhi_mask(b: FunctionBuilder, nbits: str) -> str:
-    b.s("movi", "rax", imm=-1)
-    b.s("bzhi", "rax", "rax", nbits, comment="low bits set: the elements to touch")
-    b.s("kmovq", "k1", "rax")
+    b.s("mov.r64.imm", "rax", imm=-1)
+    b.s("bzhi.r64.r64.r64", "rax", "rax", nbits, comment="low bits set: the elements to touch")
+    b.s("kmovq.k.r64", "k1", "rax")
     return "k1"
 
 
@@ -192,7 +192,7 @@ def ecb_function(b: FunctionBuilder, decrypt: bool, cipher: Callable[..., VReg] 
         done = b.label_name("done")
         vector_loops(b, n, b.lanes, (inp, outp), body)
         if b.lanes > 1:
-            b.s("test", n, n)
+            b.s("test.r64.r64", n, n)
             b.branch("e", done)
             if spec.isa == "avx512":
                 body(1, mask=qword_mask_for_blocks(b, n))
@@ -212,14 +212,14 @@ def ctr32_function(b: FunctionBuilder) -> None:
     def path(nr: int) -> None:
         base = counter_base(b, Mem(ctr, 0))
         # The counter after the last block used (a partial block counts), written back now.
-        b.s("lea", "r10", Mem(n, 15))
-        b.s("shr", "r10", imm=4, comment="blocks = ceil(len / 16)")
+        b.s("lea.r64.m", "r10", Mem(n, 15))
+        b.s("shr.r64.imm", "r10", imm=4, comment="blocks = ceil(len / 16)")
         # (r11 carries data-derived values; eax keeps only the public round count.)
-        b.s("mov32", "r11d", Mem(ctr, 12, bits=32))
-        b.s("bswap32", "r11d")
-        b.s("add32r", "r11d", "r10d", comment="mod 2^32: only the low 32 bits count")
-        b.s("bswap32", "r11d")
-        b.s("store32", Mem(ctr, 12, bits=32), "r11d")
+        b.s("mov.r32.m32", "r11d", Mem(ctr, 12, bits=32))
+        b.s("bswap.r32", "r11d")
+        b.s("add.r32.r32", "r11d", "r10d", comment="mod 2^32: only the low 32 bits count")
+        b.s("bswap.r32", "r11d")
+        b.s("mov.m32.r32", Mem(ctr, 12, bits=32), "r11d")
         ctr_stream(b, nr, base, inp, outp, n)
         finish(b)
 
@@ -287,25 +287,25 @@ def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: 
         vector_loops(b, n, 16 * L, (inp, outp), body, advance)
     else:
         stitched_loop(b, n, (inp, outp), body, advance, stitch, fast)
-    b.s("test", n, n)
+    b.s("test.r64.r64", n, n)
     b.branch("e", done)
     if spec.isa == "avx512":
-        b.s("mov", "r10", n)
+        b.s("mov.r64.r64", "r10", n)
         body(1, mask=_bzhi_mask(b, "r10"))
     else:
         if L > 1:  # whole blocks left over from the ymm loop, one xmm at a time
             top, partial = b.label_name("xmm"), b.label_name("partial")
             b.label(top)
-            b.s("cmp", n, imm=16)
+            b.s("cmp.r64.imm", n, imm=16)
             b.branch("b", partial)
             body(1, width=128)
             b.v("paddd", base, counter_step(1, L), dst=base, width=128)
-            b.s("add", inp, imm=16)
-            b.s("add", outp, imm=16)
-            b.s("sub", n, imm=16)
+            b.s("add.r64.imm", inp, imm=16)
+            b.s("add.r64.imm", outp, imm=16)
+            b.s("sub.r64.imm", n, imm=16)
             b.branch("jmp", top)
             b.label(partial)
-            b.s("test", n, n)
+            b.s("test.r64.r64", n, n)
             b.branch("e", done)
         partial_block(b, base, bswap, nr, inp, outp, n)
     b.label(done)
@@ -320,21 +320,21 @@ def partial_block(b: FunctionBuilder, base: VReg, bswap, nr: int, inp: str, outp
     x = base if bswap is None else b.v("pshufb", base, bswap, width=128)
     ks = encrypt_rounds(b, x, nr, width=128)
     if own_stack:  # after the rounds: round keys may be rsp-relative (GCM-SIV's frame)
-        b.s("sub", "rsp", imm=16, comment="win64: no red zone" if b.spec.abi == "win64" else "--no-red-zone")
+        b.s("sub.r64.imm", "rsp", imm=16, comment="win64: no red zone" if b.spec.abi == "win64" else "--no-red-zone")
     b.store(buf, ks, width=128, comment="keystream block to the red zone")
     top = b.label_name("bytes")
-    b.s("xor32", "r10d", "r10d")
+    b.s("xor.r32.r32", "r10d", "r10d")
     b.label(top)
-    b.s("movzb", "r11d", Mem(inp, 0, index="r10", bits=8))
-    b.s("xor8m", "r11b", Mem("rsp", buf.disp, index="r10", bits=8))
-    b.s("store8", Mem(outp, 0, index="r10", bits=8), "r11b")
-    b.s("add", "r10", imm=1)
-    b.s("cmpr", "r10", n)
+    b.s("movzx.r32.m8", "r11d", Mem(inp, 0, index="r10", bits=8))
+    b.s("xor.r8.m8", "r11b", Mem("rsp", buf.disp, index="r10", bits=8))
+    b.s("mov.m8.r8", Mem(outp, 0, index="r10", bits=8), "r11b")
+    b.s("add.r64.imm", "r10", imm=1)
+    b.s("cmp.r64.r64", "r10", n)
     b.branch("b", top)
     z = b.v("vzero", width=128)
     b.store(buf, z, width=128, comment="leave no keystream behind")
     if own_stack:  # lea, not add: the static check reads add/pop as the start of an epilogue
-        b.s("lea", "rsp", Mem("rsp", 16), comment="release the block's stack")
+        b.s("lea.r64.m", "rsp", Mem("rsp", 16), comment="release the block's stack")
 
 
 # ----------------------------------------------------------------------------- CBC
@@ -356,7 +356,7 @@ def cbc_encrypt_function(b: FunctionBuilder) -> None:
             b.v("vxor", p, key(0), dst=state, comment="round 0: whiten")
             top, last = b.label_name("block"), b.label_name("last")
             b.label(top)
-            b.s("sub", n, imm=1)
+            b.s("sub.r64.imm", n, imm=1)
             b.branch("e", last)
             u = b.v("vload", Mem(inp, 16), comment="next plaintext block")
             u = b.v("vxor", u, key(0), comment="P[i+1] ^ k0")
@@ -364,8 +364,8 @@ def cbc_encrypt_function(b: FunctionBuilder) -> None:
             encrypt_rounds(b, state, nr, last_key=t, whiten=False, dst=state)
             c = b.v("vxor", state, u, comment="C[i] = state ^ P[i+1] ^ k0")
             b.store(Mem(outp, 0), c)
-            b.s("add", inp, imm=16)
-            b.s("add", outp, imm=16)
+            b.s("add.r64.imm", inp, imm=16)
+            b.s("add.r64.imm", outp, imm=16)
             b.branch("jmp", top)
             b.label(last)
             c = encrypt_rounds(b, state, nr, whiten=False)
@@ -387,8 +387,8 @@ def cbc_decrypt_function(b: FunctionBuilder) -> None:
         carry = b.pinned("CBC_CARRY")
         b.v("vload_bcast", Mem(iv, 0), dst=carry)
         # The returned iv is the last ciphertext block: save it before in-place writes.
-        b.s("mov", "r10", n)
-        b.s("shl", "r10", imm=4)
+        b.s("mov.r64.r64", "r10", n)
+        b.s("shl.r64.imm", "r10", imm=4)
         last = b.v("vload", Mem(inp, -16, index="r10"), width=128)
         b.store(Mem(iv, 0), last, width=128, comment="iv = last ciphertext block")
 
@@ -418,7 +418,7 @@ def cbc_decrypt_function(b: FunctionBuilder) -> None:
         done = b.label_name("done")
         vector_loops(b, n, L, (inp, outp), body)
         if L > 1:
-            b.s("test", n, n)
+            b.s("test.r64.r64", n, n)
             b.branch("e", done)
             if spec.isa == "avx512":
                 body(1, mask=qword_mask_for_blocks(b, n), update_carry=False)

@@ -35,13 +35,13 @@ ROW = 16  # one round key of one key
 
 def zero_extend(b: FunctionBuilder, reg: str) -> None:
     """An `unsigned` argument: the caller may leave garbage in the upper 32 bits."""
-    b.s("mov32r", _r32(reg), _r32(reg), comment="unsigned: clear the upper 32 bits")
+    b.s("mov.r32.r32", _r32(reg), _r32(reg), comment="unsigned: clear the upper 32 bits")
 
 
 def public_pointer(b: FunctionBuilder, reg: str, slot: Mem) -> None:
     """reg = a caller's pointer from an array (public: declassified for the static CT check)."""
     b.declassify_mark(values_live_across=True)
-    b.s("load64", reg, Mem(slot.base, slot.disp, bits=64))
+    b.s("mov.r64.m64", reg, Mem(slot.base, slot.disp, bits=64))
 
 
 def gather_lanes(b: FunctionBuilder, at, count: int, lanes: int, steps: int = 1,
@@ -127,25 +127,25 @@ def set_encrypt_keys_function(b: FunctionBuilder) -> None:
 
     def expand(bits: int, nr: int) -> None:
         top, done = b.label_name("key"), b.label_name("keys_done")
-        b.s("xor32", "r11d", "r11d", comment="lane of the next key in its group")
+        b.s("xor.r32.r32", "r11d", "r11d", comment="lane of the next key in its group")
         b.label(top)
-        b.s("test", n, n)
+        b.s("test.r64.r64", n, n)
         b.branch("e", done)
         EXPANDERS[bits](b, user, ColumnWriter(b, col, ROW * L))
-        b.s("store32i", Mem(col, 15 * ROW * L, bits=32), imm=nr, comment="round count")
-        b.s("add", user, imm=bits // 8)
-        b.s("add", col, imm=ROW, comment="the next key's column")
+        b.s("mov.m32.imm", Mem(col, 15 * ROW * L, bits=32), imm=nr, comment="round count")
+        b.s("add.r64.imm", user, imm=bits // 8)
+        b.s("add.r64.imm", col, imm=ROW, comment="the next key's column")
         if L > 1:
             same = b.label_name("same_group")
-            b.s("add", "r11", imm=1)
-            b.s("cmp", "r11", imm=L)
+            b.s("add.r64.imm", "r11", imm=1)
+            b.s("cmp.r64.imm", "r11", imm=L)
             b.branch("b", same)
-            b.s("xor32", "r11d", "r11d")
-            b.s("add", col, imm=(MULTIKEY_BYTES - ROW) * L, comment="the next group")
+            b.s("xor.r32.r32", "r11d", "r11d")
+            b.s("add.r64.imm", col, imm=(MULTIKEY_BYTES - ROW) * L, comment="the next group")
             b.label(same)
         else:
-            b.s("add", col, imm=MULTIKEY_BYTES - ROW, comment="the next group")
-        b.s("sub", n, imm=1)
+            b.s("add.r64.imm", col, imm=MULTIKEY_BYTES - ROW, comment="the next group")
+        b.s("sub.r64.imm", n, imm=1)
         b.branch("jmp", top)
         b.label(done)
 
@@ -170,16 +170,16 @@ def ecb_multikey_function(b: FunctionBuilder) -> None:
     return_if_zero(b, n)
     return_if_zero(b, bpk)
     stride = "r9"
-    b.s("mov", stride, bpk)
-    b.s("shl", stride, imm=4, comment="bytes of one key's blocks")
+    b.s("mov.r64.r64", stride, bpk)
+    b.s("shl.r64.imm", stride, imm=4, comment="bytes of one key's blocks")
 
     def walk(ptr: str, start: str):
         """Lane m's block: one key further (stride bytes) than lane m - 1's."""
         def at(m: int, t: int) -> Mem:
             if m == 0 and t == 0:
-                b.s("mov", ptr, start)
+                b.s("mov.r64.r64", ptr, start)
             elif t == 0:
-                b.s("add_r", ptr, stride, comment="the next key's block")
+                b.s("add.r64.r64", ptr, stride, comment="the next key's block")
             return Mem(ptr, 16 * t)
         return at
 
@@ -198,10 +198,10 @@ def ecb_multikey_function(b: FunctionBuilder) -> None:
     def next_batch(g: int) -> None:
         """in/out moved on by one key's blocks in the loop; the batch's other keys' now."""
         for _ in range(g * L - 1):
-            b.s("add_r", inp, stride)
-            b.s("add_r", outp, stride)
-        b.s("add", keys, imm=g * group)
-        b.s("sub", n, imm=g * L)
+            b.s("add.r64.r64", inp, stride)
+            b.s("add.r64.r64", outp, stride)
+        b.s("add.r64.imm", keys, imm=g * group)
+        b.s("sub.r64.imm", n, imm=g * L)
 
     def block_batch(nr: int, g: int, resident: list[list[VReg]] = (), blocks_left: bool = False) -> None:
         """g vectors of L keys, one block of each key at a time (all the blocks, or with
@@ -209,21 +209,21 @@ def ecb_multikey_function(b: FunctionBuilder) -> None:
         top, out = b.label_name(f"keys{g}x_"), b.label_name(f"keys_end{g}x_")
         if not blocks_left:
             b.label(top)
-            b.s("cmp", n, imm=g * L)
+            b.s("cmp.r64.imm", n, imm=g * L)
             b.branch("b", out)
-            b.s("mov", "rax", bpk)
+            b.s("mov.r64.r64", "rax", bpk)
         blocks, end = b.label_name("block"), b.label_name("blocks_end")
         b.label(blocks)
-        b.s("test", "rax", "rax")
+        b.s("test.r64.r64", "rax", "rax")
         b.branch("e", end)
         xs = gather_lanes(b, walk("r10", inp), g, L)[0]
         ys: list[VReg] = []
         b.groups(g, lambda j: ys.append(encrypt_rounds(b, xs[j], nr, key_at=rows(j, resident))),
                  comment=f"{g} vector(s) of {L} keys, one block each")
         scatter_lanes(b, [ys], L, walk("r11", outp))
-        b.s("add", inp, imm=16)
-        b.s("add", outp, imm=16)
-        b.s("sub", "rax", imm=1)
+        b.s("add.r64.imm", inp, imm=16)
+        b.s("add.r64.imm", outp, imm=16)
+        b.s("sub.r64.imm", "rax", imm=1)
         b.branch("jmp", blocks)
         b.label(end)
         if not blocks_left:
@@ -236,18 +236,18 @@ def ecb_multikey_function(b: FunctionBuilder) -> None:
         fits = K * (nr + 1) + K * L + 2 <= register_file(b)
         resident = [[b.pinned(f"KEY{j}_{r}") for r in range(nr + 1)] for j in range(K if fits else 0)]
         top, out = b.label_name("line_keys"), b.label_name("line_keys_end")
-        b.s("cmp", bpk, imm=L)
+        b.s("cmp.r64.imm", bpk, imm=L)
         b.branch("b", out)
         b.label(top)
-        b.s("cmp", n, imm=K * L)
+        b.s("cmp.r64.imm", n, imm=K * L)
         b.branch("b", out)
         for j, regs in enumerate(resident):
             for r, reg in enumerate(regs):
                 b.v("vload_key", Mem(keys, j * group + ROW * L * r), dst=reg, comment=f"keys of vector {j}: round {r}")
-        b.s("mov", "rax", bpk)
+        b.s("mov.r64.r64", "rax", bpk)
         lines, lines_end = b.label_name("lines"), b.label_name("lines_end")
         b.label(lines)
-        b.s("cmp", "rax", imm=L)
+        b.s("cmp.r64.imm", "rax", imm=L)
         b.branch("b", lines_end)
         xs = gather_rows(b, walk("r10", inp), K, L)
         ys: list[list[VReg]] = [[] for _ in range(L)]
@@ -257,9 +257,9 @@ def ecb_multikey_function(b: FunctionBuilder) -> None:
             ys[t].append(encrypt_rounds(b, xs[t][j], nr, key_at=rows(j, resident)))
         b.groups(K * L, block, comment=f"{K} vector(s) of {L} keys, {L} blocks of each")
         scatter_rows(b, ys, L, walk("r11", outp))
-        b.s("add", inp, imm=16 * L)
-        b.s("add", outp, imm=16 * L)
-        b.s("sub", "rax", imm=L)
+        b.s("add.r64.imm", inp, imm=16 * L)
+        b.s("add.r64.imm", outp, imm=16 * L)
+        b.s("sub.r64.imm", "rax", imm=L)
         b.branch("jmp", lines)
         b.label(lines_end)
         block_batch(nr, K, resident, blocks_left=True)
@@ -276,14 +276,14 @@ def tail_keys(b: FunctionBuilder, nr: int, keys: str, n: str, inp: str, outp: st
     L, D = b.lanes, b.depth
     top, done = b.label_name("tail_key"), b.label_name("tail_done")
     b.label(top)
-    b.s("test", n, n)
+    b.s("test.r64.r64", n, n)
     b.branch("e", done)
-    b.s("mov", "rax", bpk)
+    b.s("mov.r64.r64", "rax", bpk)
     with b.at_width(128):
         for g in ((D, 1) if D > 1 else (1,)):
             loop, end = b.label_name(f"tail{g}x_"), b.label_name(f"tail_end{g}x_")
             b.label(loop)
-            b.s("cmp", "rax", imm=g)
+            b.s("cmp.r64.imm", "rax", imm=g)
             b.branch("b", end)
 
             def block(j: int) -> None:
@@ -292,13 +292,13 @@ def tail_keys(b: FunctionBuilder, nr: int, keys: str, n: str, inp: str, outp: st
                 b.final()
                 b.store(Mem(outp, 16 * j), y)
             b.groups(g, block, comment=f"{g} block(s) of one key")
-            b.s("add", inp, imm=16 * g)
-            b.s("add", outp, imm=16 * g)
-            b.s("sub", "rax", imm=g)
+            b.s("add.r64.imm", inp, imm=16 * g)
+            b.s("add.r64.imm", outp, imm=16 * g)
+            b.s("sub.r64.imm", "rax", imm=g)
             b.branch("jmp", loop)
             b.label(end)
-    b.s("add", keys, imm=ROW, comment="the next key's column")
-    b.s("sub", n, imm=1)
+    b.s("add.r64.imm", keys, imm=ROW, comment="the next key's column")
+    b.s("sub.r64.imm", n, imm=1)
     b.branch("jmp", top)
     b.label(done)
 
@@ -351,8 +351,8 @@ def cbc_multi_function(b: FunctionBuilder) -> None:
     def path(nr: int) -> None:
         chains = [b.pinned(f"CHAIN{j}") for j in range(D)]
         resident = [[b.pinned(f"KEY{j}_{r}") for r in range(nr + 1)] for j in range(resident_vectors(b, nr))]
-        b.s("shl", n, imm=4, comment="bytes of one stream")
-        b.s("sub", "rsp", imm=frame, comment="room for the batch's transposed round keys")
+        b.s("shl.r64.imm", n, imm=4, comment="bytes of one stream")
+        b.s("sub.r64.imm", "rsp", imm=frame, comment="room for the batch's transposed round keys")
         shapes = [(g, L, b.width) for g in batch_sizes(D)]
         if L > 1:
             shapes.append((1, 1, 128))
@@ -362,7 +362,7 @@ def cbc_multi_function(b: FunctionBuilder) -> None:
         z = b.v("vzero")
         for off in range(0, frame - 8, b.width // 8):
             b.store(Mem("rsp", off), z, comment="leave no round keys behind" if off == 0 else "")
-        b.s("add", "rsp", imm=frame)
+        b.s("add.r64.imm", "rsp", imm=frame)
         finish(b)
 
     b.key_paths("r10", path)
@@ -422,7 +422,7 @@ def stream_batch(b: FunctionBuilder, nr: int, chains: list[VReg], resident: list
         return resident[j][r] if j < len(resident) else Mem("rsp", j * span + ROW * lanes * r)
 
     b.label(top)
-    b.s("cmp", ns, imm=g * lanes)
+    b.s("cmp.r64.imm", ns, imm=g * lanes)
     b.branch("b", out)
     for s in range(g * lanes):  # the round keys, transposed
         j, lane = divmod(s, lanes)
@@ -436,13 +436,13 @@ def stream_batch(b: FunctionBuilder, nr: int, chains: list[VReg], resident: list
             b.v("vload", Mem("rsp", j * span + ROW * lanes * r), dst=reg, comment=f"vector {j}: round key {r}")
     for j, iv in enumerate(gather_lanes(b, pointer(ivs), g, lanes)[0]):
         b.assign(chains[j], iv, comment="chain = iv")
-    b.s("xor32", "eax", "eax", comment="offset of the block in every stream")
+    b.s("xor.r32.r32", "eax", "eax", comment="offset of the block in every stream")
     steps = steps_for(b, g, len(resident) * (nr + 1))
     for u in STEPS[STEPS.index(steps):]:
         loop, done = b.label_name(f"blocks{u}x_"), b.label_name(f"blocks_end{u}x_")
         b.label(loop)
-        b.s("lea", "r10", Mem("rax", 16 * u))
-        b.s("cmpr", "r10", n)
+        b.s("lea.r64.m", "r10", Mem("rax", 16 * u))
+        b.s("cmp.r64.r64", "r10", n)
         b.branch("a", done)
         whole = u == lanes > 1  # a stream's u blocks are one vector: read whole and transposed
         ps = gather_rows(b, pointer(ins, "rax"), g, lanes) if whole else \
@@ -463,12 +463,12 @@ def stream_batch(b: FunctionBuilder, nr: int, chains: list[VReg], resident: list
             scatter_rows(b, ys, lanes, pointer(outs, "rax"))
         else:
             scatter_lanes(b, ys, lanes, pointer(outs, "rax"))
-        b.s("add", "rax", imm=16 * u)
+        b.s("add.r64.imm", "rax", imm=16 * u)
         b.branch("jmp", loop)
         b.label(done)
     scatter_lanes(b, [chains], lanes, pointer(ivs))
     for array in (keys, ins, outs, ivs):
-        b.s("add", array, imm=8 * g * lanes)
-    b.s("sub", ns, imm=g * lanes)
+        b.s("add.r64.imm", array, imm=8 * g * lanes)
+    b.s("sub.r64.imm", ns, imm=g * lanes)
     b.branch("jmp", top)
     b.label(out)

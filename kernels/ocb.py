@@ -87,7 +87,7 @@ def ocb_set_key_function(b: FunctionBuilder) -> None:
 
     def expand(bits: int, nr: int) -> None:
         expand_schedule(b, bits, user, out, decrypt=False)
-        b.s("lea", "r10", Mem(out, spec.key_bytes), comment="the decryption schedule")
+        b.s("lea.r64.m", "r10", Mem(out, spec.key_bytes), comment="the decryption schedule")
         expand_schedule(b, bits, user, "r10", decrypt=True)
         with b.at_width(128):
             z = b.v("vzero")
@@ -110,10 +110,10 @@ def _tables(b: FunctionBuilder, out: str) -> None:
 
     def loop(body, count: int, stem: str) -> None:
         top = b.label_name(stem)
-        b.s("movi", "r11", imm=count)
+        b.s("mov.r64.imm", "r11", imm=count)
         b.label(top)
         body()
-        b.s("sub", "r11", imm=1)
+        b.s("sub.r64.imm", "r11", imm=1)
         b.branch("ne", top)
 
     with b.at_width(128):
@@ -121,12 +121,12 @@ def _tables(b: FunctionBuilder, out: str) -> None:
         b.v("vload", Mem(out, lo), dst=cur)
         b.assign(cur, double_be(b, cur, method, 128))
         b.store(Mem(out, lo + 16), cur, comment="L_$ = double(L_*)")
-        b.s("lea", "r10", l_at(0))
+        b.s("lea.r64.m", "r10", l_at(0))
 
         def next_l() -> None:
             b.assign(cur, double_be(b, cur, method, 128))
             b.store(Mem("r10", 0), cur, comment="L_i = double(L_{i-1})")
-            b.s("add", "r10", imm=16)
+            b.s("add.r64.imm", "r10", imm=16)
 
         loop(next_l, 64, "l_")
         t = b.v("vzero")
@@ -139,16 +139,16 @@ def _tables(b: FunctionBuilder, out: str) -> None:
         zero = b.v("vzero")
         for j in range(B, B + lanes - 1):
             b.store(Mem(out, spec.ocb_table_offset + 16 * j), zero, comment="padding for unaligned loads")
-        b.s("lea", "r10", l_at(0))
-        b.s("lea", "r9", Mem(out, spec.ocb_step_offset))
+        b.s("lea.r64.m", "r10", l_at(0))
+        b.s("lea.r64.m", "r9", Mem(out, spec.ocb_step_offset))
 
         def next_q() -> None:
             b.store(Mem("r9", 0), b.v("vxor", last, Mem("r10", 0)), comment="Q_k = T_{B-1} ^ L_k")
-            b.s("add", "r10", imm=16)
-            b.s("add", "r9", imm=16)
+            b.s("add.r64.imm", "r10", imm=16)
+            b.s("add.r64.imm", "r9", imm=16)
 
         loop(next_q, 64, "q_")
-    b.s("xor32", "eax", "eax")
+    b.s("xor.r32.r32", "eax", "eax")
     finish(b)
 
 
@@ -177,33 +177,33 @@ class OffsetPass:
             b.v("vload_bcast", start, dst=self.base, comment="Offset_0 in every lane")
         b.v("vzero", dst=self.acc)
         self.rekey()
-        b.s("movi", POS, imm=16, comment="block 1 is at position 1 of the batch at 0")
-        b.s("xor32", "edx", "edx", comment="BATCH_START: the batch at block 0")
+        b.s("mov.r64.imm", POS, imm=16, comment="block 1 is at position 1 of the batch at 0")
+        b.s("xor.r32.r32", "edx", "edx", comment="BATCH_START: the batch at block 0")
         if B > 1:  # blocks 1..B-1
             short = b.label_name("head_short")
-            b.s("mov", "r10", LEFT)
-            b.s("cmp", "r10", imm=B - 1)
+            b.s("mov.r64.r64", "r10", LEFT)
+            b.s("cmp.r64.imm", "r10", imm=B - 1)
             b.branch("be", short)
-            b.s("movi", "r10", imm=B - 1)
+            b.s("mov.r64.imm", "r10", imm=B - 1)
             b.label(short)
-            b.s("sub_r", LEFT, "r10")
+            b.s("sub.r64.r64", LEFT, "r10")
             self.some_blocks("r10")
         top, end, done = b.label_name(f"batch{B}_"), b.label_name("batches_done"), b.label_name("pass_done")
         b.label(top)
-        b.s("cmp", LEFT, imm=B)
+        b.s("cmp.r64.imm", LEFT, imm=B)
         b.branch("b", end)
         self.step()
         b.groups(b.depth, lambda j: self.vector(Mem(self.src, 16 * L * j), Mem(self.okey, self.table + 16 * L * j),
                                                 Mem(self.dst, 16 * L * j) if self.dst else None),
                  comment=f"{b.depth} vector(s) of {L} block(s)")
         self.advance(16 * B)
-        b.s("sub", LEFT, imm=B)
+        b.s("sub.r64.imm", LEFT, imm=B)
         b.branch("jmp", top)
         b.label(end)
-        b.s("test", LEFT, LEFT)
+        b.s("test.r64.r64", LEFT, LEFT)
         b.branch("e", done)
         self.step()
-        b.s("xor32", POS + "d", POS + "d", comment="from position 0 of the new batch")
+        b.s("xor.r32.r32", POS + "d", POS + "d", comment="from position 0 of the new batch")
         self.some_blocks(LEFT)
         b.label(done)
         width = b.width
@@ -223,22 +223,21 @@ class OffsetPass:
     def step(self) -> None:
         """To the next batch: Offset_{s+B} = Offset_s ^ Q_ntz(s+B) (the block index is public)."""
         b = self.b
-        b.s("add", BATCH_START, imm=self.B)
-        b.s("bsf", STEP, BATCH_START, comment="ntz of the batch's first block index")
-        b.s("shl", STEP, imm=4)
+        b.s("add.r64.imm", BATCH_START, imm=self.B)
+        b.s("bsf.r64.r64", STEP, BATCH_START, comment="ntz of the batch's first block index")
+        b.s("shl.r64.imm", STEP, imm=4)
         q = b.v("vload_bcast", Mem(self.okey, b.spec.ocb_step_offset, index=STEP), comment="Q_ntz")
         b.v("vxor", self.base, q, dst=self.base, comment="Offset of the batch's first block")
         self.rekey()
 
     def advance(self, nbytes: int | str) -> None:
         b = self.b
-        op = "add" if isinstance(nbytes, int) else "add_r"
         for p in (self.src, self.dst):
             if p:
-                if op == "add":
-                    b.s("add", p, imm=nbytes)
+                if isinstance(nbytes, int):
+                    b.s("add.r64.imm", p, imm=nbytes)
                 else:
-                    b.s("add_r", p, nbytes)
+                    b.s("add.r64.r64", p, nbytes)
 
     def some_blocks(self, count: str) -> None:
         """count (< B) blocks from position POS/16: whole vectors, then the rest."""
@@ -252,24 +251,24 @@ class OffsetPass:
                      comment="one vector at its batch position")
 
         b.label(top)
-        b.s("cmp", count, imm=L)
+        b.s("cmp.r64.imm", count, imm=L)
         b.branch("b", rest)
         one()
         self.advance(16 * L)
-        b.s("add", POS, imm=16 * L)
-        b.s("sub", count, imm=L)
+        b.s("add.r64.imm", POS, imm=16 * L)
+        b.s("sub.r64.imm", count, imm=L)
         b.branch("jmp", top)
         b.label(rest)
         if L > 1:
-            b.s("test", count, count)
+            b.s("test.r64.r64", count, count)
             b.branch("e", out)
             if b.spec.isa == "avx512":
                 one(mask=qword_mask_for_blocks(b, count, scratch="r11"))
             else:  # VAES ymm without AVX-512: one block is left
                 one(width=128)
-            b.s("shl", count, imm=4)
+            b.s("shl.r64.imm", count, imm=4)
             self.advance(count)
-            b.s("add_r", POS, count)
+            b.s("add.r64.r64", POS, count)
         b.label(out)
 
     def vector(self, at: Mem, delta: Mem, to: Mem | None, width: int | None = None,
@@ -332,32 +331,32 @@ class Ocb(Gcm):
     def entry(self) -> None:
         b = self.b
         for r in SAVED:
-            b.s("push", r)
+            b.s("push.r64", r)
         for reg, arg in (("r12", "out"), ("r13", "len"), ("r14", "tag"), ("r15", "taglen")):
-            b.s("load64", reg, b.stack_arg(arg, pushed=len(SAVED)))
-        b.s("sub", "rsp", imm=FRAME)
-        b.s("mov", "rbx", "rcx", comment="aad (rcx becomes the Stretch shift count)")
+            b.s("mov.r64.m64", reg, b.stack_arg(arg, pushed=len(SAVED)))
+        b.s("sub.r64.imm", "rsp", imm=FRAME)
+        b.s("mov.r64.r64", "rbx", "rcx", comment="aad (rcx becomes the Stretch shift count)")
         for slot, reg in ((OUT_SAVE, "r12"), (LEN_SAVE, "r13"), (AADLEN_SAVE, "r8")):
-            b.s("store64", slot, reg)
-        b.s("cmp", "rdx", imm=1, comment="nonce length 1..15")
+            b.s("mov.m64.r64", slot, reg)
+        b.s("cmp.r64.imm", "rdx", imm=1, comment="nonce length 1..15")
         b.branch("b", self.bad)
-        b.s("cmp", "rdx", imm=15)
+        b.s("cmp.r64.imm", "rdx", imm=15)
         b.branch("a", self.bad)
-        b.s("cmp", "r15", imm=1, comment="tag length 1..16")
+        b.s("cmp.r64.imm", "r15", imm=1, comment="tag length 1..16")
         b.branch("b", self.bad)
-        b.s("cmp", "r15", imm=16)
+        b.s("cmp.r64.imm", "r15", imm=16)
         b.branch("a", self.bad)
 
     # -- path 1: the nonce and HASH(A) ------------------------------------------
     def prelude(self, nr: int) -> None:
         b = self.b
         self.offset_zero(nr)
-        b.s("load64", LEFT, AADLEN_SAVE)
-        b.s("shr", LEFT, imm=4, comment="whole AAD blocks")
+        b.s("mov.r64.m64", LEFT, AADLEN_SAVE)
+        b.s("shr.r64.imm", LEFT, imm=4, comment="whole AAD blocks")
         OffsetPass(b, nr, "hash", "rbx", None).run(None, PAD, SUM)
         skip = b.label_name("aad_whole")
-        b.s("load64", "r8", AADLEN_SAVE)
-        b.s("and", "r8", imm=15, comment="bytes of a partial AAD block")
+        b.s("mov.r64.m64", "r8", AADLEN_SAVE)
+        b.s("and.r64.imm", "r8", imm=15, comment="bytes of a partial AAD block")
         b.branch("e", skip)
         with b.at_width(128):
             a = self.padded(self.load_partial("rbx", "r8"), "r8")  # first: no value may live across its gather loop
@@ -371,46 +370,46 @@ class Ocb(Gcm):
         """OFFSET = Offset_0 from the nonce (rsi, rdx bytes) and the tag length (r15)."""
         b = self.b
         top = b.label_name("nonce_byte")
-        b.s("xor32", "ebp", "ebp", comment="Nonce bits 127..64 (big-endian)")
-        b.s("mov32i", "r11d", imm=1, comment="bits 63..0: the 1 bit before N")
-        b.s("xor32", "r10d", "r10d")
+        b.s("xor.r32.r32", "ebp", "ebp", comment="Nonce bits 127..64 (big-endian)")
+        b.s("mov.r32.imm", "r11d", imm=1, comment="bits 63..0: the 1 bit before N")
+        b.s("xor.r32.r32", "r10d", "r10d")
         b.label(top)
-        b.s("shld", "rbp", "r11", imm=8, comment="Nonce <<= 8 (128 bits)")
-        b.s("shl", "r11", imm=8)
-        b.s("movzb", "eax", Mem("rsi", 0, index="r10", bits=8))
-        b.s("or_r", "r11", "rax", comment="next nonce byte")
-        b.s("add", "r10", imm=1)
-        b.s("cmpr", "r10", "rdx")
+        b.s("shld.r64.r64.imm", "rbp", "r11", imm=8, comment="Nonce <<= 8 (128 bits)")
+        b.s("shl.r64.imm", "r11", imm=8)
+        b.s("movzx.r32.m8", "eax", Mem("rsi", 0, index="r10", bits=8))
+        b.s("or.r64.r64", "r11", "rax", comment="next nonce byte")
+        b.s("add.r64.imm", "r10", imm=1)
+        b.s("cmp.r64.r64", "r10", "rdx")
         b.branch("b", top)
-        b.s("mov", "rax", "r15")
-        b.s("and", "rax", imm=15)
-        b.s("shl", "rax", imm=60, comment="TAGLEN mod 128 (bits) in the top 7 bits")
-        b.s("or_r", "rbp", "rax")
+        b.s("mov.r64.r64", "rax", "r15")
+        b.s("and.r64.imm", "rax", imm=15)
+        b.s("shl.r64.imm", "rax", imm=60, comment="TAGLEN mod 128 (bits) in the top 7 bits")
+        b.s("or.r64.r64", "rbp", "rax")
         # bottom comes from the nonce alone (public): declassified, it is a clean shift count
         b.declassify_mark()
-        b.s("mov", "rcx", "r11")
-        b.s("and", "rcx", imm=63, comment="bottom: the last 6 bits")
-        b.s("and", "r11", imm=-64, comment="Top: the rest")
+        b.s("mov.r64.r64", "rcx", "r11")
+        b.s("and.r64.imm", "rcx", imm=63, comment="bottom: the last 6 bits")
+        b.s("and.r64.imm", "r11", imm=-64, comment="Top: the rest")
         self.store_be(BLOCK, "rbp", "r11")
         with b.at_width(128):
             b.store(BLOCK, encrypt_rounds(b, load_qwords(b, BLOCK), nr), comment="Ktop = E(Top)")
-        b.s("load64", "rbp", _q(BLOCK))
-        b.s("load64", "r11", _q(BLOCK, 8))
-        b.s("bswap64", "rbp")
-        b.s("bswap64", "r11")
-        b.s("mov", "rax", "rbp")
-        b.s("shld", "rax", "r11", imm=8, comment="Ktop bits 8..71")
-        b.s("xor_r", "rax", "rbp", comment="Stretch bits 128..191 = Ktop[0..63] ^ Ktop[8..71]")
-        b.s("shld_cl", "rbp", "r11", comment="Offset_0 = Stretch bits bottom..bottom+127")
-        b.s("shld_cl", "r11", "rax")
+        b.s("mov.r64.m64", "rbp", _q(BLOCK))
+        b.s("mov.r64.m64", "r11", _q(BLOCK, 8))
+        b.s("bswap.r64", "rbp")
+        b.s("bswap.r64", "r11")
+        b.s("mov.r64.r64", "rax", "rbp")
+        b.s("shld.r64.r64.imm", "rax", "r11", imm=8, comment="Ktop bits 8..71")
+        b.s("xor.r64.r64", "rax", "rbp", comment="Stretch bits 128..191 = Ktop[0..63] ^ Ktop[8..71]")
+        b.s("shld.r64.r64.cl", "rbp", "r11", comment="Offset_0 = Stretch bits bottom..bottom+127")
+        b.s("shld.r64.r64.cl", "r11", "rax")
         self.store_be(OFFSET, "rbp", "r11")
 
     def store_be(self, slot: Mem, hi: str, lo: str) -> None:
         """A 128-bit big-endian value held as two GPR halves, to a frame slot."""
         b = self.b
         for reg, off in ((hi, 0), (lo, 8)):
-            b.s("bswap64", reg)
-            b.s("store64", _q(slot, off), reg)
+            b.s("bswap.r64", reg)
+            b.s("mov.m64.r64", _q(slot, off), reg)
 
     def l_star(self) -> Mem:
         return Mem("rdi", self.spec.ocb_l_offset)
@@ -421,7 +420,7 @@ class Ocb(Gcm):
         b = self.b
         if self.spec.isa == "avx512":
             return b.v("vload", Mem(src, 0), width=128, mask=self.byte_mask(count), mask_elem="b")
-        b.s("mov", "r10", count)
+        b.s("mov.r64.r64", "r10", count)
         gather_partial(b, src, "r10", BLOCK)
         return load_qwords(b, BLOCK)
 
@@ -436,16 +435,16 @@ class Ocb(Gcm):
 
     def byte_mask(self, count: str) -> str:
         b = self.b
-        b.s("movi", "rax", imm=-1)
-        b.s("bzhi", "rax", "rax", count, comment="one bit per byte to touch")
-        b.s("kmovq", "k1", "rax")
+        b.s("mov.r64.imm", "rax", imm=-1)
+        b.s("bzhi.r64.r64.r64", "rax", "rax", count, comment="one bit per byte to touch")
+        b.s("kmovq.k.r64", "k1", "rax")
         return "k1"
 
     def table_at(self, table: Const, count: str) -> Mem:
         """16 bytes of a 32-byte table from 16 - count."""
         b = self.b
-        b.s("lea", "r10", table)
-        b.s("sub_r", "r10", count)
+        b.s("lea.r64.m", "r10", table)
+        b.s("sub.r64.r64", "r10", count)
         return Mem("r10", 16)
 
     def padded(self, v: VReg, count: str) -> VReg:
@@ -455,8 +454,8 @@ class Ocb(Gcm):
     # -- path 2: the text ---------------------------------------------------------
     def text(self, nr: int) -> None:
         b = self.b
-        b.s("mov", LEFT, "r13")
-        b.s("shr", LEFT, imm=4, comment="whole blocks")
+        b.s("mov.r64.r64", LEFT, "r13")
+        b.s("shr.r64.imm", LEFT, imm=4, comment="whole blocks")
         OffsetPass(b, nr, "decrypt" if self.decrypt else "encrypt", "r9", "r12").run(OFFSET, OFFSET, CHECKSUM)
         b.branch("jmp", self.tag_label[nr])
 
@@ -464,7 +463,7 @@ class Ocb(Gcm):
     def tag(self, nr: int) -> None:
         b = self.b
         whole = b.label_name("text_whole")
-        b.s("and", "r13", imm=15, comment="bytes of a partial block (public)")
+        b.s("and.r64.imm", "r13", imm=15, comment="bytes of a partial block (public)")
         b.branch("e", whole)
         with b.at_width(128):
             x = self.load_partial("r9", "r13")  # first: no value may live across its gather loop
@@ -492,7 +491,7 @@ class Ocb(Gcm):
         else:
             if self.spec.isa != "avx512":
                 self.copy_bytes_out("r14", "r15")
-            b.s("xor32", "eax", "eax")
+            b.s("xor.r32.r32", "eax", "eax")
         self._wipe()
         b.branch("jmp", self.exit)
 

@@ -80,7 +80,7 @@ def otr_set_key_function(b: FunctionBuilder) -> None:
             zero = b.v("vzero")
             e = encrypt_rounds(b, zero, nr, key_at=lambda i: Mem(out, i * spec.key_stride))
             b.store(Mem(out, spec.otr_q_offset), e, comment="Q = E_K(0), the AD hash's mask seed")
-        b.s("xor32", "eax", "eax")
+        b.s("xor.r32.r32", "eax", "eax")
         finish(b)
 
     key_size_paths(b, then=q)
@@ -121,14 +121,14 @@ class Otr:
     def function(self) -> None:
         b = self.b
         for r in SAVED:
-            b.s("push", r)
+            b.s("push.r64", r)
         for reg, arg in ((self.outp, "out"), (self.len, "len"), (self.tag, "tag")):
-            b.s("load64", reg, b.stack_arg(arg, pushed=len(SAVED)))
-        b.s("sub", "rsp", imm=self.frame)
+            b.s("mov.r64.m64", reg, b.stack_arg(arg, pushed=len(SAVED)))
+        b.s("sub.r64.imm", "rsp", imm=self.frame)
         self.bad, self.exit = b.label_name("bad_nonce"), b.label_name("exit")
-        b.s("cmp", self.noncelen, imm=1, comment="nonces are 1..15 bytes")
+        b.s("cmp.r64.imm", self.noncelen, imm=1, comment="nonces are 1..15 bytes")
         b.branch("b", self.bad)
-        b.s("cmp", self.noncelen, imm=15)
+        b.s("cmp.r64.imm", self.noncelen, imm=15)
         b.branch("a", self.bad)
         b.key_paths("key", self.path, scratch="r10d")  # rax carries data bytes
         b.single_path(None, self.epilogue)
@@ -153,15 +153,15 @@ class Otr:
                 self.check_tag(tag)
             else:
                 b.store(Mem(self.tag, 0), tag, comment="the tag")
-                b.s("xor32", "eax", "eax")
+                b.s("xor.r32.r32", "eax", "eax")
         b.branch("jmp", self.exit)
 
     # -- byte-exact loads and stores ---------------------------------------------
     def byte_mask(self, count: str) -> str:
         b = self.b
-        b.s("movi", "r10", imm=-1)
-        b.s("bzhi", "r10", "r10", count, comment="one bit per byte to touch")
-        b.s("kmovq", "k1", "r10")
+        b.s("mov.r64.imm", "r10", imm=-1)
+        b.s("bzhi.r64.r64.r64", "r10", "r10", count, comment="one bit per byte to touch")
+        b.s("kmovq.k.r64", "k1", "r10")
         return "k1"
 
     def load_bytes(self, src: str, count: str) -> VReg:
@@ -173,26 +173,26 @@ class Otr:
                 return b.v("vload", Mem(src, 0), mask=self.byte_mask(count), mask_elem="b",
                            comment="only the count bytes")
             top, high, done = b.label_name("gather"), b.label_name("gather_hi"), b.label_name("gathered")
-            b.s("mov", "r10", count)
-            b.s("xor32", "ebp", "ebp", comment="bytes 0..7")
-            b.s("xor32", "r11d", "r11d", comment="bytes 8..15")
+            b.s("mov.r64.r64", "r10", count)
+            b.s("xor.r32.r32", "ebp", "ebp", comment="bytes 0..7")
+            b.s("xor.r32.r32", "r11d", "r11d", comment="bytes 8..15")
             b.label(top)
-            b.s("test", "r10", "r10")
+            b.s("test.r64.r64", "r10", "r10")
             b.branch("e", done)
-            b.s("sub", "r10", imm=1)
-            b.s("movzb", "eax", Mem(src, 0, index="r10", bits=8))
-            b.s("cmp", "r10", imm=8)
+            b.s("sub.r64.imm", "r10", imm=1)
+            b.s("movzx.r32.m8", "eax", Mem(src, 0, index="r10", bits=8))
+            b.s("cmp.r64.imm", "r10", imm=8)
             b.branch("ae", high)
-            b.s("shl", "rbp", imm=8)
-            b.s("or_r", "rbp", "rax")
+            b.s("shl.r64.imm", "rbp", imm=8)
+            b.s("or.r64.r64", "rbp", "rax")
             b.branch("jmp", top)
             b.label(high)
-            b.s("shl", "r11", imm=8)
-            b.s("or_r", "r11", "rax")
+            b.s("shl.r64.imm", "r11", imm=8)
+            b.s("or.r64.r64", "r11", "rax")
             b.branch("jmp", top)
             b.label(done)
-            b.s("store64", Mem("rsp", GATHER.disp, bits=64), "rbp")
-            b.s("store64", Mem("rsp", GATHER.disp + 8, bits=64), "r11")
+            b.s("mov.m64.r64", Mem("rsp", GATHER.disp, bits=64), "rbp")
+            b.s("mov.m64.r64", Mem("rsp", GATHER.disp + 8, bits=64), "r11")
             # two 8-byte loads: a 16-byte one could not be forwarded from the two stores
             lo = b.v("vload64", Mem("rsp", GATHER.disp, bits=64))
             hi = b.v("vload64", Mem("rsp", GATHER.disp + 8, bits=64))
@@ -207,28 +207,28 @@ class Otr:
                 return
             b.store(OUTGOING, v)
             top, done = b.label_name("put"), b.label_name("put_done")
-            b.s("xor32", "r10d", "r10d")
+            b.s("xor.r32.r32", "r10d", "r10d")
             b.label(top)
-            b.s("cmpr", "r10", count)
+            b.s("cmp.r64.r64", "r10", count)
             b.branch("ae", done)
-            b.s("movzb", "r11d", Mem("rsp", OUTGOING.disp, index="r10", bits=8))
-            b.s("store8", Mem(dst, 0, index="r10", bits=8), "r11b")
-            b.s("add", "r10", imm=1)
+            b.s("movzx.r32.m8", "r11d", Mem("rsp", OUTGOING.disp, index="r10", bits=8))
+            b.s("mov.m8.r8", Mem(dst, 0, index="r10", bits=8), "r11b")
+            b.s("add.r64.imm", "r10", imm=1)
             b.branch("jmp", top)
             b.label(done)
 
     def table(self, const: Const, index: str) -> Mem:
         """16 bytes of a constant table at offset index (a public length), through r10."""
-        self.b.s("lea", "r10", const)
+        self.b.s("lea.r64.m", "r10", const)
         return Mem("r10", 0, index=index)
 
     def complement(self, count: str) -> str:
         """16 - count, where the keep and pad tables are read for count bytes: in aadlen's
         register, free once the AD's block counts are taken from it."""
         b, free = self.b, self.aadlen
-        b.s("mov", free, count)
-        b.s("neg", free)
-        b.s("add", free, imm=16)
+        b.s("mov.r64.r64", free, count)
+        b.s("neg.r64", free)
+        b.s("add.r64.imm", free, imm=16)
         return free
 
     def padding(self, count: str) -> Mem:
@@ -257,7 +257,7 @@ class Otr:
         """v = full v if count == whole (a public length), else part v."""
         b = self.b
         other, done = b.label_name("partial_mask"), b.label_name("mask_done")
-        b.s("cmp", count, imm=whole)
+        b.s("cmp.r64.imm", count, imm=whole)
         b.branch("ne", other)
         self.times(v, full)
         b.branch("jmp", done)
@@ -373,13 +373,13 @@ class Otr:
         b, L = self.b, self.b.lanes
         inp, outp, count, rest = self.inp, self.outp, self.count, self.rest
         empty = b.label_name("empty_text")
-        b.s("mov", count, self.len)
-        b.s("mov", rest, self.len)
-        b.s("test", count, count)
+        b.s("mov.r64.r64", count, self.len)
+        b.s("mov.r64.r64", rest, self.len)
+        b.s("test.r64.r64", count, count)
         b.branch("e", empty)
-        b.s("sub", count, imm=1)
-        b.s("and", count, imm=-32, comment="whole chunks before the last 1..32 bytes")
-        b.s("sub_r", rest, count)
+        b.s("sub.r64.imm", count, imm=1)
+        b.s("and.r64.imm", count, imm=-32, comment="whole chunks before the last 1..32 bytes")
+        b.s("sub.r64.r64", rest, count)
         b.label(empty)
 
         def body(g: int) -> None:
@@ -401,7 +401,7 @@ class Otr:
             top, out = b.label_name("chunk"), b.label_name("chunks_done")
             cur = offsets.current  # from here on only its first lane
             b.label(top)
-            b.s("cmp", count, imm=32)
+            b.s("cmp.r64.imm", count, imm=32)
             b.branch("b", out)
             with b.at_width(128):
                 nxt = double(b, cur, self.method)
@@ -410,9 +410,9 @@ class Otr:
                 b.store(Mem(outp, 0), y1)
                 b.store(Mem(outp, 16), y2)
                 b.assign(cur, nxt, comment="the next chunk's offset")
-            b.s("add", inp, imm=32)
-            b.s("add", outp, imm=32)
-            b.s("sub", count, imm=32)
+            b.s("add.r64.imm", inp, imm=32)
+            b.s("add.r64.imm", outp, imm=32)
+            b.s("sub.r64.imm", count, imm=32)
             b.branch("jmp", top)
             b.label(out)
 
@@ -462,7 +462,7 @@ class Otr:
         def drain(table: int) -> None:
             """The last batch's second rounds; the next chunks' offsets head `table`."""
             b.groups(D, finish, comment=f"second rounds of the last {D} group(s)")
-            b.s("add", outp, imm=batch)
+            b.s("add.r64.imm", outp, imm=batch)
             le = b.v("pshufb", b.v("vload", self.offset_entry(table, 0)), bswap_mask(L), role="ofs")
             b.assign(offsets.current, le, comment="the offsets of the chunks after the batches, byte-reversed")
 
@@ -471,42 +471,42 @@ class Otr:
             return self.chunk_offsets(offsets.vectors(D), offsets.current)
 
         alone = b.label_name("one_batch")
-        b.s("cmp", count, imm=batch)
+        b.s("cmp.r64.imm", count, imm=batch)
         b.branch("b", skip)
-        b.s("cmp", count, imm=2 * batch)
+        b.s("cmp.r64.imm", count, imm=2 * batch)
         b.branch("b", alone)  # the tables are only filled if a loop iteration reads them
         first = first_batch()
         with b.at_width(128):
             b.store(self.offset_entry(0, 0), offsets.current, comment="the next batch's first offset, byte-reversed")
-        b.s("load64", self.OFS_LO, Mem("rsp", TABLE, bits=64))
-        b.s("load64", self.OFS_HI, Mem("rsp", TABLE + 8, bits=64))
-        b.s("movi", self.COUNT63, imm=63, comment="sarx count: bit 127 spread over the qword")
+        b.s("mov.r64.m64", self.OFS_LO, Mem("rsp", TABLE, bits=64))
+        b.s("mov.r64.m64", self.OFS_HI, Mem("rsp", TABLE + 8, bits=64))
+        b.s("mov.r64.imm", self.COUNT63, imm=63, comment="sarx count: bit 127 spread over the qword")
         # the tables of batches 1 and 2 fill beside the first batch's rounds; batch k reads
         # table k mod 2 and refills it with batch k + 2's offsets, spread over its rounds
         # (no load waits for recent stores; stores in one run fill the store queue)
         b.groups(D, lambda j: start(j, first), comment=f"first rounds of {D} group(s) of {L} chunk(s)",
                  riders=lambda: (self.fill_table(1), self.fill_table(0)))
-        b.s("add", inp, imm=batch)
-        b.s("sub", count, imm=batch)
+        b.s("add.r64.imm", inp, imm=batch)
+        b.s("sub.r64.imm", count, imm=batch)
         b.label(top)
         for table in (1, 0):  # unrolled twice: one body per table
-            b.s("cmp", count, imm=batch)
+            b.s("cmp.r64.imm", count, imm=batch)
             b.branch("b", drains[table])
             begin = starting(table)
             b.groups(2 * D, lambda j: finish(j) if j < D else begin(j - D),
                      comment=f"second rounds of {D} group(s) beside the next {D} groups' first rounds",
                      riders=lambda table=table: self.fill_table(table))
-            b.s("add", inp, imm=batch)
-            b.s("add", outp, imm=batch)
-            b.s("sub", count, imm=batch)
+            b.s("add.r64.imm", inp, imm=batch)
+            b.s("add.r64.imm", outp, imm=batch)
+            b.s("sub.r64.imm", count, imm=batch)
         b.branch("jmp", top)
         b.label(alone)  # one batch: its first rounds, then straight to its second
         first = first_batch()
         b.store(self.offset_entry(1, 0), b.v("pshufb", offsets.current, bswap_mask(L)),
                 comment="the next batch's offsets, big-endian, where the drain reads them")
         b.groups(D, lambda j: start(j, first), comment=f"first rounds of {D} group(s) of {L} chunk(s)")
-        b.s("add", inp, imm=batch)
-        b.s("sub", count, imm=batch)
+        b.s("add.r64.imm", inp, imm=batch)
+        b.s("sub.r64.imm", count, imm=batch)
         for table in (1, 0):  # the batch after the last one's offsets head the table it would read
             b.label(drains[table])
             drain(table)
@@ -540,15 +540,15 @@ class Otr:
         for k in range(n + 1):
             entry = self.offset_entry(table, k).disp
             for half, reg in ((0, hi), (8, lo)):  # big-endian: the high qword first, bytes reversed
-                b.s("movbe_store64", Mem("rsp", entry + half, bits=64), reg,
+                b.s("movbe.m64.r64", Mem("rsp", entry + half, bits=64), reg,
                     comment=f"L_i of chunk {k} of the batch" if half else "")
             if k == n:
                 break
-            b.s("sarx", t, hi, self.COUNT63, comment="all ones if bit 127 is set")
-            b.s("and", t, imm=doubling_reduction(), comment="x^128 = x^7 + x^2 + x + 1 then")
-            b.s("add_r", lo, lo, comment="the low qword doubled, its bit 63 carried")
-            b.s("adc_r", hi, hi, comment="the high qword doubled")
-            b.s("xor_r", lo, t, comment="L_(i+1) = 2 L_i")
+            b.s("sarx.r64.r64.r64", t, hi, self.COUNT63, comment="all ones if bit 127 is set")
+            b.s("and.r64.imm", t, imm=doubling_reduction(), comment="x^128 = x^7 + x^2 + x + 1 then")
+            b.s("add.r64.r64", lo, lo, comment="the low qword doubled, its bit 63 carried")
+            b.s("adc.r64.r64", hi, hi, comment="the high qword doubled")
+            b.s("xor.r64.r64", lo, t, comment="L_(i+1) = 2 L_i")
 
     # -- the last chunk -------------------------------------------------------------
     def last_chunk(self, nr: int, masks: VReg, total: VReg) -> None:
@@ -558,9 +558,9 @@ class Otr:
         b = self.b
         inp, outp, rest = self.inp, self.outp, self.rest
         two, none, done = b.label_name("two_blocks"), b.label_name("no_text"), b.label_name("last_done")
-        b.s("cmp", rest, imm=16)
+        b.s("cmp.r64.imm", rest, imm=16)
         b.branch("a", two)
-        b.s("test", rest, rest)
+        b.s("test.r64.r64", rest, rest)
         b.branch("e", none)
         # one block of 1..16 bytes: Z = E(L_l), out = Z ^ in, La = L_l
         data = self.load_bytes(inp, rest)
@@ -579,9 +579,9 @@ class Otr:
         b.branch("jmp", done)
         # two blocks, the second of 1..16 bytes: the Feistel with the final swap, La = L*_l
         b.label(two)
-        b.s("sub", rest, imm=16, comment="bytes of the second block")
-        b.s("add", inp, imm=16)
-        b.s("add", outp, imm=16)
+        b.s("sub.r64.imm", rest, imm=16, comment="bytes of the second block")
+        b.s("add.r64.imm", inp, imm=16)
+        b.s("add.r64.imm", outp, imm=16)
         part = self.load_bytes(inp, rest)
         with b.at_width(128):
             l_be = b.v("pshufb", masks, bswap_mask(1), comment="L_l")
@@ -615,7 +615,7 @@ class Otr:
         b, L = self.b, self.b.lanes
         aad, count, rest = self.aad, self.count, self.rest
         some, done = b.label_name("ad"), b.label_name("ad_done")
-        b.s("test", self.aadlen, self.aadlen)
+        b.s("test.r64.r64", self.aadlen, self.aadlen)
         b.branch("ne", some)
         with b.at_width(128):
             b.store(TA, b.v("vzero"), comment="TA = 0 for empty associated data")
@@ -626,11 +626,11 @@ class Otr:
             q = b.v("pshufb", q, bswap_mask(1), comment="Q, byte-reversed")
         stream = TweakStream(b, self.spec.gfdouble, masks)
         stream.start(q)  # lane l = 2^l Q
-        b.s("mov", count, self.aadlen)
-        b.s("sub", count, imm=1)
-        b.s("and", count, imm=-16, comment="whole blocks before the last 1..16 bytes")
-        b.s("mov", rest, self.aadlen)
-        b.s("sub_r", rest, count)
+        b.s("mov.r64.r64", count, self.aadlen)
+        b.s("sub.r64.imm", count, imm=1)
+        b.s("and.r64.imm", count, imm=-16, comment="whole blocks before the last 1..16 bytes")
+        b.s("mov.r64.r64", rest, self.aadlen)
+        b.s("sub.r64.r64", rest, count)
         b.v("vzero", dst=total)
 
         def encrypt_masked(x: VReg, mask_le: VReg, width: int | None = None) -> VReg:
@@ -652,14 +652,14 @@ class Otr:
         if L > 1:
             top, out = b.label_name("ad_block"), b.label_name("ad_blocks_done")
             b.label(top)
-            b.s("cmp", count, imm=16)
+            b.s("cmp.r64.imm", count, imm=16)
             b.branch("b", out)
             with b.at_width(128):
                 y = encrypt_masked(b.v("vload", Mem(aad, 0)), masks, 128)
                 b.v("vxor", total, y, dst=total)
                 b.assign(masks, double(b, masks, self.method), comment="the next block's mask")
-            b.s("add", aad, imm=16)
-            b.s("sub", count, imm=16)
+            b.s("add.r64.imm", aad, imm=16)
+            b.s("sub.r64.imm", count, imm=16)
             b.branch("jmp", top)
             b.label(out)
         self.times_by_length(masks, rest, 16, THREE_SQUARED, THREE)  # c' 2^(a-1) Q
@@ -676,35 +676,35 @@ class Otr:
         b = self.b
         with b.at_width(128):
             b.store(TAG_DIFF, b.v("vxor", tag, b.v("vload", Mem(self.tag, 0)), comment="computed ^ given tag"))
-        b.s("load64", "rax", Mem("rsp", TAG_DIFF.disp, bits=64))
-        b.s("load64", "r11", Mem("rsp", TAG_DIFF.disp + 8, bits=64))
-        b.s("or_r", "r11", "rax")
-        b.s("neg", "r11", comment="CF = any difference")
+        b.s("mov.r64.m64", "rax", Mem("rsp", TAG_DIFF.disp, bits=64))
+        b.s("mov.r64.m64", "r11", Mem("rsp", TAG_DIFF.disp + 8, bits=64))
+        b.s("or.r64.r64", "r11", "rax")
+        b.s("neg.r64", "r11", comment="CF = any difference")
         b.declassify_mark()
-        b.s("sbb_r", "r15", "r15", comment="verdict: -1 wrong tag, 0 authentic (public)")
+        b.s("sbb.r64.r64", "r15", "r15", comment="verdict: -1 wrong tag, 0 authentic (public)")
         good = b.label_name("authentic")
-        b.s("test", "r15", "r15")
+        b.s("test.r64.r64", "r15", "r15")
         b.branch("e", good)
         self.reject()
         b.label(good)
-        b.s("xor32", "eax", "eax")
+        b.s("xor.r32.r32", "eax", "eax")
 
     def reject(self) -> None:
         """Return -1 (jumps to the exit); decrypting, with out[0..len) zeroed."""
         b = self.b
         if self.decrypt:
             top, done = b.label_name("zero"), b.label_name("zeroed")
-            b.s("load64", self.outp, b.stack_arg("out", pushed=len(SAVED) + self.frame // 8))
-            b.s("xor32", "r11d", "r11d")
-            b.s("xor32", "r10d", "r10d")
+            b.s("mov.r64.m64", self.outp, b.stack_arg("out", pushed=len(SAVED) + self.frame // 8))
+            b.s("xor.r32.r32", "r11d", "r11d")
+            b.s("xor.r32.r32", "r10d", "r10d")
             b.label(top)
-            b.s("cmpr", "r10", self.len)
+            b.s("cmp.r64.r64", "r10", self.len)
             b.branch("ae", done)
-            b.s("store8", Mem(self.outp, 0, index="r10", bits=8), "r11b")
-            b.s("add", "r10", imm=1)
+            b.s("mov.m8.r8", Mem(self.outp, 0, index="r10", bits=8), "r11b")
+            b.s("add.r64.imm", "r10", imm=1)
             b.branch("jmp", top)
             b.label(done)
-        b.s("mov32i", "eax", imm=-1)
+        b.s("mov.r32.imm", "eax", imm=-1)
         b.branch("jmp", self.exit)
 
     def epilogue(self) -> None:

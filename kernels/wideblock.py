@@ -96,9 +96,9 @@ def rijndael256_set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
     The decryption schedule is the equivalent inverse cipher's: round r's halves are
     InvMixColumns of the encryption round 14 - r's (round 0 and 14 as they are)."""
     go = b.label_name("bits256_")
-    b.s("cmp32", _r32(b.reg["bits"]), imm=256)
+    b.s("cmp.r32.imm", _r32(b.reg["bits"]), imm=256)
     b.branch("e", go)
-    b.s("mov32i", "eax", imm=-1, comment="Rijndael-256 here takes 256-bit keys only")
+    b.s("mov.r32.imm", "eax", imm=-1, comment="Rijndael-256 here takes 256-bit keys only")
     b.s("ret")
 
     def body() -> None:
@@ -113,7 +113,7 @@ def rijndael256_set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
             store(2 * (RIJNDAEL256_ROUNDS - r) + h, k)
 
         expand_256(b, b.reg["user_key"], put, keys=RIJNDAEL256_HALF_KEYS)
-        b.s("xor32", "eax", "eax")
+        b.s("xor.r32.r32", "eax", "eax")
         finish(b)
 
     b.single_path(None, body, go)

@@ -33,10 +33,10 @@ def xts_set_key_function(b: FunctionBuilder) -> None:
     key1, key2, out, enc = (b.reg[a] for a in ("key1", "key2", "xkey", "enc"))
 
     def expand(bits: int, nr: int) -> None:
-        b.s("lea", "r10", Mem(out, b.spec.key_bytes), comment="the tweak key's schedule")
+        b.s("lea.r64.m", "r10", Mem(out, b.spec.key_bytes), comment="the tweak key's schedule")
         expand_schedule(b, bits, key2, "r10", decrypt=False)
         dec, stored = b.label_name("decrypt_key"), b.label_name("stored")
-        b.s("cmp32", _r32(enc), imm=0)
+        b.s("cmp.r32.imm", _r32(enc), imm=0)
         b.branch("e", dec)
         expand_schedule(b, bits, key1, out, decrypt=False)
         b.branch("jmp", stored)
@@ -86,7 +86,7 @@ class Xts:
     def function(self) -> None:
         b = self.b
         go = b.label_name("go")
-        b.s("cmp", self.n, imm=16)
+        b.s("cmp.r64.imm", self.n, imm=16)
         b.branch("ae", go)
         b.s("ret", comment="less than one block: nothing to do")
         b.label(go)
@@ -104,13 +104,13 @@ class Xts:
         stream = TweakStream(b, spec.gfdouble)
         stream.start(t)
         # r9 = len mod 16; the bulk leaves the last whole block to stealing when r9 != 0.
-        b.s("mov", "r9", n)
-        b.s("and", "r9", imm=15, comment="bytes in a last partial block (public)")
-        b.s("and", n, imm=-16)
+        b.s("mov.r64.r64", "r9", n)
+        b.s("and.r64.imm", "r9", imm=15, comment="bytes in a last partial block (public)")
+        b.s("and.r64.imm", n, imm=-16)
         whole = b.label_name("no_stealing")
-        b.s("test", "r9", "r9")
+        b.s("test.r64.r64", "r9", "r9")
         b.branch("e", whole)
-        b.s("sub", n, imm=16, comment="the last whole block goes with the partial one")
+        b.s("sub.r64.imm", n, imm=16, comment="the last whole block goes with the partial one")
         b.label(whole)
 
         def body(g: int, tweaks: list[VReg] | None = None, riders: Callable[[], None] | None = None) -> None:
@@ -135,18 +135,18 @@ class Xts:
             if L > 1:  # whole blocks left over from the vector loops, one at a time
                 top, out = b.label_name("block"), b.label_name("blocks_done")
                 b.label(top)
-                b.s("cmp", n, imm=16)
+                b.s("cmp.r64.imm", n, imm=16)
                 b.branch("b", out)
                 x = b.v("vload", Mem(inp, 0))
                 b.store(Mem(outp, 0), self.cipher(x, single, nr))
                 b.assign(single, double(b, single, method), comment="next block's tweak")
-                b.s("add", inp, imm=16)
-                b.s("add", outp, imm=16)
-                b.s("sub", n, imm=16)
+                b.s("add.r64.imm", inp, imm=16)
+                b.s("add.r64.imm", outp, imm=16)
+                b.s("sub.r64.imm", n, imm=16)
                 b.branch("jmp", top)
                 b.label(out)
             done = b.label_name("done")
-            b.s("test", "r9", "r9")
+            b.s("test.r64.r64", "r9", "r9")
             b.branch("e", done)
             self.steal(nr, single, double(b, single, method))
             b.label(done)
@@ -162,7 +162,7 @@ class Xts:
         b, D, L, n = self.b, self.b.depth, self.b.lanes, self.n
         table, batch = self.table, 16 * L * D
         few, joined, top = b.label_name("few_batches"), b.label_name("batches_done"), b.label_name("batch")
-        b.s("cmp", n, imm=max(3 * batch, TABLE_FROM_BYTES))
+        b.s("cmp.r64.imm", n, imm=max(3 * batch, TABLE_FROM_BYTES))
         b.branch("b", few)
         table.enter()  # registers saved and the frame made only here: short messages skip it
         table.start(stream.current, batches=2)
@@ -177,7 +177,7 @@ class Xts:
             tweaks = table.vectors(k)
             body(D, tweaks, riders=lambda k=k: table.fill(k))  # the batch after next
             self.step(batch)
-            b.s("cmp", n, imm=batch)
+            b.s("cmp.r64.imm", n, imm=batch)
             b.branch("b" if k == 0 else "ae", after_first if k == 0 else top)
         # the next block's tweaks head the table the last batch did not read
         done = b.label_name("tables_done")
@@ -194,9 +194,9 @@ class Xts:
 
     def step(self, nbytes: int) -> None:
         b = self.b
-        b.s("add", self.inp, imm=nbytes)
-        b.s("add", self.outp, imm=nbytes)
-        b.s("sub", self.n, imm=nbytes)
+        b.s("add.r64.imm", self.inp, imm=nbytes)
+        b.s("add.r64.imm", self.outp, imm=nbytes)
+        b.s("sub.r64.imm", self.n, imm=nbytes)
 
     def steal(self, nr: int, t_prev: VReg, t_last: VReg) -> None:
         """The last whole block (tweak t_prev) and the r-byte partial one (t_last; r in r9).
@@ -208,9 +208,9 @@ class Xts:
         b = self.b
         inp, outp = self.inp, self.outp
         first, second = (t_last, t_prev) if self.decrypt else (t_prev, t_last)
-        b.s("lea", "r10", steal_table(), comment="shuffles and masks, picked by r (public)")
-        b.s("mov", "r11", "r9")
-        b.s("neg", "r11")
+        b.s("lea.r64.m", "r10", steal_table(), comment="shuffles and masks, picked by r (public)")
+        b.s("mov.r64.r64", "r11", "r9")
+        b.s("neg.r64", "r11")
         x = b.v("vload", Mem(inp, 0), comment="the last whole block")
         tail = b.v("vload", Mem(inp, 0, index="r9"), comment="the 16 bytes that end the input")
         whole = self.cipher(x, first, nr)  # CC encrypting, PP decrypting
@@ -249,7 +249,7 @@ def gfdouble_function(b: FunctionBuilder, big_endian: bool) -> None:
     tw, outp, n = (b.reg[a] for a in ("tweak", "out", "nblocks"))
     L = b.lanes
     go = b.label_name("go")
-    b.s("test", n, n)
+    b.s("test.r64.r64", n, n)
     b.branch("ne", go)
     b.s("ret")
     b.label(go)
@@ -279,12 +279,12 @@ def gfdouble_function(b: FunctionBuilder, big_endian: bool) -> None:
             with b.at_width(128):
                 top, done = b.label_name("block"), b.label_name("done")
                 b.label(top)
-                b.s("test", n, n)
+                b.s("test.r64.r64", n, n)
                 b.branch("e", done)
                 put(single, 0, 128)
                 b.assign(single, double(b, single, method))
-                b.s("add", outp, imm=16)
-                b.s("sub", n, imm=1)
+                b.s("add.r64.imm", outp, imm=16)
+                b.s("sub.r64.imm", n, imm=1)
                 b.branch("jmp", top)
                 b.label(done)
         finish(b)

@@ -65,8 +65,8 @@ class TweakTable:
         """Save the registers the chains use, make the frame."""
         b = self.b
         for r in SAVED:
-            b.s("push", r)
-        b.s("sub", "rsp", imm=2 * self.bytes, comment="the two tweak tables")
+            b.s("push.r64", r)
+        b.s("sub.r64.imm", "rsp", imm=2 * self.bytes, comment="the two tweak tables")
 
     def leave(self) -> None:
         """Wipe the tables (tweaks are secret), drop the frame, restore the registers
@@ -76,7 +76,7 @@ class TweakTable:
         for off in range(0, 2 * self.bytes, 64):
             b.store(Mem("rsp", off), z, width=512, comment="wipe the tweak tables")
         drop_frame(b, 2 * self.bytes, SAVED)
-        b.s("xor32", "eax", "eax", comment="rax (caller-saved) held tweak bits")
+        b.s("xor.r32.r32", "eax", "eax", comment="rax (caller-saved) held tweak bits")
 
     def entry(self, table: int, k: int, bits: int | None = None) -> Mem:
         """Block k's tweak in table 0 or 1."""
@@ -89,44 +89,44 @@ class TweakTable:
         chain 1 half a batch further."""
         b = self.b
         (lo, hi), (lo1, hi1) = CHAINS
-        b.s("movi", COUNT63, imm=63, comment="sarx count: bit 127 spread over the qword")
+        b.s("mov.r64.imm", COUNT63, imm=63, comment="sarx count: bit 127 spread over the qword")
         with b.at_width(128):
             b.store(self.entry(0, 0), current, comment="the next block's tweak, to the GPRs")
-        b.s("load64", lo, Mem("rsp", 0, bits=64))
-        b.s("load64", hi, Mem("rsp", 8, bits=64))
+        b.s("mov.r64.m64", lo, Mem("rsp", 0, bits=64))
+        b.s("mov.r64.m64", hi, Mem("rsp", 8, bits=64))
         for _ in range(batches):
             self.jump(lo, hi, self.blocks)
-        b.s("mov", lo1, lo)
-        b.s("mov", hi1, hi)
+        b.s("mov.r64.r64", lo1, lo)
+        b.s("mov.r64.r64", hi1, hi)
         self.jump(lo1, hi1, self.half)
 
     def double(self, lo: str, hi: str) -> None:
         """(hi, lo) = (hi, lo) * x."""
         b = self.b
-        b.s("sarx", T, hi, COUNT63, comment="all ones if bit 127 is set")
-        b.s("and", T, imm=doubling_reduction(), comment="x^128 = x^7 + x^2 + x + 1 then")
-        b.s("add_r", lo, lo, comment="the low qword doubled, its bit 63 carried")
-        b.s("adc_r", hi, hi, comment="the high qword doubled")
-        b.s("xor_r", lo, T, comment="next block's tweak")
+        b.s("sarx.r64.r64.r64", T, hi, COUNT63, comment="all ones if bit 127 is set")
+        b.s("and.r64.imm", T, imm=doubling_reduction(), comment="x^128 = x^7 + x^2 + x + 1 then")
+        b.s("add.r64.r64", lo, lo, comment="the low qword doubled, its bit 63 carried")
+        b.s("adc.r64.r64", hi, hi, comment="the high qword doubled")
+        b.s("xor.r64.r64", lo, T, comment="next block's tweak")
 
     def jump(self, lo: str, hi: str, h: int) -> None:
         """(hi, lo) = (hi, lo) * x^h, 0 < h <= 57 (the reduction fits the low qword): the
         top h bits, carry-less times 0x87, added to the shifted value."""
         b = self.b
-        b.s("mov", T, hi)
-        b.s("shr", T, imm=64 - h, comment=f"the top {h} bits, x^128 * them to add")
-        b.s("shld", hi, lo, imm=h, comment=f"<< {h}")
-        b.s("shl", lo, imm=h)
+        b.s("mov.r64.r64", T, hi)
+        b.s("shr.r64.imm", T, imm=64 - h, comment=f"the top {h} bits, x^128 * them to add")
+        b.s("shld.r64.r64.imm", hi, lo, imm=h, comment=f"<< {h}")
+        b.s("shl.r64.imm", lo, imm=h)
         reduction = doubling_reduction()
         for k in range(reduction.bit_length()):
             if not reduction >> k & 1:
                 continue
             if k == 0:
-                b.s("xor_r", lo, T, comment="+ them * x^k for each x^k of 0x87")
+                b.s("xor.r64.r64", lo, T, comment="+ them * x^k for each x^k of 0x87")
                 continue
-            b.s("mov", U, T)
-            b.s("shl", U, imm=k)
-            b.s("xor_r", lo, U)
+            b.s("mov.r64.r64", U, T)
+            b.s("shl.r64.imm", U, imm=k)
+            b.s("xor.r64.r64", lo, U)
 
     def fill(self, table: int) -> None:
         """The chains' batch of tweaks into a table; the chains move on by a batch."""
@@ -135,12 +135,12 @@ class TweakTable:
         for k in range(self.half):
             for c, (lo, hi) in enumerate(CHAINS):
                 e = k + c * self.half
-                b.s("store64", self.entry(table, e, 64), lo, comment=f"tweak of block {e} of the batch")
-                b.s("store64", Mem("rsp", self.entry(table, e).disp + 8, bits=64), hi)
+                b.s("mov.m64.r64", self.entry(table, e, 64), lo, comment=f"tweak of block {e} of the batch")
+                b.s("mov.m64.r64", Mem("rsp", self.entry(table, e).disp + 8, bits=64), hi)
                 self.double(lo, hi)
         # chain 1 ended where the next batch starts; chain 1 goes half a batch on
-        b.s("mov", lo0, lo1)
-        b.s("mov", hi0, hi1)
+        b.s("mov.r64.r64", lo0, lo1)
+        b.s("mov.r64.r64", hi0, hi1)
         self.jump(lo1, hi1, self.half)
 
     def vectors(self, table: int) -> list[VReg]:

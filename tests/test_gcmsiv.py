@@ -160,7 +160,7 @@ def test_little_endian_counter_wraps_in_dword_0(isa, width):
 def test_key_paths_dispatch_on_the_rounds_given():
     spec = KernelSpec(("gcm-siv",), "avx", 128, 2)
     fn = build_function(spec, "gcmsiv_encrypt")
-    compared = [i.imm for i in fn.entry if getattr(i, "op", "") == "cmp32"]
+    compared = [i.imm for i in fn.entry if getattr(i, "op", "") == "cmp.r32.imm"]
     assert compared == [10] and {p.nr for p in fn.paths if p.nr} == {10, 14}
 
 

@@ -105,7 +105,7 @@ def test_groups_replicate_one_stream_per_group() -> None:
         x = b.v("aesenc", x, key(1))
         b.store(Mem("rdx", 64 * j), x)
 
-    b.s("cmp", "rcx", imm=4)
+    b.s("cmp.r64.imm", "rcx", imm=4)
     b.groups(3, block, comment="three groups")
     b.s("ret")
     assert seen == [0, 1, 2]
@@ -159,13 +159,13 @@ def test_key_paths_builds_three_paths() -> None:
     assert got == [10, 12, 14]
     assert [p.nr for p in fn.paths] == [10, 12, 14]
     first = fn.entry[0]
-    assert first.op == "mov32" and first.srcs[0] == Mem("rdi", SPEC.rounds_offset, bits=32)
+    assert first.op == "mov.r32.m32" and first.srcs[0] == Mem("rdi", SPEC.rounds_offset, bits=32)
     targets = [it.target for it in fn.entry if isinstance(it, Branch)]
     heads = [p.items[0] for p in fn.paths]
     assert all(isinstance(h, Label) for h in heads)
     assert targets == [h.name for h in heads], "entry dispatches 10, 12, then 14 by fallthrough jmp"
     assert [it.cond for it in fn.entry if isinstance(it, Branch)] == ["e", "e", "jmp"]
-    assert [it.imm for it in fn.entry if isinstance(it, Insn) and it.op == "cmp32"] == [10, 12]
+    assert [it.imm for it in fn.entry if isinstance(it, Insn) and it.op == "cmp.r32.imm"] == [10, 12]
     for p in fn.paths:
         assert KeyRef(p.nr) in [s for it in p.items if isinstance(it, Insn) for s in it.srcs]
 
@@ -175,7 +175,7 @@ def test_key_paths_dispatch_on_the_stored_round_count(nr: int) -> None:
     """Run the dispatch: each round count reaches its own path (and only it)."""
     spec = KernelSpec(("ecb",), "avx", 128, 1)
     b = FunctionBuilder(spec, "ecb_encrypt", ("key", "out"))
-    b.key_paths("key", lambda n: (b.s("store32i", Mem("rsi", 0, bits=32), imm=n), b.s("ret")))
+    b.key_paths("key", lambda n: (b.s("mov.m32.imm", Mem("rsi", 0, bits=32), imm=n), b.s("ret")))
     m = Machine(spec)
     sched, out = m.alloc(spec.key_bytes), m.alloc(4)
     m.write(sched + spec.rounds_offset, nr.to_bytes(4, "little"))

@@ -11,11 +11,11 @@ import iced_x86 as ix
 import pytest
 
 from _support import ISA_WIDTHS
-from aesgen.dsl import BuildError
-from aesgen.ir import Const, Insn, Mem
-from aesgen.isa import BYTE_MASKED, KIND, VECTOR_FORMS, XMM_ONLY, Assembler
+from aesgen import semantics
+from aesgen.ir import BuildError, Const, Insn, Mem, Phys
+from aesgen.isa import KIND, Assembler
+from aesgen.ops import OPS
 from aesgen.pipeline import generate
-from aesgen.regalloc import Phys
 from aesgen.spec import KernelSpec
 
 MNEMONIC = {v: k for k, v in vars(ix.Mnemonic).items() if not k.startswith("_") and isinstance(v, int)}
@@ -57,10 +57,13 @@ MNEMONICS = {
 ABOVE_128 = {"vload_bcast", "vextract128", "vinserti128", "vinsert128", "vshufi32x4", "vperm2i128"}
 ONLY_512 = {"vextract256", "vpermi2q"}
 FAMILY_WIDTHS = ((LEGACY, (128,)), (VEX, (128, 256)), (EVEX, (128, 256, 512)))
+# The op table's encoded vector ops: (legacy, VEX, EVEX) Code name templates.
+VECTOR_FORMS = {op.name: (op.forms.legacy, op.forms.vex, op.forms.evex) for op in OPS.values()
+                if op.vector and (op.forms.legacy or op.forms.vex or op.forms.evex)}
 
 
 def usable(op: str, widths: tuple[int, ...]) -> tuple[int, ...]:
-    if op in XMM_ONLY:
+    if OPS[op].xmm_only:
         return (128,)
     if op in ABOVE_128:
         return tuple(w for w in widths if w > 128)
@@ -80,7 +83,7 @@ def test_every_template_resolves_for_every_width_it_is_used_at(op: str) -> None:
         if template is None:
             continue
         for width in usable(op, widths):
-            w = 128 if op in XMM_ONLY else width
+            w = 128 if OPS[op].xmm_only else width
             name = template.format(R=KIND[w], W=w)
             assert hasattr(ix.Code, name), f"{op}: no iced Code {name}"
             info = ix.OpCodeInfo(getattr(ix.Code, name))
@@ -93,7 +96,9 @@ def test_every_template_resolves_for_every_width_it_is_used_at(op: str) -> None:
 
 
 def test_byte_masked_forms() -> None:
-    for op, template in BYTE_MASKED.items():
+    byte_masked = {op.name: op.forms.evex_bytes for op in OPS.values() if op.forms.evex_bytes}
+    assert set(byte_masked) == {"vload", "vstore"}
+    for op, template in byte_masked.items():
         for w in (128, 256, 512):
             info = ix.OpCodeInfo(getattr(ix.Code, template.format(R=KIND[w], W=w)))
             assert info.encoding == EVEX and MNEMONIC[info.mnemonic] == "VMOVDQU8"
@@ -240,9 +245,7 @@ def test_encoding_family_by_rule(isa: str, width: int, depth: int) -> None:
 
 
 def test_ternlog_encodes_vpternlogd_with_dst_as_first_input():
-    from aesgen.isa import Assembler
-    from aesgen.ir import XOR3, Insn
-    from aesgen.regalloc import Phys
+    from aesgen.ir import XOR3
 
     asm = Assembler("avx512", {})
     e = asm.emit(Insn("ternlog", Phys(3), (Phys(3), Phys(17), Phys(5)), imm=XOR3, width=512))
@@ -252,10 +255,8 @@ def test_ternlog_encodes_vpternlogd_with_dst_as_first_input():
 def test_simulated_ternlog_follows_the_truth_table_bit_by_bit():
     import random
 
-    from aesgen.simulate import LANE_OPS
-
     rng = random.Random(7)
     for imm in (0x96, 0xE8, 0x01, 0xFE, rng.randrange(256)):
         a, b, c = (rng.getrandbits(128) for _ in range(3))
         want = sum(((imm >> ((a >> i & 1) << 2 | (b >> i & 1) << 1 | (c >> i & 1))) & 1) << i for i in range(128))
-        assert LANE_OPS["ternlog"](a, b, c, imm) == want
+        assert semantics.ternlog(a, b, c, imm) == want

@@ -9,7 +9,7 @@ import pytest
 
 from _support import ISA_WIDTHS
 from aesgen.ir import Branch, Const, GroupBlock, Insn, KeyRef, Label, Mem, VReg
-from aesgen.isa import VECTOR_FORMS
+from aesgen.ops import OPS
 from aesgen.kernels import build_functions
 from aesgen.lower import Lowerer
 from aesgen.schedule import flatten
@@ -177,7 +177,7 @@ def test_items_lower_group_streams_and_finals() -> None:
     g = GroupBlock([[Insn("vxor", v(1), (v(9, True), m))], [Insn("vxor", v(2), (v(9, True), m))]],
                    [[Insn("vstore", Mem("rdx", 0), (v(1),))], [Insn("vstore", Mem("rdx", 16), (v(2),))]],
                    "descending", "two groups")
-    scalar = Insn("add", "rsi", imm=16)
+    scalar = Insn("add.r64.imm", "rsi", imm=16)
     items = [Label(".La"), scalar, g, Branch("jmp", ".La")]
     out = lw.items(items)
     assert out[0] == Label(".La") and out[1] is scalar and out[3] == Branch("jmp", ".La")
@@ -198,10 +198,11 @@ def test_lowered_kernels_use_only_target_instructions(isa: str, width: int) -> N
         lw = Lowerer(sp, fn.width)
         items = flatten(lw.items(fn.entry)) + [x for p in fn.paths for x in flatten(lw.items(p.items))]
         for it in items:
-            if not isinstance(it, Insn) or it.op not in VECTOR_FORMS and it.op not in DSL_ONLY:
+            if not isinstance(it, Insn) or not OPS[it.op].vector:
                 continue
             assert it.op not in DSL_ONLY, f"{fn.name}: {it.op} left after lowering"
-            forms = VECTOR_FORMS[it.op]
+            f = OPS[it.op].forms
+            forms = (f.legacy, f.vex, f.evex)
             if isa == "avx512":
                 assert forms[1] or forms[2], it.op
             else:

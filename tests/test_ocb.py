@@ -55,35 +55,36 @@ def test_reference_would_notice_a_wrong_offset():
 # ---------------------------------------------------------------- scalar ops
 
 @pytest.mark.parametrize("op,dst,src,count,want", [
-    ("shld", 0x0123456789ABCDEF, 0xFEDCBA9876543210, 8, 0x23456789ABCDEFFE),
-    ("shld_cl", 0x0123456789ABCDEF, 0xFEDCBA9876543210, 0, 0x0123456789ABCDEF),
-    ("shld_cl", 0x0123456789ABCDEF, 0xFEDCBA9876543210, 63, 0xFF6E5D4C3B2A1908),
-    ("shld_cl", 1, 1 << 63, 64 + 1, 3),  # the count is taken mod 64
-    ("bsf", 0, 0x50, None, 4),
-    ("xor_r", 0xF0F0, 0xFF00, None, 0x0FF0),
+    ("shld.r64.r64.imm", 0x0123456789ABCDEF, 0xFEDCBA9876543210, 8, 0x23456789ABCDEFFE),
+    ("shld.r64.r64.cl", 0x0123456789ABCDEF, 0xFEDCBA9876543210, 0, 0x0123456789ABCDEF),
+    ("shld.r64.r64.cl", 0x0123456789ABCDEF, 0xFEDCBA9876543210, 63, 0xFF6E5D4C3B2A1908),
+    ("shld.r64.r64.cl", 1, 1 << 63, 64 + 1, 3),  # the count is taken mod 64
+    ("bsf.r64.r64", 0, 0x50, None, 4),
+    ("xor.r64.r64", 0xF0F0, 0xFF00, None, 0x0FF0),
 ])
 def test_scalar_ops_simulate_as_x86(op, dst, src, count, want):
-    from aesgen.simulate import SCALAR, Interpreter
+    from aesgen.ops import OPS
+    from aesgen.simulate import Interpreter
 
     spec = KernelSpec(("ocb",), "avx", 128, 1)
     m = Machine(spec)
     m.put("rax", dst)
     m.put("r11", src)
-    if op == "shld_cl":
+    if op == "shld.r64.r64.cl":
         m.put("rcx", count)
-    insn = Insn(op, "rax", ("r11",), imm=count if op == "shld" else None)
+    insn = Insn(op, "rax", ("r11",), imm=count if op == "shld.r64.r64.imm" else None)
     it = Interpreter.__new__(Interpreter)  # the scalar ops need only its machine
     it.m = m
-    SCALAR[op](it, insn)
+    OPS[op].semantics(it, insn)
     assert m.get("rax") == want
 
 
 def test_scalar_ops_encode_as_gas_writes_them():
     a = Assembler("avx", {})
-    texts = {op: a.emit(Insn(op, "rbp", ("r11",), imm=8 if op == "shld" else None)).text
-             for op in ("shld", "shld_cl", "bsf", "xor_r")}
-    assert texts == {"shld": "shld $8,%r11,%rbp", "shld_cl": "shld %cl,%r11,%rbp",
-                     "bsf": "bsf %r11,%rbp", "xor_r": "xor %r11,%rbp"}
+    texts = {op: a.emit(Insn(op, "rbp", ("r11",), imm=8 if op == "shld.r64.r64.imm" else None)).text
+             for op in ("shld.r64.r64.imm", "shld.r64.r64.cl", "bsf.r64.r64", "xor.r64.r64")}
+    assert texts == {"shld.r64.r64.imm": "shld $8,%r11,%rbp", "shld.r64.r64.cl": "shld %cl,%r11,%rbp",
+                     "bsf.r64.r64": "bsf %r11,%rbp", "xor.r64.r64": "xor %r11,%rbp"}
 
 
 # ---------------------------------------------------------------- the DSL description, simulated

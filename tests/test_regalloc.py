@@ -13,10 +13,10 @@ import pytest
 
 from _support import ISA_WIDTHS, NREGS
 from aesgen.dsl import BuildError
-from aesgen.ir import Branch, Insn, KeyRef, Label, Mem, VReg
+from aesgen.ir import Branch, Insn, KeyRef, Label, Mem, Phys, VReg
 from aesgen.kernels import build_functions
 from aesgen.lower import Lowerer
-from aesgen.regalloc import Phys, RegisterPressure, allocate_path
+from aesgen.regalloc import RegisterPressure, allocate_path
 from aesgen.schedule import flatten
 from aesgen.spec import KernelSpec
 
