@@ -19,18 +19,6 @@ def finish(b: FunctionBuilder) -> None:
     b.s("ret")
 
 
-def drop_frame(b: FunctionBuilder, frame: int, saved: tuple[str, ...]) -> None:
-    """Undo a prologue that pushed `saved` and then took `frame` bytes of stack."""
-    b.s("add.r64.imm", "rsp", imm=frame)
-    for r in reversed(saved):
-        b.s("pop.r64", r)
-
-
-def leave_frame(b: FunctionBuilder, frame: int, saved: tuple[str, ...]) -> None:
-    """The epilogue of such a function: drop the frame, return."""
-    drop_frame(b, frame, saved)
-    finish(b)
-
 ROUNDS_BY_BITS = {128: 10, 192: 12, 256: 14}
 
 

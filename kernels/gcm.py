@@ -7,7 +7,7 @@
 The CTR main loop carries GHASH along (stitched: a batch's ciphertext is multiplied by
 H^k..H^1 and reduced once while the AES rounds of the next batch run, or, decrypting, of
 its own; see modes.stitched_loop); what is left after it is hashed in a second pass.
-Scratch lives in a 64-byte aligned frame under the six saved callee-saved registers:
+Scratch lives in a frame under the six saved callee-saved registers:
 
     [rsp+0] the length block   [rsp+16] E(K, J0)   [rsp+32] a zero-padded block   [rsp+48] the tag
     [rsp+64] aad pointer   [rsp+72] aad length   [rsp+80] out   [rsp+88] len   [rsp+96] tag
@@ -20,14 +20,14 @@ from aesgen.consts import be32_one_in_dword3, bswap_mask
 from aesgen.dsl import FunctionBuilder
 from aesgen.ir import Mem, VReg
 
-from .aes import encrypt_rounds, leave_frame
+from .aes import encrypt_rounds
+from .frame import CALLEE_SAVED, aligned, leave_frame, open_frame, push_saved
 from .ghash import HashCore, Products, dot, multiply
 from .modes import counter_base, ctr_stream
 
-SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
-# After 6 pushes rsp is 8 mod 16; FRAME realigns it. rsp is never copied into another
-# register (no frame pointer), so the static check can track every stack slot.
-FRAME = 136
+# The slots below (gcm_stream's end at 120), in 128 bytes under the six callee-saved
+# registers (kernels/frame.py: rsp 16-byte aligned, never copied into another register).
+FRAME = aligned(128)
 # Secret-carrying scalars (gathered partial blocks, the tag difference) live only in rbp,
 # r11 and rax, which never address memory or decide a branch: the other GPRs stay public.
 LENGTHS, EKJ0, BLOCK, TAG, AAD_PTR, AAD_LEN = (Mem("rsp", o) for o in (0, 16, 32, 48, 64, 72))
@@ -186,17 +186,12 @@ class Gcm:
             b.s("mov.m64.r64", Mem(dst.base, dst.disp + off, bits=64), "r10")
 
     # -- the function -----------------------------------------------------------
-    def push_frame(self) -> None:
-        b = self.b
-        for r in SAVED:
-            b.s("push.r64", r)
-
     def entry(self) -> None:
         b = self.b
-        self.push_frame()
+        push_saved(b)
         for reg, arg in (("r12", "out"), ("r13", "len"), ("r14", "tag"), ("r15", "taglen")):
-            b.s("mov.r64.m64", reg, b.stack_arg(arg, pushed=len(SAVED)))
-        b.s("sub.r64.imm", "rsp", imm=FRAME)
+            b.s("mov.r64.m64", reg, b.stack_arg(arg, pushed=len(CALLEE_SAVED)))
+        open_frame(b, FRAME)
         b.s("mov.m64.r64", Mem(AAD_PTR.base, AAD_PTR.disp, bits=64), "rcx")
         b.s("mov.m64.r64", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), "r8")
         for reg, name in (("r12", "out"), ("r13", "len"), ("r14", "tag")):
@@ -223,7 +218,7 @@ class Gcm:
         # Text: the main loop hashes each batch's ciphertext as the CTR loop produces (or,
         # decrypting, consumes) it; the rest is hashed in a second pass — before it is
         # decrypted, since in == out may overwrite it.
-        ctr_stream(b, nr, base, "r9", "r12", "r13", stitch=_Stitch(self, acc, final=True),
+        ctr_stream(b, nr, base, "r9", "r12", "r13", stitch=Stitch(self, acc, final=True),
                    public_counter=PUBLIC_COUNTER)
         if not self.decrypt:  # the ciphertext left, then the lengths
             self.hash_final(acc, *REST, Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), _arg("len"))
@@ -361,10 +356,10 @@ class Gcm:
         b = self.b
         if label:
             b.label(self.exit)
-        leave_frame(b, self.frame, SAVED)
+        leave_frame(b, self.frame, CALLEE_SAVED)
 
 
-class _Stitch:
+class Stitch:
     """GHASH riding along the CTR main loop: one batch of K = D x lanes blocks per
     reduction, hashed while a batch's AES rounds run (see modes.stitched_loop)."""
 

@@ -22,7 +22,8 @@ from aesgen.ir import Mem, VReg
 from aesgen.spec import GCM_CTX_BYTES
 
 from .aes import encrypt_rounds
-from .gcm import BLOCK, EKJ0, FRAME, REST, Gcm, _Stitch
+from .frame import open_frame, push_saved
+from .gcm import BLOCK, EKJ0, FRAME, REST, Gcm, Stitch
 from .modes import counter_base, ctr_stream
 
 CTX = "r14"
@@ -48,8 +49,8 @@ class GcmStream(Gcm):
     def enter(self, ctx_arg: str) -> None:
         """Save registers, open the frame, ctx -> r14 and the gkey it names -> rdi."""
         b = self.b
-        self.push_frame()
-        b.s("sub.r64.imm", "rsp", imm=FRAME)
+        push_saved(b)
+        open_frame(b, FRAME)
         b.s("mov.r64.r64", CTX, ctx_arg)
         self.public_load("rdi", GKEY)
 
@@ -152,8 +153,8 @@ def gcm_start_function(b: FunctionBuilder) -> None:
     bad = b.label_name("bad_iv")
     b.s("test.r64.r64", "rcx", "rcx", comment="an empty IV is refused")
     b.branch("e", bad)
-    g.push_frame()
-    b.s("sub.r64.imm", "rsp", imm=FRAME)
+    push_saved(b)
+    open_frame(b, FRAME)
     b.s("mov.r64.r64", CTX, "rdi")
     b.s("mov.m64.r64", GKEY, "rsi")
     b.s("mov.r64.r64", "rdi", "rsi")
@@ -256,7 +257,7 @@ def gcm_update_function(b: FunctionBuilder, decrypt: bool) -> None:
         whole = b.label_name("no_blocks")
         b.s("test.r64.r64", "r13", "r13")
         b.branch("e", whole)
-        ctr_stream(b, nr, base, "r9", "r12", "r13", stitch=_Stitch(g, acc))
+        ctr_stream(b, nr, base, "r9", "r12", "r13", stitch=Stitch(g, acc))
         if not decrypt:
             g.hash_bytes(acc, *REST)
         b.label(whole)

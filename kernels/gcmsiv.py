@@ -25,9 +25,10 @@ from aesgen.dsl import FunctionBuilder
 from aesgen.ir import Mem, Schedule, VReg
 
 from . import gcm
-from .aes import EXPANDERS, ScheduleWriter, encrypt_rounds, key_size_paths, leave_frame
+from .aes import EXPANDERS, ScheduleWriter, encrypt_rounds, key_size_paths
+from .frame import CALLEE_SAVED, aligned, leave_frame, open_frame, push_saved
 from .ghash import HashCore, build_powers, dot
-from .gcm import AAD_LEN, AAD_PTR, BLOCK, SAVED, TAG, Gcm
+from .gcm import AAD_LEN, AAD_PTR, BLOCK, TAG, Gcm
 from .modes import counter_base, ctr_stream
 
 # The GCM-SIV area starts after the GCM frame, 64-byte aligned relative to rsp.
@@ -54,7 +55,7 @@ class GcmSiv(Gcm):
         end = (powers + 32 * self.K + 63) // 64 * 64
         # (from, to, store width): GCM's block and tag slots, then the GCM-SIV secrets.
         self.wiped = ((BLOCK.disp, TAG.disp + 16, 128), (SECRETS, end, b.width))
-        self.frame = end + 8  # 6 pushes leave rsp 8 mod 16: this realigns it
+        self.frame = aligned(end)
 
     def sched_key(self, i: int) -> Mem:
         """Round key i of the per-message schedule (its first lane at width 128)."""
@@ -63,11 +64,10 @@ class GcmSiv(Gcm):
     # -- the function -----------------------------------------------------------
     def entry(self) -> None:
         b = self.b
-        for r in SAVED:
-            b.s("push.r64", r)
-        b.s("mov.r64.m64", "r13", b.stack_arg("len", pushed=len(SAVED)))
-        b.s("mov.r64.m64", "r14", b.stack_arg("tag", pushed=len(SAVED)))
-        b.s("sub.r64.imm", "rsp", imm=self.frame)
+        push_saved(b)
+        b.s("mov.r64.m64", "r13", b.stack_arg("len", pushed=len(CALLEE_SAVED)))
+        b.s("mov.r64.m64", "r14", b.stack_arg("tag", pushed=len(CALLEE_SAVED)))
+        open_frame(b, self.frame)
         for mem, reg in ((AAD_PTR, "rdx"), (AAD_LEN, "rcx"), (IN_PTR, "r8"), (gcm.SAVED_ARGS["out"], "r9"),
                          (gcm.SAVED_ARGS["len"], "r13"), (gcm.SAVED_ARGS["tag"], "r14")):
             b.s("mov.m64.r64", Mem(mem.base, mem.disp, bits=64), reg)
@@ -208,7 +208,7 @@ class GcmSiv(Gcm):
     def epilogue(self) -> None:
         b = self.b
         b.label(self.exit)
-        leave_frame(b, self.frame, SAVED)
+        leave_frame(b, self.frame, CALLEE_SAVED)
 
 
 def gcmsiv_function(b: FunctionBuilder, decrypt: bool) -> None:

@@ -31,21 +31,20 @@ from __future__ import annotations
 
 from aesgen.consts import bswap_mask, zip_index
 from aesgen.dsl import FunctionBuilder, key
-from aesgen.gf128 import clmul, doubling_reduction
+from aesgen.gf128 import clmul
 from aesgen.ir import XOR3, Const, Mem, VReg
 from aesgen.spec import KernelSpec
 
-from .aes import encrypt_rounds, key_size_paths, finish, leave_frame
-from .gcm import SAVED
-from .gfdouble import TweakStream, double
+from .aes import encrypt_rounds, key_size_paths, finish
+from .frame import CALLEE_SAVED, aligned, leave_frame, open_frame, push_saved
+from .gfdouble import TweakStream, double, gpr_double
 from .modes import vector_loops
 from .xts import steal_table, xmm_method
 
-FRAME = 72  # after the six pushes rsp is 8 mod 16: this realigns it
 GATHER, OUTGOING, TAG_DIFF, TA = (Mem("rsp", o) for o in (0, 16, 32, 48))
 WIPED = range(0, 64, 16)
 PIPELINED_DEPTH = 4  # the deepest batches that are software-pipelined
-TABLE = 64  # software pipelining: the offset tables
+TABLE = 64  # after the four slots: the offset tables (software pipelining)
 
 
 # The multiples of masks the spec names, as polynomials in x: 3 = x + 1, 7 = x^2 + x + 1,
@@ -115,16 +114,15 @@ class Otr:
         # after the fixed slots, two offset tables of one batch each (its D L chunks' L_i,
         # big-endian, and the next chunk's), in whole vectors for the wipe
         self.table_bytes = -(-16 * (b.depth * b.lanes + 1) // self.vector_bytes) * self.vector_bytes
-        self.frame = FRAME + (2 * self.table_bytes if self.pipelined else 0)
+        self.frame = aligned(TABLE + (2 * self.table_bytes if self.pipelined else 0))
 
     # -- the function -----------------------------------------------------------
     def function(self) -> None:
         b = self.b
-        for r in SAVED:
-            b.s("push.r64", r)
+        push_saved(b)
         for reg, arg in ((self.outp, "out"), (self.len, "len"), (self.tag, "tag")):
-            b.s("mov.r64.m64", reg, b.stack_arg(arg, pushed=len(SAVED)))
-        b.s("sub.r64.imm", "rsp", imm=self.frame)
+            b.s("mov.r64.m64", reg, b.stack_arg(arg, pushed=len(CALLEE_SAVED)))
+        open_frame(b, self.frame)
         self.bad, self.exit = b.label_name("bad_nonce"), b.label_name("exit")
         b.s("cmp.r64.imm", self.noncelen, imm=1, comment="nonces are 1..15 bytes")
         b.branch("b", self.bad)
@@ -544,11 +542,7 @@ class Otr:
                     comment=f"L_i of chunk {k} of the batch" if half else "")
             if k == n:
                 break
-            b.s("sarx.r64.r64.r64", t, hi, self.COUNT63, comment="all ones if bit 127 is set")
-            b.s("and.r64.imm", t, imm=doubling_reduction(), comment="x^128 = x^7 + x^2 + x + 1 then")
-            b.s("add.r64.r64", lo, lo, comment="the low qword doubled, its bit 63 carried")
-            b.s("adc.r64.r64", hi, hi, comment="the high qword doubled")
-            b.s("xor.r64.r64", lo, t, comment="L_(i+1) = 2 L_i")
+            gpr_double(b, lo, hi, t, self.COUNT63, "L_(i+1) = 2 L_i")
 
     # -- the last chunk -------------------------------------------------------------
     def last_chunk(self, nr: int, masks: VReg, total: VReg) -> None:
@@ -694,7 +688,7 @@ class Otr:
         b = self.b
         if self.decrypt:
             top, done = b.label_name("zero"), b.label_name("zeroed")
-            b.s("mov.r64.m64", self.outp, b.stack_arg("out", pushed=len(SAVED) + self.frame // 8))
+            b.s("mov.r64.m64", self.outp, b.stack_arg("out", pushed=len(CALLEE_SAVED) + self.frame // 8))
             b.s("xor.r32.r32", "r11d", "r11d")
             b.s("xor.r32.r32", "r10d", "r10d")
             b.label(top)
@@ -718,9 +712,9 @@ class Otr:
                 b.store(Mem("rsp", off), z, comment="wipe the frame's secrets")
         if self.pipelined:
             z = b.v("vzero", width=self.width)
-            for off in range(TABLE, self.frame - FRAME + TABLE, self.vector_bytes):
+            for off in range(TABLE, TABLE + 2 * self.table_bytes, self.vector_bytes):
                 b.store(Mem("rsp", off), z, width=self.width, comment="wipe the offset tables")
-        leave_frame(b, self.frame, SAVED)
+        leave_frame(b, self.frame, CALLEE_SAVED)
 
 
 def fold(b: FunctionBuilder, v: VReg) -> None:

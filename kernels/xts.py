@@ -22,7 +22,7 @@ from aesgen.ir import XOR3, Const, Mem, VReg
 
 from .aes import _r32, encrypt_rounds, expand_schedule, finish, key_size_paths
 from .gfdouble import CLMUL_METHODS, TweakStream, double
-from .modes import vector_loops
+from .modes import return_if_zero, vector_loops
 from .xts_table import TABLE_FROM_BYTES, TweakTable, gpr_tweaks
 
 
@@ -248,11 +248,7 @@ def gfdouble_function(b: FunctionBuilder, big_endian: bool) -> None:
     (what XTS's tweaks cost, alone: `aesgen explore gfdouble` times it)."""
     tw, outp, n = (b.reg[a] for a in ("tweak", "out", "nblocks"))
     L = b.lanes
-    go = b.label_name("go")
-    b.s("test.r64.r64", n, n)
-    b.branch("ne", go)
-    b.s("ret")
-    b.label(go)
+    return_if_zero(b, n)
 
     def path() -> None:
         stream = TweakStream(b, b.spec.gfdouble)
