@@ -27,16 +27,17 @@ from aesgen.dsl import FunctionBuilder, key
 from aesgen.ir import Mem, VReg
 from aesgen.spec import MULTIKEY_BYTES
 
-from .aes import EXPANDERS, _r32, encrypt_rounds, finish, key_size_paths
+from .aes import EXPANDERS, encrypt_rounds, finish, key_size_paths
 from .frame import aligned, leave_frame, open_frame
 from .modes import ecb_function, return_if_zero
+from .regs import r32
 
 ROW = 16  # one round key of one key
 
 
 def zero_extend(b: FunctionBuilder, reg: str) -> None:
     """An `unsigned` argument: the caller may leave garbage in the upper 32 bits."""
-    b.s("mov.r32.r32", _r32(reg), _r32(reg), comment="unsigned: clear the upper 32 bits")
+    b.s("mov.r32.r32", r32(reg), r32(reg), comment="unsigned: clear the upper 32 bits")
 
 
 def public_pointer(b: FunctionBuilder, reg: str, slot: Mem) -> None:

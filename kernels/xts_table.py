@@ -26,14 +26,16 @@ from aesgen.spec import KernelSpec
 
 from .frame import aligned, drop_frame, open_frame, push_saved
 from .gfdouble import gpr_double
+from .regs import r32
 
 # Shorter messages keep the vector tweaks: at 1 KiB (512 x 4, four batches) the table's
 # start-up (frame, chains, two filling batches) was 8% slower than main's loop, at 2 KiB even.
 TABLE_FROM_BYTES = 2048
 MAX_DEPTH = 8  # D tweak vectors live beside D AES states and 15 round keys (AES-256)
-COUNT63 = "r11"
-CHAINS = (("rax", "rbx"), ("rbp", "r12"))  # (lo, hi) of each chain
-T, U = "r13", "r14"
+# Register roles (the XTS function's own, in kernels/xts.py, are r9, r10 and the arguments):
+COUNT63 = "r11"  # public: the sarx count
+CHAINS = (("rax", "rbx"), ("rbp", "r12"))  # (lo, hi) of each chain: the tweaks, secret
+T, U = "r13", "r14"  # scratch of a doubling (T) and of a jump (T, U): tweak bits
 SAVED = ("rbx", "rbp", "r12", "r13", "r14")  # the callee-saved registers the chains use
 
 
@@ -77,7 +79,7 @@ class TweakTable:
         for off in range(0, 2 * self.bytes, 64):
             b.store(Mem("rsp", off), z, width=512, comment="wipe the tweak tables")
         drop_frame(b, self.frame, SAVED)
-        b.s("xor.r32.r32", "eax", "eax", comment="rax (caller-saved) held tweak bits")
+        b.s("xor.r32.r32", r32(CHAINS[0][0]), r32(CHAINS[0][0]), comment="rax (caller-saved) held tweak bits")
 
     def entry(self, table: int, k: int, bits: int | None = None) -> Mem:
         """Block k's tweak in table 0 or 1."""
