@@ -11,6 +11,8 @@ from typing import Callable
 from aesgen.dsl import FunctionBuilder, key
 from aesgen.ir import Mem, Operand, VReg
 
+from .regs import r32
+
 
 def finish(b: FunctionBuilder) -> None:
     """Return; after ymm/zmm use, vzeroupper first (no SSE/AVX transition penalty for the caller)."""
@@ -18,18 +20,6 @@ def finish(b: FunctionBuilder) -> None:
         b.s("vzeroupper")
     b.s("ret")
 
-
-def drop_frame(b: FunctionBuilder, frame: int, saved: tuple[str, ...]) -> None:
-    """Undo a prologue that pushed `saved` and then took `frame` bytes of stack."""
-    b.s("add.r64.imm", "rsp", imm=frame)
-    for r in reversed(saved):
-        b.s("pop.r64", r)
-
-
-def leave_frame(b: FunctionBuilder, frame: int, saved: tuple[str, ...]) -> None:
-    """The epilogue of such a function: drop the frame, return."""
-    drop_frame(b, frame, saved)
-    finish(b)
 
 ROUNDS_BY_BITS = {128: 10, 192: 12, 256: 14}
 
@@ -189,7 +179,7 @@ def key_size_paths(b: FunctionBuilder, decrypt: bool = False,
     `then(nr)` (default: return 0)."""
     labels = {kb: b.label_name(f"bits{kb}_") for kb in sizes}
     for kb, lab in labels.items():
-        b.s("cmp.r32.imm", _r32(b.reg["bits"]), imm=kb)
+        b.s("cmp.r32.imm", r32(b.reg["bits"]), imm=kb)
         b.branch("e", lab)
     b.s("mov.r32.imm", "eax", imm=-1, comment="unsupported key size")
     b.s("ret")
@@ -221,10 +211,3 @@ def expand_schedule(b: FunctionBuilder, bits: int, user: str, out: str, decrypt:
 def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
     """P_set_{en,de}crypt_key(user_key, bits, key): 0, or -1 when bits is not 128/192/256."""
     key_size_paths(b, decrypt)
-
-
-def _r32(reg: str) -> str:
-    """The 32-bit name of a 64-bit GPR."""
-    if reg.startswith("r") and reg[1:].isdigit():
-        return reg + "d"
-    return "e" + reg[1:]

@@ -34,6 +34,7 @@ from aesgen.ops import info
 from aesgen.spec import BITSLICED_MODES, KernelSpec
 
 from .aes import ROUNDS_BY_BITS, finish
+from .frame import aligned, drop_frame, leave_frame, open_frame
 from .modes import block_cipher_functions, return_if_zero
 
 BLOCK_REGS = list(range(PLANES))
@@ -48,7 +49,7 @@ class Frame:
     buf: int  # a batch of blocks (partial batches, CBC results)
     slots: int  # the S-box programs' spill slots, one area per set of planes
     chain: int  # 16 bytes: CTR's byte-reversed counter block, CBC's chaining value
-    size: int  # what `sub rsp` takes (payload + 8: keeps rsp 16-byte aligned)
+    size: int  # what `sub rsp` takes (frame.aligned: rsp 16-byte aligned)
     payload: int
 
 
@@ -97,7 +98,7 @@ class Batch:
         slots = 16 * self.blocks
         chain = slots + area * self.depth
         payload = -(-(chain + 16) // self.vbytes) * self.vbytes
-        self.frame = Frame(0, slots, chain, payload + 8, payload)
+        self.frame = Frame(0, slots, chain, aligned(payload, pushes=0), payload)
         self.sets = [Planes(b, self.spec, self.width, slots + k * area, base=k * regs, nregs=regs)
                      for k in range(self.depth)]
         self.p = self.sets[0]
@@ -120,15 +121,14 @@ class Batch:
 
     # -- frame ----------------------------------------------------------------------
     def enter(self) -> None:
-        self.b.s("sub.r64.imm", "rsp", imm=self.frame.size, comment="frame: batch buffer, spill slots, chaining value")
+        open_frame(self.b, self.frame.size, comment="frame: batch buffer, spill slots, chaining value")
 
     def leave(self) -> None:
         """Wipe the frame (plaintext, keystream, spilled planes), pop it, return."""
         self.vec("vzero", x(0), comment="wipe the frame")
         for off in range(self.frame.buf, self.frame.payload, self.vbytes):
             self.vec("vstore", Mem("rsp", off), x(0))
-        self.b.s("add.r64.imm", "rsp", imm=self.frame.size)
-        finish(self.b)
+        leave_frame(self.b, self.frame.size)
 
     # -- copies -----------------------------------------------------------------------
     def copy_in(self, src: Mem, count: str) -> None:
@@ -438,7 +438,7 @@ def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
     # (the words start 16 bytes up: w[i-1] is read at rsp + 12 + 4i, never below rsp)
     words_at, word_slot, slots = 16, 16 + 4 * WORDS, 32 + 4 * WORDS
     payload = -(-(slots + 16 * spill_slots(spec, 32 if spec.isa == "avx512" else 16)) // (W // 8)) * (W // 8)
-    size = payload + 8
+    size = aligned(payload, pushes=0)
     labels = {bits: b.label_name(f"bits{bits}_") for bits in ROUNDS_BY_BITS}
     go, loop, not_first, sub, no_sub, done_words, conv = (b.label_name(s) for s in (
         "expand", "word", "not_first", "subword", "no_subword", "words_done", "planes"))
@@ -453,7 +453,7 @@ def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
         b.s("mov.r32.imm", "esi", imm=ROUNDS_BY_BITS[bits], comment="Nr")
         b.branch("jmp", go)
     b.label(go)
-    b.s("sub.r64.imm", "rsp", imm=size, comment="frame: schedule words, SubWord block, spill slots")
+    open_frame(b, size, comment="frame: schedule words, SubWord block, spill slots")
     words = lambda disp, index: Mem("rsp", words_at + disp, index=index, scale=4, bits=32)  # noqa: E731
     b.s("mov.r64.r64", "r9", "rsi")
     b.s("add.r64.imm", "r9", imm=1)
@@ -537,7 +537,7 @@ def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
     b.emit(Insn("vzero", x(0), (), width=W, comment="wipe the frame"))
     for off in range(0, payload, W // 8):
         b.emit(Insn("vstore", Mem("rsp", off), (x(0),), width=W))
-    b.s("add.r64.imm", "rsp", imm=size)
+    drop_frame(b, size)
     b.s("xor.r32.r32", "eax", "eax")
     finish(b)
 

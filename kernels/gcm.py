@@ -7,7 +7,7 @@
 The CTR main loop carries GHASH along (stitched: a batch's ciphertext is multiplied by
 H^k..H^1 and reduced once while the AES rounds of the next batch run, or, decrypting, of
 its own; see modes.stitched_loop); what is left after it is hashed in a second pass.
-Scratch lives in a 64-byte aligned frame under the six saved callee-saved registers:
+Scratch lives in a frame under the six saved callee-saved registers:
 
     [rsp+0] the length block   [rsp+16] E(K, J0)   [rsp+32] a zero-padded block   [rsp+48] the tag
     [rsp+64] aad pointer   [rsp+72] aad length   [rsp+80] out   [rsp+88] len   [rsp+96] tag
@@ -20,16 +20,26 @@ from aesgen.consts import be32_one_in_dword3, bswap_mask
 from aesgen.dsl import FunctionBuilder
 from aesgen.ir import Mem, VReg
 
-from .aes import encrypt_rounds, leave_frame
+from .aes import encrypt_rounds
+from .frame import CALLEE_SAVED, aligned, leave_frame, open_frame, push_saved
 from .ghash import HashCore, Products, dot, multiply
-from .modes import counter_base, ctr_stream
+from .modes import MASK, counter_base, ctr_stream
+from .regs import RESULT, r8, r32
 
-SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
-# After 6 pushes rsp is 8 mod 16; FRAME realigns it. rsp is never copied into another
-# register (no frame pointer), so the static check can track every stack slot.
-FRAME = 136
-# Secret-carrying scalars (gathered partial blocks, the tag difference) live only in rbp,
-# r11 and rax, which never address memory or decide a branch: the other GPRs stay public.
+# The slots below (gcm_stream's end at 120), in 128 bytes under the six callee-saved
+# registers (kernels/frame.py: rsp 16-byte aligned, never copied into another register).
+FRAME = aligned(128)
+# Register roles. The arguments are the SysV ones (b.reg: gkey rdi, iv rsi, ivlen rdx, aad
+# rcx, aadlen r8, in r9); the stack arguments move to OUT, LEN, TAG_PTR, TAGLEN at entry.
+KEY, IN = "rdi", "r9"  # the gkey (schedule, then the powers of H); the input
+IV, IVLEN = "rsi", "rdx"  # the nonce, until J0 is made
+AAD, AAD_LEN_REG = "rsi", "rdx"  # then the AAD, as hashed (after the text: REST)
+OUT, LEN, TAG_PTR, TAGLEN = "r12", "r13", "r14", "r15"  # TAGLEN: the verdict of a tag check
+HASH_PTR, HASH_BLOCKS = "rbx", "rcx"  # hash_bytes: the next block; whole blocks, partial bytes
+SCRATCH = "r10"  # public: a byte index, a length in bits, a mask length
+# Secret-carrying scalars (gathered partial blocks, the tag difference) live only in the data
+# GPRs, which never address memory or decide a branch: the other GPRs stay public.
+BYTES_LO, BYTES_HI, BYTE = "rbp", "r11", "rax"  # gathered bytes 0..7, 8..15; one byte
 LENGTHS, EKJ0, BLOCK, TAG, AAD_PTR, AAD_LEN = (Mem("rsp", o) for o in (0, 16, 32, 48, 64, 72))
 # The stack arguments, copied into the frame at entry: reloaded rsp-relative, the static
 # constant-time check can see they are the caller's public pointers and lengths.
@@ -40,7 +50,7 @@ SAVED_ARGS = {"out": Mem("rsp", 80, bits=64), "len": Mem("rsp", 88, bits=64), "t
 PUBLIC_COUNTER = "r8"
 # Encrypting, the ciphertext the main loop left unhashed: where it starts, its length
 # (registers the CTR tail does not touch).
-REST = ("rsi", "rdx")
+REST = (AAD, AAD_LEN_REG)
 
 
 
@@ -52,27 +62,27 @@ def _arg(name: str) -> Mem:
 def gather_partial(b: FunctionBuilder, src: str, count: str, dst: Mem) -> None:
     """dst = the count (1..15) bytes at src, zero-padded to 16. Gathered into two GPRs
     from the last byte down (constant shifts), then stored whole: no byte is read past
-    src + count, and no stack store has a variable address. Clobbers count, rbp, r11, rax."""
+    src + count, and no stack store has a variable address. Clobbers count and the data GPRs."""
     top, high, done = b.label_name("gather"), b.label_name("gather_hi"), b.label_name("gathered")
-    b.s("xor.r32.r32", "ebp", "ebp", comment="bytes 0..7")
-    b.s("xor.r32.r32", "r11d", "r11d", comment="bytes 8..15")
+    b.s("xor.r32.r32", r32(BYTES_LO), r32(BYTES_LO), comment="bytes 0..7")
+    b.s("xor.r32.r32", r32(BYTES_HI), r32(BYTES_HI), comment="bytes 8..15")
     b.label(top)
     b.s("test.r64.r64", count, count)
     b.branch("e", done)
     b.s("sub.r64.imm", count, imm=1)
-    b.s("movzx.r32.m8", "eax", Mem(src, 0, index=count, bits=8))
+    b.s("movzx.r32.m8", r32(BYTE), Mem(src, 0, index=count, bits=8))
     b.s("cmp.r64.imm", count, imm=8)
     b.branch("ae", high)
-    b.s("shl.r64.imm", "rbp", imm=8)
-    b.s("or.r64.r64", "rbp", "rax")
+    b.s("shl.r64.imm", BYTES_LO, imm=8)
+    b.s("or.r64.r64", BYTES_LO, BYTE)
     b.branch("jmp", top)
     b.label(high)
-    b.s("shl.r64.imm", "r11", imm=8)
-    b.s("or.r64.r64", "r11", "rax")
+    b.s("shl.r64.imm", BYTES_HI, imm=8)
+    b.s("or.r64.r64", BYTES_HI, BYTE)
     b.branch("jmp", top)
     b.label(done)
-    b.s("mov.m64.r64", Mem(dst.base, dst.disp, bits=64), "rbp")
-    b.s("mov.m64.r64", Mem(dst.base, dst.disp + 8, bits=64), "r11")
+    b.s("mov.m64.r64", Mem(dst.base, dst.disp, bits=64), BYTES_LO)
+    b.s("mov.m64.r64", Mem(dst.base, dst.disp + 8, bits=64), BYTES_HI)
 
 
 def load_qwords(b: FunctionBuilder, mem: Mem) -> VReg:
@@ -89,7 +99,7 @@ class Gcm:
     def __init__(self, b: FunctionBuilder, decrypt: bool) -> None:
         self.b, self.decrypt, self.spec = b, decrypt, b.spec
         self.K = b.spec.ghash_blocks
-        self.table = Mem("rdi", b.spec.gcm_table_offset)
+        self.table = Mem(KEY, b.spec.gcm_table_offset)
         self.frame = FRAME  # subclasses with a larger frame set their own
 
     # -- small pieces ---------------------------------------------------------
@@ -111,19 +121,19 @@ class Gcm:
         """acc = GHASH continued over length bytes at ptr, the last block zero-padded."""
         b = self.b
         core = self.core
-        b.s("mov.r64.r64", "rbx", ptr)
-        b.s("mov.r64.r64", "rcx", length)
-        b.s("shr.r64.imm", "rcx", imm=4, comment="whole blocks")
-        core.main_loop(acc, "rbx", "rcx")
-        core.tail(acc, "rbx", "rcx", self.spec.isa)
+        b.s("mov.r64.r64", HASH_PTR, ptr)
+        b.s("mov.r64.r64", HASH_BLOCKS, length)
+        b.s("shr.r64.imm", HASH_BLOCKS, imm=4, comment="whole blocks")
+        core.main_loop(acc, HASH_PTR, HASH_BLOCKS)
+        core.tail(acc, HASH_PTR, HASH_BLOCKS, self.spec.isa)
         skip = b.label_name("no_partial")
-        b.s("mov.r64.r64", "rcx", length)
-        b.s("and.r64.imm", "rcx", imm=15, comment="bytes of a partial last block")
+        b.s("mov.r64.r64", HASH_BLOCKS, length)
+        b.s("and.r64.imm", HASH_BLOCKS, imm=15, comment="bytes of a partial last block")
         b.branch("e", skip)
-        b.s("mov.r64.r64", "rbx", length)
-        b.s("and.r64.imm", "rbx", imm=-16)
-        b.s("add.r64.r64", "rbx", ptr, comment="the partial block's first byte")
-        self.load_partial("rbx", "rcx", BLOCK)
+        b.s("mov.r64.r64", HASH_PTR, length)
+        b.s("and.r64.imm", HASH_PTR, imm=-16)
+        b.s("add.r64.r64", HASH_PTR, ptr, comment="the partial block's first byte")
+        self.load_partial(HASH_PTR, HASH_BLOCKS, BLOCK)
         self.hash_block(acc, BLOCK)
         b.label(skip)
 
@@ -131,30 +141,30 @@ class Gcm:
         """hash_bytes, then the length block [8*hi]_64 || [8*lo]_64. Without a partial block
         the length block joins the last reduction (the powers shift up by one: H^(k+1) is in
         the key) instead of costing a product and a reduction of its own after it.
-        Keeps ptr and length; clobbers rbx, rcx, r10, r11, rbp, rax."""
+        Keeps ptr and length; clobbers HASH_PTR, HASH_BLOCKS, SCRATCH and the data GPRs."""
         b, core = self.b, self.core
         self.length_block(hi_len, lo_len, LENGTHS)
         aligned, done = b.label_name("aligned_end"), b.label_name("final_done")
-        b.s("mov.r64.r64", "r10", length)
-        b.s("and.r64.imm", "r10", imm=15, comment="a partial block?")
+        b.s("mov.r64.r64", SCRATCH, length)
+        b.s("and.r64.imm", SCRATCH, imm=15, comment="a partial block?")
         b.branch("e", aligned)
         self.hash_bytes(acc, ptr, length)
         self.hash_block(acc, LENGTHS)
         b.branch("jmp", done)
         b.label(aligned)
-        b.s("mov.r64.r64", "rbx", ptr)
-        b.s("mov.r64.r64", "rcx", length)
-        b.s("shr.r64.imm", "rcx", imm=4, comment="whole blocks")
-        core.main_loop(acc, "rbx", "rcx", keep_last=True)
+        b.s("mov.r64.r64", HASH_PTR, ptr)
+        b.s("mov.r64.r64", HASH_BLOCKS, length)
+        b.s("shr.r64.imm", HASH_BLOCKS, imm=4, comment="whole blocks")
+        core.main_loop(acc, HASH_PTR, HASH_BLOCKS, keep_last=True)
         full, none = b.label_name("last_batch"), b.label_name("only_lengths")
-        b.s("cmp.r64.imm", "rcx", imm=self.K)
+        b.s("cmp.r64.imm", HASH_BLOCKS, imm=self.K)
         b.branch("e", full)
-        b.s("test.r64.r64", "rcx", "rcx")
+        b.s("test.r64.r64", HASH_BLOCKS, HASH_BLOCKS)
         b.branch("e", none)
-        core.tail(acc, "rbx", "rcx", self.spec.isa, last=self.length_products)
+        core.tail(acc, HASH_PTR, HASH_BLOCKS, self.spec.isa, last=self.length_products)
         b.branch("jmp", done)
         b.label(full)
-        core.batch(acc, Mem("rbx", 0), last=self.length_products)
+        core.batch(acc, Mem(HASH_PTR, 0), last=self.length_products)
         b.branch("jmp", done)
         b.label(none)
         self.hash_block(acc, LENGTHS)
@@ -174,40 +184,35 @@ class Gcm:
         b = self.b
         for src, off in ((hi_len, 0), (lo_len, 8)):
             if src is None:
-                b.s("xor.r32.r32", "r10d", "r10d")
-                b.s("mov.m64.r64", Mem(dst.base, dst.disp + off, bits=64), "r10")
+                b.s("xor.r32.r32", r32(SCRATCH), r32(SCRATCH))
+                b.s("mov.m64.r64", Mem(dst.base, dst.disp + off, bits=64), SCRATCH)
                 continue
             if isinstance(src, str):
-                b.s("mov.r64.r64", "r10", src)
+                b.s("mov.r64.r64", SCRATCH, src)
             else:
-                b.s("mov.r64.m64", "r10", src)
-            b.s("shl.r64.imm", "r10", imm=3, comment="bits")
-            b.s("bswap.r64", "r10")
-            b.s("mov.m64.r64", Mem(dst.base, dst.disp + off, bits=64), "r10")
+                b.s("mov.r64.m64", SCRATCH, src)
+            b.s("shl.r64.imm", SCRATCH, imm=3, comment="bits")
+            b.s("bswap.r64", SCRATCH)
+            b.s("mov.m64.r64", Mem(dst.base, dst.disp + off, bits=64), SCRATCH)
 
     # -- the function -----------------------------------------------------------
-    def push_frame(self) -> None:
-        b = self.b
-        for r in SAVED:
-            b.s("push.r64", r)
-
     def entry(self) -> None:
         b = self.b
-        self.push_frame()
-        for reg, arg in (("r12", "out"), ("r13", "len"), ("r14", "tag"), ("r15", "taglen")):
-            b.s("mov.r64.m64", reg, b.stack_arg(arg, pushed=len(SAVED)))
-        b.s("sub.r64.imm", "rsp", imm=FRAME)
-        b.s("mov.m64.r64", Mem(AAD_PTR.base, AAD_PTR.disp, bits=64), "rcx")
-        b.s("mov.m64.r64", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), "r8")
-        for reg, name in (("r12", "out"), ("r13", "len"), ("r14", "tag")):
+        push_saved(b)
+        for reg, arg in ((OUT, "out"), (LEN, "len"), (TAG_PTR, "tag"), (TAGLEN, "taglen")):
+            b.s("mov.r64.m64", reg, b.stack_arg(arg, pushed=len(CALLEE_SAVED)))
+        open_frame(b, FRAME)
+        b.s("mov.m64.r64", Mem(AAD_PTR.base, AAD_PTR.disp, bits=64), b.reg["aad"])
+        b.s("mov.m64.r64", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), b.reg["aadlen"])
+        for reg, name in ((OUT, "out"), (LEN, "len"), (TAG_PTR, "tag")):
             b.s("mov.m64.r64", SAVED_ARGS[name], reg)
         self.bad = b.label_name("bad_args")
         self.exit = b.label_name("exit")
-        b.s("test.r64.r64", "rdx", "rdx", comment="an empty IV is refused")
+        b.s("test.r64.r64", IVLEN, IVLEN, comment="an empty IV is refused")
         b.branch("e", self.bad)
-        b.s("cmp.r64.imm", "r15", imm=4, comment="tag length 4..16")
+        b.s("cmp.r64.imm", TAGLEN, imm=4, comment="tag length 4..16")
         b.branch("b", self.bad)
-        b.s("cmp.r64.imm", "r15", imm=16)
+        b.s("cmp.r64.imm", TAGLEN, imm=16)
         b.branch("a", self.bad)
 
     def path(self, nr: int) -> None:
@@ -217,25 +222,25 @@ class Gcm:
         self.j0(acc, nr, lambda j: counter_base(b, j, first=1, dst=base))
         # AAD
         b.v("vzero", dst=acc, width=128)
-        b.s("mov.r64.m64", "rsi", Mem(AAD_PTR.base, AAD_PTR.disp, bits=64))
-        b.s("mov.r64.m64", "rdx", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64))
-        self.hash_bytes(acc, "rsi", "rdx")
+        b.s("mov.r64.m64", AAD, Mem(AAD_PTR.base, AAD_PTR.disp, bits=64))
+        b.s("mov.r64.m64", AAD_LEN_REG, Mem(AAD_LEN.base, AAD_LEN.disp, bits=64))
+        self.hash_bytes(acc, AAD, AAD_LEN_REG)
         # Text: the main loop hashes each batch's ciphertext as the CTR loop produces (or,
         # decrypting, consumes) it; the rest is hashed in a second pass — before it is
         # decrypted, since in == out may overwrite it.
-        ctr_stream(b, nr, base, "r9", "r12", "r13", stitch=_Stitch(self, acc, final=True),
+        ctr_stream(b, nr, base, IN, OUT, LEN, stitch=Stitch(self, acc, final=True),
                    public_counter=PUBLIC_COUNTER)
         if not self.decrypt:  # the ciphertext left, then the lengths
             self.hash_final(acc, *REST, Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), _arg("len"))
-        b.s("mov.r64.m64", "r14", _arg("tag"))
+        b.s("mov.r64.m64", TAG_PTR, _arg("tag"))
         with b.at_width(128):
             s = b.v("pshufb", acc, bswap_mask(1))
             tag = b.v("vxor", s, b.v("vload", EKJ0), comment="tag = E(K, J0) ^ S")
             if not self.decrypt and self.spec.isa == "avx512":
-                b.s("mov.r64.imm", "r10", imm=-1)
-                b.s("bzhi.r64.r64.r64", "r10", "r10", "r15", comment="taglen bytes")
-                b.s("kmovq.k.r64", "k1", "r10")
-                b.store(Mem("r14", 0), tag, mask="k1", mask_elem="b", comment="exactly taglen bytes")
+                b.s("mov.r64.imm", SCRATCH, imm=-1)
+                b.s("bzhi.r64.r64.r64", SCRATCH, SCRATCH, TAGLEN, comment="taglen bytes")
+                b.s("kmovq.k.r64", MASK, SCRATCH)
+                b.store(Mem(TAG_PTR, 0), tag, mask=MASK, mask_elem="b", comment="exactly taglen bytes")
             else:
                 b.store(TAG, tag)
         if self.decrypt:
@@ -243,15 +248,15 @@ class Gcm:
         else:
             if self.spec.isa != "avx512":
                 short, stored = b.label_name("short_tag"), b.label_name("tag_stored")
-                b.s("cmp.r64.imm", "r15", imm=16)
+                b.s("cmp.r64.imm", TAGLEN, imm=16)
                 b.branch("ne", short)
                 with b.at_width(128):
-                    b.store(Mem("r14", 0), b.v("vload", TAG), comment="a whole tag: one store")
+                    b.store(Mem(TAG_PTR, 0), b.v("vload", TAG), comment="a whole tag: one store")
                 b.branch("jmp", stored)
                 b.label(short)
-                self.copy_bytes_out("r14", "r15")
+                self.copy_bytes_out(TAG_PTR, TAGLEN)
                 b.label(stored)
-            b.s("xor.r32.r32", "eax", "eax")
+            b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
         self._wipe()
         b.branch("jmp", self.exit)
 
@@ -262,7 +267,7 @@ class Gcm:
         return self.b.pinned("HASH")
 
     def j0(self, acc: VReg, nr: int, then: Callable[[VReg], None]) -> None:
-        """J0 from iv = rsi, ivlen = rdx (not 0), as an xmm value, and E(K, J0) into its frame
+        """J0 from iv = IV, ivlen = IVLEN (not 0), as an xmm value, and E(K, J0) into its frame
         slot; then(J0) runs on each of the two paths (J0 never goes through the stack).
         acc is scratch."""
         b = self.b
@@ -273,43 +278,43 @@ class Gcm:
                 b.store(EKJ0, encrypt_rounds(b, j, nr), comment="E(K, J0) masks the tag")
             then(j)
 
-        b.s("cmp.r64.imm", "rdx", imm=12)
+        b.s("cmp.r64.imm", IVLEN, imm=12)
         b.branch("ne", general)
         b.s("mov.r64.imm", PUBLIC_COUNTER, imm=2, comment="the first text block's counter: public")
         with b.at_width(128):
-            lo = b.v("vload64", Mem("rsi", 0, bits=64), comment="12 bytes, never 16: no over-read")
-            j = b.v("punpcklqdq", lo, b.v("vload32", Mem("rsi", 8, bits=32)))
+            lo = b.v("vload64", Mem(IV, 0, bits=64), comment="12 bytes, never 16: no over-read")
+            j = b.v("punpcklqdq", lo, b.v("vload32", Mem(IV, 8, bits=32)))
             j = b.v("vxor", j, be32_one_in_dword3(), comment="J0 = IV || 0^31 || 1")
         finish_j0(j)
         b.branch("jmp", have_j0)
         b.label(general)
         b.s("xor.r32.r32", PUBLIC_COUNTER + "d", PUBLIC_COUNTER + "d", comment="J0 depends on H: no public counter")
         b.v("vzero", dst=acc, width=128)
-        self.hash_final(acc, "rsi", "rdx", None, "rdx")  # IV || pad || 0^64 || [len(IV)]_64
+        self.hash_final(acc, IV, IVLEN, None, IVLEN)  # IV || pad || 0^64 || [len(IV)]_64
         with b.at_width(128):
             j = b.v("pshufb", acc, bswap_mask(1), comment="J0 = GHASH(IV ...)")
         finish_j0(j)
         b.label(have_j0)
 
     def for_each_byte(self, count: str, body: Callable[[Mem, Mem], None], stem: str) -> None:
-        """for (r10 = 0; r10 < count; r10++) body(...): a byte loop on a public count.
-        `body` gets the indexed byte operands of TAG and of [base + r10] via a maker."""
+        """for (SCRATCH = 0; SCRATCH < count; SCRATCH++) body(...): a byte loop on a public count.
+        `body` gets the indexed byte operands of TAG and of [base + SCRATCH] via a maker."""
         b = self.b
         top, end = b.label_name(stem), b.label_name(f"{stem}_done")
-        b.s("xor.r32.r32", "r10d", "r10d")
+        b.s("xor.r32.r32", r32(SCRATCH), r32(SCRATCH))
         b.label(top)
-        b.s("cmp.r64.r64", "r10", count)
+        b.s("cmp.r64.r64", SCRATCH, count)
         b.branch("ae", end)
-        body(Mem(TAG.base, TAG.disp, index="r10", bits=8), lambda base: Mem(base, 0, index="r10", bits=8))
-        b.s("add.r64.imm", "r10", imm=1)
+        body(Mem(TAG.base, TAG.disp, index=SCRATCH, bits=8), lambda base: Mem(base, 0, index=SCRATCH, bits=8))
+        b.s("add.r64.imm", SCRATCH, imm=1)
         b.branch("jmp", top)
         b.label(end)
 
     def copy_bytes_out(self, dst: str, count: str) -> None:
         """dst[0..count) = the computed tag."""
         def body(tag_byte: Mem, at) -> None:
-            self.b.s("movzx.r32.m8", "r11d", tag_byte)
-            self.b.s("mov.m8.r8", at(dst), "r11b")
+            self.b.s("movzx.r32.m8", r32(BYTES_HI), tag_byte)
+            self.b.s("mov.m8.r8", at(dst), r8(BYTES_HI))
         self.for_each_byte(count, body, "tag_out")
 
     def _check_tag(self) -> None:
@@ -317,31 +322,31 @@ class Gcm:
         b = self.b
 
         def body(tag_byte: Mem, at) -> None:
-            b.s("movzx.r32.m8", "eax", tag_byte)
-            b.s("xor.r8.m8", "al", at("r14"))
-            b.s("or.r8.r8", "r11b", "al", comment="accumulate differences, no early exit")
+            b.s("movzx.r32.m8", r32(BYTE), tag_byte)
+            b.s("xor.r8.m8", r8(BYTE), at(TAG_PTR))
+            b.s("or.r8.r8", r8(BYTES_HI), r8(BYTE), comment="accumulate differences, no early exit")
 
-        b.s("xor.r32.r32", "r11d", "r11d")
-        self.for_each_byte("r15", body, "cmp")
-        b.s("neg.r64", "r11", comment="CF = any difference")
+        b.s("xor.r32.r32", r32(BYTES_HI), r32(BYTES_HI))
+        self.for_each_byte(TAGLEN, body, "cmp")
+        b.s("neg.r64", BYTES_HI, comment="CF = any difference")
         b.declassify_mark()
-        b.s("sbb.r64.r64", "r15", "r15", comment="verdict: -1 wrong tag, 0 authentic (public)")
+        b.s("sbb.r64.r64", TAGLEN, TAGLEN, comment="verdict: -1 wrong tag, 0 authentic (public)")
         good = b.label_name("authentic")
-        b.s("test.r64.r64", "r15", "r15")
+        b.s("test.r64.r64", TAGLEN, TAGLEN)
         b.branch("e", good)
-        b.s("mov.r64.m64", "r12", _arg("out"))
-        b.s("mov.r64.m64", "r13", _arg("len"))
+        b.s("mov.r64.m64", OUT, _arg("out"))
+        b.s("mov.r64.m64", LEN, _arg("len"))
         self.zero_out()
-        b.s("mov.r32.imm", "eax", imm=-1)
+        b.s("mov.r32.imm", r32(BYTE), imm=-1)
         self._wipe()
         b.branch("jmp", self.exit)
         b.label(good)
-        b.s("xor.r32.r32", "eax", "eax")
+        b.s("xor.r32.r32", r32(BYTE), r32(BYTE))
 
     def zero_out(self) -> None:
         """out[0..len) = 0 (a rejected decryption releases nothing)."""
-        self.b.s("xor.r32.r32", "r11d", "r11d")
-        self.for_each_byte("r13", lambda _tag, at: self.b.s("mov.m8.r8", at("r12"), "r11b"), "zero")
+        self.b.s("xor.r32.r32", r32(BYTES_HI), r32(BYTES_HI))
+        self.for_each_byte(LEN, lambda _tag, at: self.b.s("mov.m8.r8", at(OUT), r8(BYTES_HI)), "zero")
 
     def _wipe(self) -> None:
         b = self.b
@@ -355,16 +360,16 @@ class Gcm:
         b.label(self.bad)
         if self.decrypt:
             self.zero_out()
-        b.s("mov.r32.imm", "eax", imm=-1)
+        b.s("mov.r32.imm", r32(RESULT), imm=-1)
 
     def epilogue(self, label: bool = True) -> None:
         b = self.b
         if label:
             b.label(self.exit)
-        leave_frame(b, self.frame, SAVED)
+        leave_frame(b, self.frame, CALLEE_SAVED)
 
 
-class _Stitch:
+class Stitch:
     """GHASH riding along the CTR main loop: one batch of K = D x lanes blocks per
     reduction, hashed while a batch's AES rounds run (see modes.stitched_loop)."""
 
@@ -384,19 +389,19 @@ class _Stitch:
         b, g = self.g.b, self.g
         if g.decrypt:
             if self.final:
-                g.hash_final(self.acc, "r9", "r13", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), _arg("len"))
+                g.hash_final(self.acc, IN, LEN, Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), _arg("len"))
             else:
-                g.hash_bytes(self.acc, "r9", "r13")
+                g.hash_bytes(self.acc, IN, LEN)
             return
         back = self.batch_bytes if pending else 0
-        b.s("lea.r64.m", REST[0], Mem("r12", -back))
-        b.s("lea.r64.m", REST[1], Mem("r13", back))
+        b.s("lea.r64.m", REST[0], Mem(OUT, -back))
+        b.s("lea.r64.m", REST[1], Mem(LEN, back))
 
 
 def gcm_function(b: FunctionBuilder, decrypt: bool) -> None:
     g = Gcm(b, decrypt)
     g.entry()
-    b.key_paths("key", g.path, scratch="r10d")  # rax carries data bytes in GCM
+    b.key_paths("key", g.path, scratch=r32(SCRATCH))  # rax carries data bytes in GCM
 
     def tail() -> None:
         g.bad_args()

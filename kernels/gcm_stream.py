@@ -22,8 +22,10 @@ from aesgen.ir import Mem, VReg
 from aesgen.spec import GCM_CTX_BYTES
 
 from .aes import encrypt_rounds
-from .gcm import BLOCK, EKJ0, FRAME, REST, Gcm, _Stitch
+from .frame import open_frame, push_saved
+from .gcm import BLOCK, BYTE, BYTES_HI, EKJ0, FRAME, IN, IV, IVLEN, KEY, LEN, OUT, REST, SCRATCH, Gcm, Stitch
 from .modes import counter_base, ctr_stream
+from .regs import RESULT, r8, r32
 
 CTX = "r14"
 GKEY, AAD_BYTES, TEXT_BYTES, IN_TEXT = (Mem(CTX, o, bits=64) for o in (0, 8, 16, 24))
@@ -31,9 +33,15 @@ CTX_EKJ0, CTX_COUNTER, CTX_HASH, CTX_KEYSTREAM, CTX_BLOCK = (Mem(CTX, o) for o i
 assert CTX_BLOCK.disp + 16 <= GCM_CTX_BYTES
 # Frame slots of an update: where the bytes after its whole blocks start (in, out).
 SUFFIX_IN, SUFFIX_OUT = Mem("rsp", 104, bits=64), Mem("rsp", 112, bits=64)
-# Public scalars (lengths, flags) go through r8 only: rax, r11 and rbp carry data bytes, and
+# Register roles beside the arguments (b.reg) and the one-shot's (kernels/gcm.py: KEY, the
+# gkey; IN, OUT, LEN, the text of the stitched loop; BYTE, BYTES_HI, data bytes; SCRATCH).
+# Public scalars (lengths, flags) go through PUBLIC only: the data GPRs carry data bytes, and
 # the static check's taint is per register, not per program point.
 PUBLIC = "r8"
+POS = SCRATCH  # bytes already in the partial block (public)
+BLOCKS = OUT  # gcm_aad: whole AAD blocks
+SUFFIX_LEN = "r15"  # an update: bytes left for a new partial block
+SUFFIX_SRC, SUFFIX_DST = "rsi", "rdx"  # an update: where they start (in, out)
 
 
 def _byte(field: Mem, index: str) -> Mem:
@@ -46,12 +54,12 @@ class GcmStream(Gcm):
 
     # -- frame and context ------------------------------------------------------
     def enter(self, ctx_arg: str) -> None:
-        """Save registers, open the frame, ctx -> r14 and the gkey it names -> rdi."""
+        """Save registers, open the frame, ctx -> CTX and the gkey it names -> KEY."""
         b = self.b
-        self.push_frame()
-        b.s("sub.r64.imm", "rsp", imm=FRAME)
+        push_saved(b)
+        open_frame(b, FRAME)
         b.s("mov.r64.r64", CTX, ctx_arg)
-        self.public_load("rdi", GKEY)
+        self.public_load(KEY, GKEY)
 
     def leave(self) -> None:
         self._wipe()
@@ -111,15 +119,15 @@ class GcmStream(Gcm):
         b.branch("e", out)
         b.s("cmp.r64.imm", pos, imm=16)
         b.branch("ae", out)
-        b.s("movzx.r32.m8", "eax", Mem(src, 0, bits=8))
+        b.s("movzx.r32.m8", r32(BYTE), Mem(src, 0, bits=8))
         if dst is not None and self.decrypt:
-            b.s("mov.m8.r8", _byte(CTX_BLOCK, pos), "al", comment="ciphertext byte to hash")
+            b.s("mov.m8.r8", _byte(CTX_BLOCK, pos), r8(BYTE), comment="ciphertext byte to hash")
         if dst is not None:
-            b.s("xor.r8.m8", "al", _byte(CTX_KEYSTREAM, pos))
-            b.s("mov.m8.r8", Mem(dst, 0, bits=8), "al")
+            b.s("xor.r8.m8", r8(BYTE), _byte(CTX_KEYSTREAM, pos))
+            b.s("mov.m8.r8", Mem(dst, 0, bits=8), r8(BYTE))
             b.s("add.r64.imm", dst, imm=1)
         if dst is None or not self.decrypt:
-            b.s("mov.m8.r8", _byte(CTX_BLOCK, pos), "al", comment="byte to hash")
+            b.s("mov.m8.r8", _byte(CTX_BLOCK, pos), r8(BYTE), comment="byte to hash")
         b.s("add.r64.imm", src, imm=1)
         b.s("add.r64.imm", pos, imm=1)
         b.s("sub.r64.imm", n, imm=1)
@@ -135,30 +143,32 @@ class GcmStream(Gcm):
         """The context's 32-bit big-endian counter += blocks (mod 2^32)."""
         b = self.b
         word = Mem(CTX, CTX_COUNTER.disp + 12, bits=32)
-        b.s("mov.r32.m32", "r11d", word)
-        b.s("bswap.r32", "r11d")
-        b.s("add.r32.r32", "r11d", blocks)
-        b.s("bswap.r32", "r11d")
-        b.s("mov.m32.r32", word, "r11d")
+        count = r32(BYTES_HI)
+        b.s("mov.r32.m32", count, word)
+        b.s("bswap.r32", count)
+        b.s("add.r32.r32", count, blocks)
+        b.s("bswap.r32", count)
+        b.s("mov.m32.r32", word, count)
 
     def advance_counter_by_one(self) -> None:
         self.b.s("mov.r64.imm", PUBLIC, imm=1)
-        self.advance_counter(PUBLIC + "d")
+        self.advance_counter(r32(PUBLIC))
 
 
 def gcm_start_function(b: FunctionBuilder) -> None:
     """P_gcm_start(ctx, gkey, iv, ivlen): -1 for an empty IV, else J0, E(K, J0), zero state."""
     g = GcmStream(b)
     bad = b.label_name("bad_iv")
-    b.s("test.r64.r64", "rcx", "rcx", comment="an empty IV is refused")
+    ctx, gkey, iv, ivlen = (b.reg[a] for a in ("ctx", "gkey", "iv", "ivlen"))
+    b.s("test.r64.r64", ivlen, ivlen, comment="an empty IV is refused")
     b.branch("e", bad)
-    g.push_frame()
-    b.s("sub.r64.imm", "rsp", imm=FRAME)
-    b.s("mov.r64.r64", CTX, "rdi")
-    b.s("mov.m64.r64", GKEY, "rsi")
-    b.s("mov.r64.r64", "rdi", "rsi")
-    b.s("mov.r64.r64", "rsi", "rdx")
-    b.s("mov.r64.r64", "rdx", "rcx")
+    push_saved(b)
+    open_frame(b, FRAME)
+    b.s("mov.r64.r64", CTX, ctx)
+    b.s("mov.m64.r64", GKEY, gkey)
+    b.s("mov.r64.r64", KEY, gkey)
+    b.s("mov.r64.r64", IV, iv)
+    b.s("mov.r64.r64", IVLEN, ivlen)
 
     def path(nr: int) -> None:
         acc = g.start_hashing()
@@ -169,17 +179,17 @@ def gcm_start_function(b: FunctionBuilder) -> None:
             for field in (CTX_HASH, CTX_KEYSTREAM, CTX_BLOCK):
                 b.store(field, z)
         g.advance_counter_by_one()
-        b.s("xor.r32.r32", PUBLIC + "d", PUBLIC + "d")
+        b.s("xor.r32.r32", r32(PUBLIC), r32(PUBLIC))
         for field in (AAD_BYTES, TEXT_BYTES, IN_TEXT):
             b.s("mov.m64.r64", field, PUBLIC)
-        b.s("xor.r32.r32", "eax", "eax")
+        b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
         g.leave()
 
-    b.key_paths("rdi", path, scratch="r10d")
+    b.key_paths(KEY, path, scratch=r32(SCRATCH))
 
     def refuse() -> None:
         b.label(bad)
-        b.s("mov.r32.imm", "eax", imm=-1)
+        b.s("mov.r32.imm", r32(RESULT), imm=-1)
         b.s("ret")
 
     b.single_path(None, refuse)
@@ -189,29 +199,30 @@ def gcm_aad_function(b: FunctionBuilder) -> None:
     """P_gcm_aad(ctx, aad, len): continue the hash over len more AAD bytes."""
     g = GcmStream(b)
     done = b.label_name("nothing")
-    b.s("test.r64.r64", "rdx", "rdx")
+    ctx, aad, n = (b.reg[a] for a in ("ctx", "aad", "len"))
+    b.s("test.r64.r64", n, n)
     b.branch("e", done)
-    g.enter("rdi")
+    g.enter(ctx)
 
     def body() -> None:
         acc = g.load_hash()
-        g.advance_length(AAD_BYTES, "rdx", "r10")
-        b.s("mov.r64.r64", "r9", "rsi")
-        b.s("mov.r64.r64", "r13", "rdx")
-        b.s("test.r64.r64", "r10", "r10")
+        g.advance_length(AAD_BYTES, n, POS)
+        b.s("mov.r64.r64", IN, aad)
+        b.s("mov.r64.r64", LEN, n)
+        b.s("test.r64.r64", POS, POS)
         skip = b.label_name("aligned")
         b.branch("e", skip)
-        g.byte_loop("r9", None, "r13", "r10", acc)
+        g.byte_loop(IN, None, LEN, POS, acc)
         b.label(skip)
-        b.s("mov.r64.r64", "r12", "r13")
-        b.s("and.r64.imm", "r12", imm=-16)
-        b.s("lea.r64.m", "rsi", Mem("r9", 0, index="r12", scale=1), comment="where the bytes after them start")
-        b.s("shr.r64.imm", "r12", imm=4, comment="whole blocks")
-        g.core.main_loop(acc, "r9", "r12")
-        g.core.tail(acc, "r9", "r12", g.spec.isa)
-        b.s("and.r64.imm", "r13", imm=15, comment="bytes that start the next partial block")
-        b.s("xor.r32.r32", "r10d", "r10d")
-        g.byte_loop("rsi", None, "r13", "r10", acc)
+        b.s("mov.r64.r64", BLOCKS, LEN)
+        b.s("and.r64.imm", BLOCKS, imm=-16)
+        b.s("lea.r64.m", aad, Mem(IN, 0, index=BLOCKS, scale=1), comment="where the bytes after them start")
+        b.s("shr.r64.imm", BLOCKS, imm=4, comment="whole blocks")
+        g.core.main_loop(acc, IN, BLOCKS)
+        g.core.tail(acc, IN, BLOCKS, g.spec.isa)
+        b.s("and.r64.imm", LEN, imm=15, comment="bytes that start the next partial block")
+        b.s("xor.r32.r32", r32(POS), r32(POS))
+        g.byte_loop(aad, None, LEN, POS, acc)
         g.save_hash(acc)
         g.leave()
         b.label(done)
@@ -225,57 +236,58 @@ def gcm_update_function(b: FunctionBuilder, decrypt: bool) -> None:
     partial block carry over in the context."""
     g = GcmStream(b, decrypt)
     done = b.label_name("nothing")
-    b.s("test.r64.r64", "rcx", "rcx")
+    ctx, inp, outp, n = (b.reg[a] for a in ("ctx", "in", "out", "len"))
+    b.s("test.r64.r64", n, n)
     b.branch("e", done)
-    g.enter("rdi")
+    g.enter(ctx)
 
     def path(nr: int) -> None:
         acc = g.load_hash()
         g.close_aad(acc)
-        g.advance_length(TEXT_BYTES, "rcx", "r10")
-        b.s("mov.r64.r64", "r9", "rsi")
-        b.s("mov.r64.r64", "r12", "rdx")
-        b.s("mov.r64.r64", "r13", "rcx")
+        g.advance_length(TEXT_BYTES, n, POS)
+        b.s("mov.r64.r64", IN, inp)
+        b.s("mov.r64.r64", OUT, outp)
+        b.s("mov.r64.r64", LEN, n)
         skip = b.label_name("aligned")
-        b.s("test.r64.r64", "r10", "r10")
+        b.s("test.r64.r64", POS, POS)
         b.branch("e", skip)
-        g.byte_loop("r9", "r12", "r13", "r10", acc)  # finish the partial block of the last call
+        g.byte_loop(IN, OUT, LEN, POS, acc)  # finish the partial block of the last call
         b.label(skip)
         # Whole blocks: the stitched main loop, from the context's counter.
-        b.s("mov.r64.r64", "r15", "r13")
-        b.s("and.r64.imm", "r15", imm=15, comment="bytes left for a new partial block")
-        b.s("and.r64.imm", "r13", imm=-16)
-        b.s("lea.r64.m", "r10", Mem("r9", 0, index="r13", scale=1), comment="where those bytes start")
-        b.s("mov.m64.r64", SUFFIX_IN, "r10")
-        b.s("lea.r64.m", "r10", Mem("r12", 0, index="r13", scale=1))
-        b.s("mov.m64.r64", SUFFIX_OUT, "r10")
+        b.s("mov.r64.r64", SUFFIX_LEN, LEN)
+        b.s("and.r64.imm", SUFFIX_LEN, imm=15, comment="bytes left for a new partial block")
+        b.s("and.r64.imm", LEN, imm=-16)
+        b.s("lea.r64.m", SCRATCH, Mem(IN, 0, index=LEN, scale=1), comment="where those bytes start")
+        b.s("mov.m64.r64", SUFFIX_IN, SCRATCH)
+        b.s("lea.r64.m", SCRATCH, Mem(OUT, 0, index=LEN, scale=1))
+        b.s("mov.m64.r64", SUFFIX_OUT, SCRATCH)
         base = counter_base(b, CTX_COUNTER)
-        b.s("mov.r64.r64", "r10", "r13")
-        b.s("shr.r64.imm", "r10", imm=4)
-        g.advance_counter("r10d")
+        b.s("mov.r64.r64", SCRATCH, LEN)
+        b.s("shr.r64.imm", SCRATCH, imm=4)
+        g.advance_counter(r32(SCRATCH))
         whole = b.label_name("no_blocks")
-        b.s("test.r64.r64", "r13", "r13")
+        b.s("test.r64.r64", LEN, LEN)
         b.branch("e", whole)
-        ctr_stream(b, nr, base, "r9", "r12", "r13", stitch=_Stitch(g, acc))
+        ctr_stream(b, nr, base, IN, OUT, LEN, stitch=Stitch(g, acc))
         if not decrypt:
             g.hash_bytes(acc, *REST)
         b.label(whole)
-        b.s("mov.r64.m64", "rsi", SUFFIX_IN)
-        b.s("mov.r64.m64", "rdx", SUFFIX_OUT)
+        b.s("mov.r64.m64", SUFFIX_SRC, SUFFIX_IN)
+        b.s("mov.r64.m64", SUFFIX_DST, SUFFIX_OUT)
         # A new partial block: one keystream block kept in the context.
         partial = b.label_name("no_partial")
-        b.s("test.r64.r64", "r15", "r15")
+        b.s("test.r64.r64", SUFFIX_LEN, SUFFIX_LEN)
         b.branch("e", partial)
         with b.at_width(128):
             b.store(CTX_KEYSTREAM, encrypt_rounds(b, b.v("vload", CTX_COUNTER), nr))
         g.advance_counter_by_one()
-        b.s("xor.r32.r32", "r10d", "r10d")
-        g.byte_loop("rsi", "rdx", "r15", "r10", acc)
+        b.s("xor.r32.r32", r32(POS), r32(POS))
+        g.byte_loop(SUFFIX_SRC, SUFFIX_DST, SUFFIX_LEN, POS, acc)
         b.label(partial)
         g.save_hash(acc)
         g.leave()
 
-    b.key_paths("rdi", path, scratch="r10d")
+    b.key_paths(KEY, path, scratch=r32(SCRATCH))
 
     def nothing() -> None:
         b.label(done)
@@ -288,7 +300,8 @@ def gcm_finish_function(b: FunctionBuilder) -> None:
     """P_gcm_finish(ctx, tag): hash the last partial block and the lengths; tag = E(K, J0) ^ S.
     The context's secrets are wiped."""
     g = GcmStream(b)
-    g.enter("rdi")
+    ctx, tag = b.reg["ctx"], b.reg["tag"]
+    g.enter(ctx)
 
     def body() -> None:
         acc = g.load_hash()
@@ -299,13 +312,13 @@ def gcm_finish_function(b: FunctionBuilder) -> None:
         b.branch("e", skip)
         g.hash_partial_block(acc)
         b.label(skip)
-        g.public_load("r12", AAD_BYTES)
-        g.public_load("r13", TEXT_BYTES)
-        g.length_block("r12", "r13")
+        g.public_load(OUT, AAD_BYTES)  # (free registers: public lengths)
+        g.public_load(LEN, TEXT_BYTES)
+        g.length_block(OUT, LEN)
         g.hash_block(acc, BLOCK)
         with b.at_width(128):
             s = b.v("pshufb", acc, bswap_mask(1))
-            b.store(Mem("rsi", 0), b.v("vxor", s, b.v("vload", CTX_EKJ0)), comment="tag = E(K, J0) ^ S")
+            b.store(Mem(tag, 0), b.v("vxor", s, b.v("vload", CTX_EKJ0)), comment="tag = E(K, J0) ^ S")
             z = b.v("vzero")
             for field in (CTX_EKJ0, CTX_COUNTER, CTX_HASH, CTX_KEYSTREAM, CTX_BLOCK):
                 b.store(field, z)

@@ -25,10 +25,12 @@ from aesgen.dsl import FunctionBuilder
 from aesgen.ir import Mem, Schedule, VReg
 
 from . import gcm
-from .aes import EXPANDERS, ScheduleWriter, encrypt_rounds, key_size_paths, leave_frame
+from .aes import EXPANDERS, ScheduleWriter, encrypt_rounds, key_size_paths
+from .frame import CALLEE_SAVED, aligned, leave_frame, open_frame, push_saved
 from .ghash import HashCore, build_powers, dot
-from .gcm import AAD_LEN, AAD_PTR, BLOCK, SAVED, TAG, Gcm
+from .gcm import AAD, AAD_LEN, AAD_LEN_REG, AAD_PTR, BLOCK, LEN, SCRATCH, TAG, TAG_PTR, TAGLEN, Gcm
 from .modes import counter_base, ctr_stream
+from .regs import RESULT, r32
 
 # The GCM-SIV area starts after the GCM frame, 64-byte aligned relative to rsp.
 AREA = (gcm.FRAME + 63) // 64 * 64
@@ -36,6 +38,12 @@ IN_PTR = Mem("rsp", AREA, bits=64)  # public: the caller's input pointer
 SECRETS = AREA + 64  # from here on everything is wiped before returning
 NONCE, _FREE, AUTH_KEY, ENC_KEY, CTR_BLOCK = (Mem("rsp", SECRETS + o) for o in (0, 16, 32, 48, 80))
 SCHEDULE = SECRETS + 128
+
+# Register roles beside the arguments (b.reg) and the one-shot GCM's (kernels/gcm.py: LEN and
+# TAG_PTR, the stack arguments; TAGLEN, the bytes a tag check compares; AAD, AAD_LEN_REG, what
+# hash_bytes reads; SCRATCH).
+NEEDED = "r8"  # the powers of H the message needs (public)
+CTR_IN, CTR_OUT, CTR_LEN = "rsi", "rdi", "rdx"  # the CTR pass
 
 
 def gcmsiv_set_key_function(b: FunctionBuilder) -> None:
@@ -54,7 +62,7 @@ class GcmSiv(Gcm):
         end = (powers + 32 * self.K + 63) // 64 * 64
         # (from, to, store width): GCM's block and tag slots, then the GCM-SIV secrets.
         self.wiped = ((BLOCK.disp, TAG.disp + 16, 128), (SECRETS, end, b.width))
-        self.frame = end + 8  # 6 pushes leave rsp 8 mod 16: this realigns it
+        self.frame = aligned(end)
 
     def sched_key(self, i: int) -> Mem:
         """Round key i of the per-message schedule (its first lane at width 128)."""
@@ -63,13 +71,13 @@ class GcmSiv(Gcm):
     # -- the function -----------------------------------------------------------
     def entry(self) -> None:
         b = self.b
-        for r in SAVED:
-            b.s("push.r64", r)
-        b.s("mov.r64.m64", "r13", b.stack_arg("len", pushed=len(SAVED)))
-        b.s("mov.r64.m64", "r14", b.stack_arg("tag", pushed=len(SAVED)))
-        b.s("sub.r64.imm", "rsp", imm=self.frame)
-        for mem, reg in ((AAD_PTR, "rdx"), (AAD_LEN, "rcx"), (IN_PTR, "r8"), (gcm.SAVED_ARGS["out"], "r9"),
-                         (gcm.SAVED_ARGS["len"], "r13"), (gcm.SAVED_ARGS["tag"], "r14")):
+        push_saved(b)
+        b.s("mov.r64.m64", LEN, b.stack_arg("len", pushed=len(CALLEE_SAVED)))
+        b.s("mov.r64.m64", TAG_PTR, b.stack_arg("tag", pushed=len(CALLEE_SAVED)))
+        open_frame(b, self.frame)
+        for mem, reg in ((AAD_PTR, b.reg["aad"]), (AAD_LEN, b.reg["aadlen"]), (IN_PTR, b.reg["in"]),
+                         (gcm.SAVED_ARGS["out"], b.reg["out"]), (gcm.SAVED_ARGS["len"], LEN),
+                         (gcm.SAVED_ARGS["tag"], TAG_PTR)):
             b.s("mov.m64.r64", Mem(mem.base, mem.disp, bits=64), reg)
         self.exit = b.label_name("exit")
 
@@ -86,24 +94,24 @@ class GcmSiv(Gcm):
             if not self.decrypt:
                 self.authenticate(nr)
                 with b.at_width(128):
-                    b.store(Mem("r14", 0), b.v("vload", TAG), comment="tag out")
+                    b.store(Mem(TAG_PTR, 0), b.v("vload", TAG), comment="tag out")
             b.branch("jmp", ctr[nr])
 
         def stream(nr: int) -> None:
-            self.ctr(nr, Mem("r14", 0) if self.decrypt else TAG)
+            self.ctr(nr, Mem(TAG_PTR, 0) if self.decrypt else TAG)
             if self.decrypt:
                 b.branch("jmp", check[nr])
             else:
-                b.s("xor.r32.r32", "eax", "eax")
+                b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
                 self.leave()
 
         def verify(nr: int) -> None:
             self.authenticate(nr)
-            b.s("mov.r64.imm", "r15", imm=16, comment="tag bytes to compare")
+            b.s("mov.r64.imm", TAGLEN, imm=16, comment="tag bytes to compare")
             self._check_tag()
             self.leave()
 
-        b.key_paths("key", keys, scratch="r10d", rounds=(10, 14))  # rax carries data bytes
+        b.key_paths("key", keys, scratch=r32(SCRATCH), rounds=(10, 14))  # rax carries data bytes
         schedule = Schedule("rsp", SCHEDULE, self.stride)
         for nr in (10, 14):
             b.single_path(nr, lambda nr=nr: stream(nr), ctr[nr], schedule)
@@ -127,16 +135,17 @@ class GcmSiv(Gcm):
     def derive_keys(self, nr: int) -> None:
         """NONCE = N || 0^32, the derived keys, the message schedule and the powers of H."""
         b, spec = self.b, self.spec
+        nonce, kgk = b.reg["nonce"], b.reg["key"]
         with b.at_width(128):
-            lo = b.v("vload64", Mem("rsi", 0, bits=64), comment="12 nonce bytes, never 16: no over-read")
-            n = b.v("punpcklqdq", lo, b.v("vload32", Mem("rsi", 8, bits=32)), comment="N || 0^32")
+            lo = b.v("vload64", Mem(nonce, 0, bits=64), comment="12 nonce bytes, never 16: no over-read")
+            n = b.v("punpcklqdq", lo, b.v("vload32", Mem(nonce, 8, bits=32)), comment="N || 0^32")
             b.store(NONCE, n)
             # 4 (AES-128) or 6 blocks side by side, each round key loaded once for all of them.
             x = b.v("pslldq", n, imm=4, role="blk", comment="LE32(0) || N")
             blocks = [x] + [b.v("paddd", x, counter_step(i, 1), comment=f"LE32({i}) || N")
                             for i in range(1, 4 if nr == 10 else 6)]
             for r in range(nr + 1):
-                k = b.v("vload", Mem("rdi", r * spec.key_stride), comment=f"key-generating key, round {r}")
+                k = b.v("vload", Mem(kgk, r * spec.key_stride), comment=f"key-generating key, round {r}")
                 op = "vxor" if r == 0 else "aesenc" if r < nr else "aesenclast"
                 blocks = [b.v(op, x, k) for x in blocks]
             for n, dst in enumerate((AUTH_KEY, ENC_KEY, Mem("rsp", ENC_KEY.disp + 16))[:len(blocks) // 2]):
@@ -145,30 +154,31 @@ class GcmSiv(Gcm):
                                                                        width=b.width))
         # Powers the message can use: min(K, its longer part in whole blocks) (public lengths).
         longer = b.label_name("longer")
-        b.s("mov.r64.m64", "r8", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64))
-        b.s("cmp.r64.r64", "r8", "r13")
+        b.s("mov.r64.m64", NEEDED, Mem(AAD_LEN.base, AAD_LEN.disp, bits=64))
+        b.s("cmp.r64.r64", NEEDED, LEN)
         b.branch("ae", longer)
-        b.s("mov.r64.r64", "r8", "r13")
+        b.s("mov.r64.r64", NEEDED, LEN)
         b.label(longer)
-        b.s("shr.r64.imm", "r8", imm=4)
-        build_powers(b, AUTH_KEY, self.table, self.K, self.spec.karatsuba, needed="r8")
+        b.s("shr.r64.imm", NEEDED, imm=4)
+        build_powers(b, AUTH_KEY, self.table, self.K, self.spec.karatsuba, needed=NEEDED)
 
     def hash_message(self, acc: VReg) -> None:
         """acc = POLYVAL over AAD, the plaintext (in, or out once decrypted) and the length block."""
         b = self.b
         b.v("vzero", dst=acc, width=128)
-        b.s("mov.r64.m64", "rsi", Mem(AAD_PTR.base, AAD_PTR.disp, bits=64))
-        b.s("mov.r64.m64", "rdx", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64))
-        self.hash_bytes(acc, "rsi", "rdx")
-        b.s("mov.r64.m64", "rsi", gcm.SAVED_ARGS["out"] if self.decrypt else IN_PTR)
-        self.hash_bytes(acc, "rsi", "r13")
-        for src, off in ((Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), 0), ("r13", 8)):
+        b.s("mov.r64.m64", AAD, Mem(AAD_PTR.base, AAD_PTR.disp, bits=64))
+        b.s("mov.r64.m64", AAD_LEN_REG, Mem(AAD_LEN.base, AAD_LEN.disp, bits=64))
+        self.hash_bytes(acc, AAD, AAD_LEN_REG)
+        text = AAD  # then the plaintext, from the same register
+        b.s("mov.r64.m64", text, gcm.SAVED_ARGS["out"] if self.decrypt else IN_PTR)
+        self.hash_bytes(acc, text, LEN)
+        for src, off in ((Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), 0), (LEN, 8)):
             if isinstance(src, str):
-                b.s("mov.r64.r64", "r10", src)
+                b.s("mov.r64.r64", SCRATCH, src)
             else:
-                b.s("mov.r64.m64", "r10", src)
-            b.s("shl.r64.imm", "r10", imm=3, comment="LE64 of the length in bits")
-            b.s("mov.m64.r64", Mem(BLOCK.base, BLOCK.disp + off, bits=64), "r10")
+                b.s("mov.r64.m64", SCRATCH, src)
+            b.s("shl.r64.imm", SCRATCH, imm=3, comment="LE64 of the length in bits")
+            b.s("mov.m64.r64", Mem(BLOCK.base, BLOCK.disp + off, bits=64), SCRATCH)
         self.hash_block(acc, BLOCK)
 
     def hash_block(self, acc: VReg, mem: Mem) -> None:
@@ -193,10 +203,10 @@ class GcmSiv(Gcm):
             t = b.v("pand", b.v("vload", tag), block_msb(clear=True))
             b.store(CTR_BLOCK, b.v("vxor", t, block_msb(clear=False)), comment="counter block: bit 7 of byte 15 set")
         base = counter_base(b, CTR_BLOCK, little_endian=True)
-        b.s("mov.r64.m64", "rsi", IN_PTR)
-        b.s("mov.r64.m64", "rdi", gcm.SAVED_ARGS["out"])
-        b.s("mov.r64.m64", "rdx", gcm.SAVED_ARGS["len"])
-        ctr_stream(b, nr, base, "rsi", "rdi", "rdx", little_endian=True)
+        b.s("mov.r64.m64", CTR_IN, IN_PTR)
+        b.s("mov.r64.m64", CTR_OUT, gcm.SAVED_ARGS["out"])
+        b.s("mov.r64.m64", CTR_LEN, gcm.SAVED_ARGS["len"])
+        ctr_stream(b, nr, base, CTR_IN, CTR_OUT, CTR_LEN, little_endian=True)
 
     def _wipe(self) -> None:
         b = self.b
@@ -208,7 +218,7 @@ class GcmSiv(Gcm):
     def epilogue(self) -> None:
         b = self.b
         b.label(self.exit)
-        leave_frame(b, self.frame, SAVED)
+        leave_frame(b, self.frame, CALLEE_SAVED)
 
 
 def gcmsiv_function(b: FunctionBuilder, decrypt: bool) -> None:

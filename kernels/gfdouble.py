@@ -97,6 +97,18 @@ def double_be(b: FunctionBuilder, t: VReg, method: str, width: int | None = None
     return b.v("pshufb", u, swap, width=w, role="tweak", comment="back to big-endian")
 
 
+def gpr_double(b: FunctionBuilder, lo: str, hi: str, t: str, count63: str, comment: str) -> None:
+    """(hi, lo) = (hi, lo) * x in two GPRs (bit k the coefficient of x^k), 5 ops, no branch:
+    t = hi >> 63 arithmetic (all ones if bit 127 is set) & x^128 mod P, (hi, lo) <<= 1 by
+    add/adc, lo ^= t. `count63` holds 63 (public); `t` is scratch; `comment` names the result.
+    XTS's tweak tables (xts_table.py) and OTR's offset tables (otr.py) double this way."""
+    b.s("sarx.r64.r64.r64", t, hi, count63, comment="all ones if bit 127 is set")
+    b.s("and.r64.imm", t, imm=doubling_reduction(), comment="x^128 = x^7 + x^2 + x + 1 then")
+    b.s("add.r64.r64", lo, lo, comment="the low qword doubled, its bit 63 carried")
+    b.s("adc.r64.r64", hi, hi, comment="the high qword doubled")
+    b.s("xor.r64.r64", lo, t, comment=comment)
+
+
 # ----------------------------------------------------------------------------- powers of x
 def _xor3(b: FunctionBuilder, x: VReg, y: VReg, z: VReg, w: int, comment: str) -> VReg:
     if b.spec.isa == "avx512":

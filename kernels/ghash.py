@@ -18,6 +18,7 @@ from aesgen.dsl import FunctionBuilder
 from aesgen.ir import XOR3, Mem, VReg
 
 from .aes import encrypt_rounds, finish, key_size_paths
+from .frame import aligned, drop_frame, open_frame
 from .modes import qword_mask_for_blocks, return_if_zero
 
 
@@ -349,8 +350,8 @@ def polyval_function(b: FunctionBuilder, karatsuba: bool) -> None:
         b.branch("ne", top)
         b.branch("jmp", done)
         b.label(wide)
-        frame = 32 * K + 8  # rsp is 8 mod 16 at entry: the frame realigns it (loads are unaligned anyway)
-        b.s("sub.r64.imm", "rsp", imm=frame)
+        frame = aligned(32 * K, pushes=0)  # rsp 16-byte aligned (loads are unaligned anyway)
+        open_frame(b, frame)
         build_powers(b, Mem(h_p, 0), Mem("rsp", 0), K, karatsuba)
         core = HashCore(b, reflect=False, table=Mem("rsp", 0), k_max=K, karatsuba=karatsuba)
         core.main_loop(acc, data, n)
@@ -360,7 +361,7 @@ def polyval_function(b: FunctionBuilder, karatsuba: bool) -> None:
             z = b.v("vzero")
             for off in range(0, frame - 8, 16):
                 b.store(Mem("rsp", off), z)
-        b.s("add.r64.imm", "rsp", imm=frame)
+        drop_frame(b, frame)
         b.label(done)
         b.store(Mem(acc_p, 0), acc, width=128)
         finish(b)

@@ -17,8 +17,16 @@ from aesgen.dsl import FunctionBuilder, key
 from aesgen.ir import Mem, VReg
 
 from .aes import decrypt_rounds, encrypt_rounds, finish
+from .regs import r8, r32
 
 Body = Callable[..., None]
+
+# Register roles beside the arguments (b.reg). SCRATCH and MASK_BITS hold public values only
+# (counts from the length, byte indices); DATA holds data (a counter word, a text byte).
+SCRATCH = "r10"  # block counts, byte index, a copy of the length
+DATA = "r11"  # CTR's counter word, the partial block's bytes
+MASK_BITS = "rax"  # the tail's element mask before kmovq (computed from the length)
+MASK = "k1"  # the tail's element mask
 
 
 def return_if_zero(b: FunctionBuilder, count: str) -> None:
@@ -146,9 +154,9 @@ class FastCounter:
         values only); else jump to `unknown` (no public counter) or `carrying`."""
         b.s("test.r64.r64", self.counter, self.counter)
         b.branch("e", unknown)
-        b.s("mov.r64.r64", "r10", self.counter)
-        b.s("and.r64.imm", "r10", imm=255)
-        b.s("cmp.r64.imm", "r10", imm=255 - blocks)
+        b.s("mov.r64.r64", SCRATCH, self.counter)
+        b.s("and.r64.imm", SCRATCH, imm=255)
+        b.s("cmp.r64.imm", SCRATCH, imm=255 - blocks)
         b.branch("a", carrying)
 
     def advance_if_known(self, b: FunctionBuilder, blocks: int) -> None:
@@ -159,17 +167,17 @@ class FastCounter:
         b.label(skip)
 
 
-def qword_mask_for_blocks(b: FunctionBuilder, nblocks: str, scratch: str = "r10") -> str:
-    """k1 = one bit per qword of the first `nblocks` blocks."""
+def qword_mask_for_blocks(b: FunctionBuilder, nblocks: str, scratch: str = SCRATCH) -> str:
+    """MASK = one bit per qword of the first `nblocks` blocks."""
     b.s("lea.r64.m", scratch, Mem(nblocks, 0, index=nblocks, scale=1), comment="qwords = 2 * blocks")
     return _bzhi_mask(b, scratch)
 
 
 def _bzhi_mask(b: FunctionBuilder, nbits: str) -> str:
-    b.s("mov.r64.imm", "rax", imm=-1)
-    b.s("bzhi.r64.r64.r64", "rax", "rax", nbits, comment="low bits set: the elements to touch")
-    b.s("kmovq.k.r64", "k1", "rax")
-    return "k1"
+    b.s("mov.r64.imm", MASK_BITS, imm=-1)
+    b.s("bzhi.r64.r64.r64", MASK_BITS, MASK_BITS, nbits, comment="low bits set: the elements to touch")
+    b.s("kmovq.k.r64", MASK, MASK_BITS)
+    return MASK
 
 
 # ----------------------------------------------------------------------------- ECB
@@ -212,14 +220,15 @@ def ctr32_function(b: FunctionBuilder) -> None:
     def path(nr: int) -> None:
         base = counter_base(b, Mem(ctr, 0))
         # The counter after the last block used (a partial block counts), written back now.
-        b.s("lea.r64.m", "r10", Mem(n, 15))
-        b.s("shr.r64.imm", "r10", imm=4, comment="blocks = ceil(len / 16)")
-        # (r11 carries data-derived values; eax keeps only the public round count.)
-        b.s("mov.r32.m32", "r11d", Mem(ctr, 12, bits=32))
-        b.s("bswap.r32", "r11d")
-        b.s("add.r32.r32", "r11d", "r10d", comment="mod 2^32: only the low 32 bits count")
-        b.s("bswap.r32", "r11d")
-        b.s("mov.m32.r32", Mem(ctr, 12, bits=32), "r11d")
+        blocks, word = SCRATCH, r32(DATA)
+        b.s("lea.r64.m", blocks, Mem(n, 15))
+        b.s("shr.r64.imm", blocks, imm=4, comment="blocks = ceil(len / 16)")
+        # (DATA carries data-derived values; eax keeps only the public round count.)
+        b.s("mov.r32.m32", word, Mem(ctr, 12, bits=32))
+        b.s("bswap.r32", word)
+        b.s("add.r32.r32", word, r32(blocks), comment="mod 2^32: only the low 32 bits count")
+        b.s("bswap.r32", word)
+        b.s("mov.m32.r32", Mem(ctr, 12, bits=32), word)
         ctr_stream(b, nr, base, inp, outp, n)
         finish(b)
 
@@ -290,8 +299,8 @@ def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: 
     b.s("test.r64.r64", n, n)
     b.branch("e", done)
     if spec.isa == "avx512":
-        b.s("mov.r64.r64", "r10", n)
-        body(1, mask=_bzhi_mask(b, "r10"))
+        b.s("mov.r64.r64", SCRATCH, n)
+        body(1, mask=_bzhi_mask(b, SCRATCH))
     else:
         if L > 1:  # whole blocks left over from the ymm loop, one xmm at a time
             top, partial = b.label_name("xmm"), b.label_name("partial")
@@ -323,13 +332,14 @@ def partial_block(b: FunctionBuilder, base: VReg, bswap, nr: int, inp: str, outp
         b.s("sub.r64.imm", "rsp", imm=16, comment="win64: no red zone" if b.spec.abi == "win64" else "--no-red-zone")
     b.store(buf, ks, width=128, comment="keystream block to the red zone")
     top = b.label_name("bytes")
-    b.s("xor.r32.r32", "r10d", "r10d")
+    i = SCRATCH  # the byte index
+    b.s("xor.r32.r32", r32(i), r32(i))
     b.label(top)
-    b.s("movzx.r32.m8", "r11d", Mem(inp, 0, index="r10", bits=8))
-    b.s("xor.r8.m8", "r11b", Mem("rsp", buf.disp, index="r10", bits=8))
-    b.s("mov.m8.r8", Mem(outp, 0, index="r10", bits=8), "r11b")
-    b.s("add.r64.imm", "r10", imm=1)
-    b.s("cmp.r64.r64", "r10", n)
+    b.s("movzx.r32.m8", r32(DATA), Mem(inp, 0, index=i, bits=8))
+    b.s("xor.r8.m8", r8(DATA), Mem("rsp", buf.disp, index=i, bits=8))
+    b.s("mov.m8.r8", Mem(outp, 0, index=i, bits=8), r8(DATA))
+    b.s("add.r64.imm", i, imm=1)
+    b.s("cmp.r64.r64", i, n)
     b.branch("b", top)
     z = b.v("vzero", width=128)
     b.store(buf, z, width=128, comment="leave no keystream behind")
@@ -387,9 +397,9 @@ def cbc_decrypt_function(b: FunctionBuilder) -> None:
         carry = b.pinned("CBC_CARRY")
         b.v("vload_bcast", Mem(iv, 0), dst=carry)
         # The returned iv is the last ciphertext block: save it before in-place writes.
-        b.s("mov.r64.r64", "r10", n)
-        b.s("shl.r64.imm", "r10", imm=4)
-        last = b.v("vload", Mem(inp, -16, index="r10"), width=128)
+        b.s("mov.r64.r64", SCRATCH, n)
+        b.s("shl.r64.imm", SCRATCH, imm=4)
+        last = b.v("vload", Mem(inp, -16, index=SCRATCH), width=128)
         b.store(Mem(iv, 0), last, width=128, comment="iv = last ciphertext block")
 
         def body(g: int, width: int | None = None, mask: str | None = None,

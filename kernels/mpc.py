@@ -27,15 +27,17 @@ from aesgen.dsl import FunctionBuilder, key
 from aesgen.ir import Mem, VReg
 from aesgen.spec import MULTIKEY_BYTES
 
-from .aes import EXPANDERS, _r32, encrypt_rounds, finish, key_size_paths
+from .aes import EXPANDERS, encrypt_rounds, finish, key_size_paths
+from .frame import aligned, leave_frame, open_frame
 from .modes import ecb_function, return_if_zero
+from .regs import r32
 
 ROW = 16  # one round key of one key
 
 
 def zero_extend(b: FunctionBuilder, reg: str) -> None:
     """An `unsigned` argument: the caller may leave garbage in the upper 32 bits."""
-    b.s("mov.r32.r32", _r32(reg), _r32(reg), comment="unsigned: clear the upper 32 bits")
+    b.s("mov.r32.r32", r32(reg), r32(reg), comment="unsigned: clear the upper 32 bits")
 
 
 def public_pointer(b: FunctionBuilder, reg: str, slot: Mem) -> None:
@@ -339,10 +341,10 @@ def cbc_multi_function(b: FunctionBuilder) -> None:
     streams) so one memory operand per round feeds every lane; they are wiped on return."""
     L, D = b.lanes, b.depth
     keys, ins, outs, n, ivs, ns = (b.reg[a] for a in ("keys", "in", "out", "nblocks", "ivs", "nstreams"))
-    # + 8: rsp 16-byte aligned below the return address. (Not realigned to 64: that needs rsp
+    # rsp 16-byte aligned below the return address. (Not realigned to 64: that needs rsp
     # in another register, and the static check then distrusts every stack reload, the
     # win64 wrapper's pops included; aligned rows measured no faster.)
-    frame = D * L * KEY_ROWS * ROW + 8
+    frame = aligned(D * L * KEY_ROWS * ROW, pushes=0)
     zero_extend(b, ns)
     return_if_zero(b, n)
     return_if_zero(b, ns)
@@ -352,7 +354,7 @@ def cbc_multi_function(b: FunctionBuilder) -> None:
         chains = [b.pinned(f"CHAIN{j}") for j in range(D)]
         resident = [[b.pinned(f"KEY{j}_{r}") for r in range(nr + 1)] for j in range(resident_vectors(b, nr))]
         b.s("shl.r64.imm", n, imm=4, comment="bytes of one stream")
-        b.s("sub.r64.imm", "rsp", imm=frame, comment="room for the batch's transposed round keys")
+        open_frame(b, frame, comment="room for the batch's transposed round keys")
         shapes = [(g, L, b.width) for g in batch_sizes(D)]
         if L > 1:
             shapes.append((1, 1, 128))
@@ -362,8 +364,7 @@ def cbc_multi_function(b: FunctionBuilder) -> None:
         z = b.v("vzero")
         for off in range(0, frame - 8, b.width // 8):
             b.store(Mem("rsp", off), z, comment="leave no round keys behind" if off == 0 else "")
-        b.s("add.r64.imm", "rsp", imm=frame)
-        finish(b)
+        leave_frame(b, frame)
 
     b.key_paths("r10", path)
 

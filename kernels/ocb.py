@@ -33,7 +33,8 @@ from aesgen.ir import XOR3, Const, Mem, Schedule, VReg
 
 from .aes import encrypt_rounds, expand_schedule, finish, key_size_paths
 from . import gcm
-from .gcm import AAD_LEN, BLOCK, SAVED, TAG, Gcm, gather_partial, load_qwords
+from .frame import CALLEE_SAVED, aligned, open_frame, push_saved
+from .gcm import AAD_LEN, BLOCK, TAG, Gcm, gather_partial, load_qwords
 from .gfdouble import double_be
 from .modes import qword_mask_for_blocks
 
@@ -47,7 +48,7 @@ def _q(m: Mem, disp: int = 0) -> Mem:
 # rsp-relative, the static check sees they are clean).
 AREA = (gcm.FRAME + 63) // 64 * 64
 OFFSET, SUM, CHECKSUM, PAD = (Mem("rsp", AREA + 16 * k) for k in range(4))
-FRAME = AREA + 64 + 8  # 6 pushes leave rsp 8 mod 16: this realigns it
+FRAME = aligned(AREA + 64)
 OUT_SAVE, LEN_SAVE, AADLEN_SAVE = gcm.SAVED_ARGS["out"], gcm.SAVED_ARGS["len"], _q(AAD_LEN)
 # Registers of a pass over whole blocks: blocks left, index of the current batch's first block,
 # 16 x the next block's position in its batch, scratch for the batch step's table index.
@@ -330,11 +331,10 @@ class Ocb(Gcm):
 
     def entry(self) -> None:
         b = self.b
-        for r in SAVED:
-            b.s("push.r64", r)
+        push_saved(b)
         for reg, arg in (("r12", "out"), ("r13", "len"), ("r14", "tag"), ("r15", "taglen")):
-            b.s("mov.r64.m64", reg, b.stack_arg(arg, pushed=len(SAVED)))
-        b.s("sub.r64.imm", "rsp", imm=FRAME)
+            b.s("mov.r64.m64", reg, b.stack_arg(arg, pushed=len(CALLEE_SAVED)))
+        open_frame(b, FRAME)
         b.s("mov.r64.r64", "rbx", "rcx", comment="aad (rcx becomes the Stretch shift count)")
         for slot, reg in ((OUT_SAVE, "r12"), (LEN_SAVE, "r13"), (AADLEN_SAVE, "r8")):
             b.s("mov.m64.r64", slot, reg)

@@ -31,21 +31,31 @@ from __future__ import annotations
 
 from aesgen.consts import bswap_mask, zip_index
 from aesgen.dsl import FunctionBuilder, key
-from aesgen.gf128 import clmul, doubling_reduction
+from aesgen.gf128 import clmul
 from aesgen.ir import XOR3, Const, Mem, VReg
 from aesgen.spec import KernelSpec
 
-from .aes import encrypt_rounds, key_size_paths, finish, leave_frame
-from .gcm import SAVED
-from .gfdouble import TweakStream, double
-from .modes import vector_loops
+from .aes import encrypt_rounds, key_size_paths, finish
+from .frame import CALLEE_SAVED, aligned, leave_frame, open_frame, push_saved
+from .gfdouble import TweakStream, double, gpr_double
+from .modes import MASK, vector_loops
+from .regs import RESULT, r8, r32
 from .xts import steal_table, xmm_method
 
-FRAME = 72  # after the six pushes rsp is 8 mod 16: this realigns it
 GATHER, OUTGOING, TAG_DIFF, TA = (Mem("rsp", o) for o in (0, 16, 32, 48))
 WIPED = range(0, 64, 16)
 PIPELINED_DEPTH = 4  # the deepest batches that are software-pipelined
-TABLE = 64  # software pipelining: the offset tables
+TABLE = 64  # after the four slots: the offset tables (software pipelining)
+
+# Register roles beside the arguments (b.reg). The stack arguments move to OUT, LEN and TAG at
+# entry; COUNT and REST are the bytes of whole chunks/blocks and after them (REST: the verdict
+# at the end). Only BYTES_LO, BYTES_HI and BYTE hold data (gathered bytes, the tag difference),
+# never an address or a branch condition; INDEX is public scratch (a byte index, a table's
+# address, a byte-mask length). The offset tables' GPRs are Otr.OFS_LO, OFS_HI, OFS_T, COUNT63.
+OUT, LEN, TAG = "r12", "r13", "r14"
+COUNT, REST = "rbx", "r15"
+BYTES_LO, BYTES_HI, BYTE = "rbp", "r11", "rax"
+INDEX = "r10"
 
 
 # The multiples of masks the spec names, as polynomials in x: 3 = x + 1, 7 = x^2 + x + 1,
@@ -80,7 +90,7 @@ def otr_set_key_function(b: FunctionBuilder) -> None:
             zero = b.v("vzero")
             e = encrypt_rounds(b, zero, nr, key_at=lambda i: Mem(out, i * spec.key_stride))
             b.store(Mem(out, spec.otr_q_offset), e, comment="Q = E_K(0), the AD hash's mask seed")
-        b.s("xor.r32.r32", "eax", "eax")
+        b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
         finish(b)
 
     key_size_paths(b, then=q)
@@ -101,8 +111,8 @@ class Otr:
         self.b, self.decrypt, self.spec = b, decrypt, b.spec
         self.key, self.nonce, self.noncelen, self.aad, self.aadlen, self.inp = (
             b.reg[a] for a in ("key", "nonce", "noncelen", "aad", "aadlen", "in"))
-        self.outp, self.len, self.tag = "r12", "r13", "r14"
-        self.count, self.rest = "rbx", "r15"  # bytes of whole chunks/blocks; bytes after them
+        self.outp, self.len, self.tag = OUT, LEN, TAG
+        self.count, self.rest = COUNT, REST
         self.avx512 = self.spec.isa == "avx512"
         self.method = xmm_method(b)
         self.width = b.width
@@ -115,22 +125,21 @@ class Otr:
         # after the fixed slots, two offset tables of one batch each (its D L chunks' L_i,
         # big-endian, and the next chunk's), in whole vectors for the wipe
         self.table_bytes = -(-16 * (b.depth * b.lanes + 1) // self.vector_bytes) * self.vector_bytes
-        self.frame = FRAME + (2 * self.table_bytes if self.pipelined else 0)
+        self.frame = aligned(TABLE + (2 * self.table_bytes if self.pipelined else 0))
 
     # -- the function -----------------------------------------------------------
     def function(self) -> None:
         b = self.b
-        for r in SAVED:
-            b.s("push.r64", r)
+        push_saved(b)
         for reg, arg in ((self.outp, "out"), (self.len, "len"), (self.tag, "tag")):
-            b.s("mov.r64.m64", reg, b.stack_arg(arg, pushed=len(SAVED)))
-        b.s("sub.r64.imm", "rsp", imm=self.frame)
+            b.s("mov.r64.m64", reg, b.stack_arg(arg, pushed=len(CALLEE_SAVED)))
+        open_frame(b, self.frame)
         self.bad, self.exit = b.label_name("bad_nonce"), b.label_name("exit")
         b.s("cmp.r64.imm", self.noncelen, imm=1, comment="nonces are 1..15 bytes")
         b.branch("b", self.bad)
         b.s("cmp.r64.imm", self.noncelen, imm=15)
         b.branch("a", self.bad)
-        b.key_paths("key", self.path, scratch="r10d")  # rax carries data bytes
+        b.key_paths("key", self.path, scratch=r32(INDEX))  # rax carries data bytes
         b.single_path(None, self.epilogue)
 
     def path(self, nr: int) -> None:
@@ -153,16 +162,16 @@ class Otr:
                 self.check_tag(tag)
             else:
                 b.store(Mem(self.tag, 0), tag, comment="the tag")
-                b.s("xor.r32.r32", "eax", "eax")
+                b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
         b.branch("jmp", self.exit)
 
     # -- byte-exact loads and stores ---------------------------------------------
     def byte_mask(self, count: str) -> str:
         b = self.b
-        b.s("mov.r64.imm", "r10", imm=-1)
-        b.s("bzhi.r64.r64.r64", "r10", "r10", count, comment="one bit per byte to touch")
-        b.s("kmovq.k.r64", "k1", "r10")
-        return "k1"
+        b.s("mov.r64.imm", INDEX, imm=-1)
+        b.s("bzhi.r64.r64.r64", INDEX, INDEX, count, comment="one bit per byte to touch")
+        b.s("kmovq.k.r64", MASK, INDEX)
+        return MASK
 
     def load_bytes(self, src: str, count: str) -> VReg:
         """The count (1..16, public) bytes at src, zero-padded to a block; nothing past them
@@ -173,26 +182,26 @@ class Otr:
                 return b.v("vload", Mem(src, 0), mask=self.byte_mask(count), mask_elem="b",
                            comment="only the count bytes")
             top, high, done = b.label_name("gather"), b.label_name("gather_hi"), b.label_name("gathered")
-            b.s("mov.r64.r64", "r10", count)
-            b.s("xor.r32.r32", "ebp", "ebp", comment="bytes 0..7")
-            b.s("xor.r32.r32", "r11d", "r11d", comment="bytes 8..15")
+            b.s("mov.r64.r64", INDEX, count)
+            b.s("xor.r32.r32", r32(BYTES_LO), r32(BYTES_LO), comment="bytes 0..7")
+            b.s("xor.r32.r32", r32(BYTES_HI), r32(BYTES_HI), comment="bytes 8..15")
             b.label(top)
-            b.s("test.r64.r64", "r10", "r10")
+            b.s("test.r64.r64", INDEX, INDEX)
             b.branch("e", done)
-            b.s("sub.r64.imm", "r10", imm=1)
-            b.s("movzx.r32.m8", "eax", Mem(src, 0, index="r10", bits=8))
-            b.s("cmp.r64.imm", "r10", imm=8)
+            b.s("sub.r64.imm", INDEX, imm=1)
+            b.s("movzx.r32.m8", r32(BYTE), Mem(src, 0, index=INDEX, bits=8))
+            b.s("cmp.r64.imm", INDEX, imm=8)
             b.branch("ae", high)
-            b.s("shl.r64.imm", "rbp", imm=8)
-            b.s("or.r64.r64", "rbp", "rax")
+            b.s("shl.r64.imm", BYTES_LO, imm=8)
+            b.s("or.r64.r64", BYTES_LO, BYTE)
             b.branch("jmp", top)
             b.label(high)
-            b.s("shl.r64.imm", "r11", imm=8)
-            b.s("or.r64.r64", "r11", "rax")
+            b.s("shl.r64.imm", BYTES_HI, imm=8)
+            b.s("or.r64.r64", BYTES_HI, BYTE)
             b.branch("jmp", top)
             b.label(done)
-            b.s("mov.m64.r64", Mem("rsp", GATHER.disp, bits=64), "rbp")
-            b.s("mov.m64.r64", Mem("rsp", GATHER.disp + 8, bits=64), "r11")
+            b.s("mov.m64.r64", Mem("rsp", GATHER.disp, bits=64), BYTES_LO)
+            b.s("mov.m64.r64", Mem("rsp", GATHER.disp + 8, bits=64), BYTES_HI)
             # two 8-byte loads: a 16-byte one could not be forwarded from the two stores
             lo = b.v("vload64", Mem("rsp", GATHER.disp, bits=64))
             hi = b.v("vload64", Mem("rsp", GATHER.disp + 8, bits=64))
@@ -207,20 +216,20 @@ class Otr:
                 return
             b.store(OUTGOING, v)
             top, done = b.label_name("put"), b.label_name("put_done")
-            b.s("xor.r32.r32", "r10d", "r10d")
+            b.s("xor.r32.r32", r32(INDEX), r32(INDEX))
             b.label(top)
-            b.s("cmp.r64.r64", "r10", count)
+            b.s("cmp.r64.r64", INDEX, count)
             b.branch("ae", done)
-            b.s("movzx.r32.m8", "r11d", Mem("rsp", OUTGOING.disp, index="r10", bits=8))
-            b.s("mov.m8.r8", Mem(dst, 0, index="r10", bits=8), "r11b")
-            b.s("add.r64.imm", "r10", imm=1)
+            b.s("movzx.r32.m8", r32(BYTES_HI), Mem("rsp", OUTGOING.disp, index=INDEX, bits=8))
+            b.s("mov.m8.r8", Mem(dst, 0, index=INDEX, bits=8), r8(BYTES_HI))
+            b.s("add.r64.imm", INDEX, imm=1)
             b.branch("jmp", top)
             b.label(done)
 
     def table(self, const: Const, index: str) -> Mem:
-        """16 bytes of a constant table at offset index (a public length), through r10."""
-        self.b.s("lea.r64.m", "r10", const)
-        return Mem("r10", 0, index=index)
+        """16 bytes of a constant table at offset index (a public length), through INDEX."""
+        self.b.s("lea.r64.m", INDEX, const)
+        return Mem(INDEX, 0, index=index)
 
     def complement(self, count: str) -> str:
         """16 - count, where the keep and pad tables are read for count bytes: in aadlen's
@@ -544,11 +553,7 @@ class Otr:
                     comment=f"L_i of chunk {k} of the batch" if half else "")
             if k == n:
                 break
-            b.s("sarx.r64.r64.r64", t, hi, self.COUNT63, comment="all ones if bit 127 is set")
-            b.s("and.r64.imm", t, imm=doubling_reduction(), comment="x^128 = x^7 + x^2 + x + 1 then")
-            b.s("add.r64.r64", lo, lo, comment="the low qword doubled, its bit 63 carried")
-            b.s("adc.r64.r64", hi, hi, comment="the high qword doubled")
-            b.s("xor.r64.r64", lo, t, comment="L_(i+1) = 2 L_i")
+            gpr_double(b, lo, hi, t, self.COUNT63, "L_(i+1) = 2 L_i")
 
     # -- the last chunk -------------------------------------------------------------
     def last_chunk(self, nr: int, masks: VReg, total: VReg) -> None:
@@ -676,35 +681,36 @@ class Otr:
         b = self.b
         with b.at_width(128):
             b.store(TAG_DIFF, b.v("vxor", tag, b.v("vload", Mem(self.tag, 0)), comment="computed ^ given tag"))
-        b.s("mov.r64.m64", "rax", Mem("rsp", TAG_DIFF.disp, bits=64))
-        b.s("mov.r64.m64", "r11", Mem("rsp", TAG_DIFF.disp + 8, bits=64))
-        b.s("or.r64.r64", "r11", "rax")
-        b.s("neg.r64", "r11", comment="CF = any difference")
+        lo, hi, verdict = BYTE, BYTES_HI, self.rest
+        b.s("mov.r64.m64", lo, Mem("rsp", TAG_DIFF.disp, bits=64))
+        b.s("mov.r64.m64", hi, Mem("rsp", TAG_DIFF.disp + 8, bits=64))
+        b.s("or.r64.r64", hi, lo)
+        b.s("neg.r64", hi, comment="CF = any difference")
         b.declassify_mark()
-        b.s("sbb.r64.r64", "r15", "r15", comment="verdict: -1 wrong tag, 0 authentic (public)")
+        b.s("sbb.r64.r64", verdict, verdict, comment="verdict: -1 wrong tag, 0 authentic (public)")
         good = b.label_name("authentic")
-        b.s("test.r64.r64", "r15", "r15")
+        b.s("test.r64.r64", verdict, verdict)
         b.branch("e", good)
         self.reject()
         b.label(good)
-        b.s("xor.r32.r32", "eax", "eax")
+        b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
 
     def reject(self) -> None:
         """Return -1 (jumps to the exit); decrypting, with out[0..len) zeroed."""
         b = self.b
         if self.decrypt:
             top, done = b.label_name("zero"), b.label_name("zeroed")
-            b.s("mov.r64.m64", self.outp, b.stack_arg("out", pushed=len(SAVED) + self.frame // 8))
-            b.s("xor.r32.r32", "r11d", "r11d")
-            b.s("xor.r32.r32", "r10d", "r10d")
+            b.s("mov.r64.m64", self.outp, b.stack_arg("out", pushed=len(CALLEE_SAVED) + self.frame // 8))
+            b.s("xor.r32.r32", r32(BYTES_HI), r32(BYTES_HI))
+            b.s("xor.r32.r32", r32(INDEX), r32(INDEX))
             b.label(top)
-            b.s("cmp.r64.r64", "r10", self.len)
+            b.s("cmp.r64.r64", INDEX, self.len)
             b.branch("ae", done)
-            b.s("mov.m8.r8", Mem(self.outp, 0, index="r10", bits=8), "r11b")
-            b.s("add.r64.imm", "r10", imm=1)
+            b.s("mov.m8.r8", Mem(self.outp, 0, index=INDEX, bits=8), r8(BYTES_HI))
+            b.s("add.r64.imm", INDEX, imm=1)
             b.branch("jmp", top)
             b.label(done)
-        b.s("mov.r32.imm", "eax", imm=-1)
+        b.s("mov.r32.imm", r32(RESULT), imm=-1)
         b.branch("jmp", self.exit)
 
     def epilogue(self) -> None:
@@ -718,9 +724,9 @@ class Otr:
                 b.store(Mem("rsp", off), z, comment="wipe the frame's secrets")
         if self.pipelined:
             z = b.v("vzero", width=self.width)
-            for off in range(TABLE, self.frame - FRAME + TABLE, self.vector_bytes):
+            for off in range(TABLE, TABLE + 2 * self.table_bytes, self.vector_bytes):
                 b.store(Mem("rsp", off), z, width=self.width, comment="wipe the offset tables")
-        leave_frame(b, self.frame, SAVED)
+        leave_frame(b, self.frame, CALLEE_SAVED)
 
 
 def fold(b: FunctionBuilder, v: VReg) -> None:

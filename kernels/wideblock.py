@@ -23,8 +23,9 @@ from aesgen.consts import zip_index
 from aesgen.dsl import FunctionBuilder, key
 from aesgen.ir import Const, Mem, VReg
 
-from .aes import ScheduleWriter, _r32, expand_256, finish
+from .aes import ScheduleWriter, expand_256, finish
 from .modes import return_if_zero, vector_loops
+from .regs import r32
 
 NB = 8  # columns of the Rijndael-256 state
 RIJNDAEL_SHIFTS = (0, 1, 3, 4)  # ShiftRows offsets C0..C3 for Nb = 8 (the Rijndael proposal)
@@ -96,7 +97,7 @@ def rijndael256_set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
     The decryption schedule is the equivalent inverse cipher's: round r's halves are
     InvMixColumns of the encryption round 14 - r's (round 0 and 14 as they are)."""
     go = b.label_name("bits256_")
-    b.s("cmp.r32.imm", _r32(b.reg["bits"]), imm=256)
+    b.s("cmp.r32.imm", r32(b.reg["bits"]), imm=256)
     b.branch("e", go)
     b.s("mov.r32.imm", "eax", imm=-1, comment="Rijndael-256 here takes 256-bit keys only")
     b.s("ret")

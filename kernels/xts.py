@@ -20,11 +20,18 @@ from aesgen.consts import bswap_mask
 from aesgen.dsl import FunctionBuilder, key
 from aesgen.ir import XOR3, Const, Mem, VReg
 
-from .aes import _r32, encrypt_rounds, expand_schedule, finish, key_size_paths
+from .aes import encrypt_rounds, expand_schedule, finish, key_size_paths
 from .gfdouble import CLMUL_METHODS, TweakStream, double
-from .modes import vector_loops
+from .modes import return_if_zero, vector_loops
+from .regs import r32
 from .xts_table import TABLE_FROM_BYTES, TweakTable, gpr_tweaks
 
+# Register roles beside the arguments (b.reg); all public.
+PARTIAL = "r9"  # r = len mod 16: the bytes of a last partial block (0: no stealing)
+STEAL = "r10"  # the stealing table's address
+BACK = "r11"  # -r: the stealing table read from its end
+NR = "rax"  # the round count at the key-size dispatch (STEAL when rax holds tweak bits)
+TWEAK_KEY = "r10"  # xts_set_key: where the tweak key's schedule goes
 
 
 def xts_set_key_function(b: FunctionBuilder) -> None:
@@ -33,10 +40,10 @@ def xts_set_key_function(b: FunctionBuilder) -> None:
     key1, key2, out, enc = (b.reg[a] for a in ("key1", "key2", "xkey", "enc"))
 
     def expand(bits: int, nr: int) -> None:
-        b.s("lea.r64.m", "r10", Mem(out, b.spec.key_bytes), comment="the tweak key's schedule")
-        expand_schedule(b, bits, key2, "r10", decrypt=False)
+        b.s("lea.r64.m", TWEAK_KEY, Mem(out, b.spec.key_bytes), comment="the tweak key's schedule")
+        expand_schedule(b, bits, key2, TWEAK_KEY, decrypt=False)
         dec, stored = b.label_name("decrypt_key"), b.label_name("stored")
-        b.s("cmp.r32.imm", _r32(enc), imm=0)
+        b.s("cmp.r32.imm", r32(enc), imm=0)
         b.branch("e", dec)
         expand_schedule(b, bits, key1, out, decrypt=False)
         b.branch("jmp", stored)
@@ -91,7 +98,7 @@ class Xts:
         b.s("ret", comment="less than one block: nothing to do")
         b.label(go)
         # with the tweak table rax holds tweak bits (the ct check tracks registers, not points)
-        b.key_paths("xkey", self.path, scratch="eax" if self.table is None else "r10d")
+        b.key_paths("xkey", self.path, scratch=r32(NR if self.table is None else STEAL))
 
     def path(self, nr: int) -> None:
         b, L = self.b, self.b.lanes
@@ -103,12 +110,12 @@ class Xts:
             t = encrypt_rounds(b, t, nr, key_at=lambda i: Mem(b.fn.key_base, spec.key_bytes + i * spec.key_stride))
         stream = TweakStream(b, spec.gfdouble)
         stream.start(t)
-        # r9 = len mod 16; the bulk leaves the last whole block to stealing when r9 != 0.
-        b.s("mov.r64.r64", "r9", n)
-        b.s("and.r64.imm", "r9", imm=15, comment="bytes in a last partial block (public)")
+        # PARTIAL = len mod 16; the bulk leaves the last whole block to stealing when it is not 0.
+        b.s("mov.r64.r64", PARTIAL, n)
+        b.s("and.r64.imm", PARTIAL, imm=15, comment="bytes in a last partial block (public)")
         b.s("and.r64.imm", n, imm=-16)
         whole = b.label_name("no_stealing")
-        b.s("test.r64.r64", "r9", "r9")
+        b.s("test.r64.r64", PARTIAL, PARTIAL)
         b.branch("e", whole)
         b.s("sub.r64.imm", n, imm=16, comment="the last whole block goes with the partial one")
         b.label(whole)
@@ -146,7 +153,7 @@ class Xts:
                 b.branch("jmp", top)
                 b.label(out)
             done = b.label_name("done")
-            b.s("test.r64.r64", "r9", "r9")
+            b.s("test.r64.r64", PARTIAL, PARTIAL)
             b.branch("e", done)
             self.steal(nr, single, double(b, single, method))
             b.label(done)
@@ -199,7 +206,7 @@ class Xts:
         b.s("sub.r64.imm", self.n, imm=nbytes)
 
     def steal(self, nr: int, t_prev: VReg, t_last: VReg) -> None:
-        """The last whole block (tweak t_prev) and the r-byte partial one (t_last; r in r9).
+        """The last whole block (tweak t_prev) and the r-byte partial one (t_last; r in PARTIAL).
 
         No byte loop: the 16 bytes that end the input hold the partial block in their top r
         bytes; byte shuffles picked by r (public) move it down, and move the first r bytes of
@@ -208,16 +215,16 @@ class Xts:
         b = self.b
         inp, outp = self.inp, self.outp
         first, second = (t_last, t_prev) if self.decrypt else (t_prev, t_last)
-        b.s("lea.r64.m", "r10", steal_table(), comment="shuffles and masks, picked by r (public)")
-        b.s("mov.r64.r64", "r11", "r9")
-        b.s("neg.r64", "r11")
+        b.s("lea.r64.m", STEAL, steal_table(), comment="shuffles and masks, picked by r (public)")
+        b.s("mov.r64.r64", BACK, PARTIAL)
+        b.s("neg.r64", BACK)
         x = b.v("vload", Mem(inp, 0), comment="the last whole block")
-        tail = b.v("vload", Mem(inp, 0, index="r9"), comment="the 16 bytes that end the input")
+        tail = b.v("vload", Mem(inp, 0, index=PARTIAL), comment="the 16 bytes that end the input")
         whole = self.cipher(x, first, nr)  # CC encrypting, PP decrypting
-        down = b.v("pshufb", tail, Mem("r10", 32, index="r11"), comment="the partial block, bytes 0..r-1")
-        up = b.v("pshufb", whole, Mem("r10", 0, index="r9"), comment="its first r bytes, to the top")
-        b.store(Mem(outp, 0, index="r9"), up, comment="the partial output block (and 16 - r bytes rewritten below)")
-        keep = b.v("pand", whole, Mem("r10", 64, index="r11"), comment="bytes r..15 of the stolen block")
+        down = b.v("pshufb", tail, Mem(STEAL, 32, index=BACK), comment="the partial block, bytes 0..r-1")
+        up = b.v("pshufb", whole, Mem(STEAL, 0, index=PARTIAL), comment="its first r bytes, to the top")
+        b.store(Mem(outp, 0, index=PARTIAL), up, comment="the partial output block (and 16 - r bytes rewritten below)")
+        keep = b.v("pand", whole, Mem(STEAL, 64, index=BACK), comment="bytes r..15 of the stolen block")
         y = b.v("vxor", down, keep, comment="partial block || the stolen bytes")
         b.store(Mem(outp, 0), self.cipher(y, second, nr))
 
@@ -248,11 +255,7 @@ def gfdouble_function(b: FunctionBuilder, big_endian: bool) -> None:
     (what XTS's tweaks cost, alone: `aesgen explore gfdouble` times it)."""
     tw, outp, n = (b.reg[a] for a in ("tweak", "out", "nblocks"))
     L = b.lanes
-    go = b.label_name("go")
-    b.s("test.r64.r64", n, n)
-    b.branch("ne", go)
-    b.s("ret")
-    b.label(go)
+    return_if_zero(b, n)
 
     def path() -> None:
         stream = TweakStream(b, b.spec.gfdouble)

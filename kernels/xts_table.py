@@ -24,16 +24,19 @@ from aesgen.gf128 import doubling_reduction
 from aesgen.ir import Mem, VReg
 from aesgen.spec import KernelSpec
 
-from .aes import drop_frame
+from .frame import aligned, drop_frame, open_frame, push_saved
+from .gfdouble import gpr_double
+from .regs import r32
 
 # Shorter messages keep the vector tweaks: at 1 KiB (512 x 4, four batches) the table's
 # start-up (frame, chains, two filling batches) was 8% slower than main's loop, at 2 KiB even.
 TABLE_FROM_BYTES = 2048
 MAX_DEPTH = 8  # D tweak vectors live beside D AES states and 15 round keys (AES-256)
-COUNT63 = "r11"
-CHAINS = (("rax", "rbx"), ("rbp", "r12"))  # (lo, hi) of each chain
-T, U = "r13", "r14"
-SAVED = ("rbx", "rbp", "r12", "r13", "r14")  # five pushes: rsp is 16-byte aligned after them
+# Register roles (the XTS function's own, in kernels/xts.py, are r9, r10 and the arguments):
+COUNT63 = "r11"  # public: the sarx count
+CHAINS = (("rax", "rbx"), ("rbp", "r12"))  # (lo, hi) of each chain: the tweaks, secret
+T, U = "r13", "r14"  # scratch of a doubling (T) and of a jump (T, U): tweak bits
+SAVED = ("rbx", "rbp", "r12", "r13", "r14")  # the callee-saved registers the chains use
 
 
 def gpr_tweaks(b: FunctionBuilder) -> bool:
@@ -59,14 +62,14 @@ class TweakTable:
         self.blocks = b.depth * b.lanes  # tweaks of one batch
         self.half = self.blocks // 2
         self.bytes = 16 * self.blocks  # one table
+        self.frame = aligned(2 * self.bytes, len(SAVED))  # the two tables (five pushes: no padding)
 
     # -- frame ------------------------------------------------------------------
     def enter(self) -> None:
         """Save the registers the chains use, make the frame."""
         b = self.b
-        for r in SAVED:
-            b.s("push.r64", r)
-        b.s("sub.r64.imm", "rsp", imm=2 * self.bytes, comment="the two tweak tables")
+        push_saved(b, SAVED)
+        open_frame(b, self.frame, comment="the two tweak tables")
 
     def leave(self) -> None:
         """Wipe the tables (tweaks are secret), drop the frame, restore the registers
@@ -75,8 +78,8 @@ class TweakTable:
         z = b.v("vzero", width=512)
         for off in range(0, 2 * self.bytes, 64):
             b.store(Mem("rsp", off), z, width=512, comment="wipe the tweak tables")
-        drop_frame(b, 2 * self.bytes, SAVED)
-        b.s("xor.r32.r32", "eax", "eax", comment="rax (caller-saved) held tweak bits")
+        drop_frame(b, self.frame, SAVED)
+        b.s("xor.r32.r32", r32(CHAINS[0][0]), r32(CHAINS[0][0]), comment="rax (caller-saved) held tweak bits")
 
     def entry(self, table: int, k: int, bits: int | None = None) -> Mem:
         """Block k's tweak in table 0 or 1."""
@@ -102,12 +105,7 @@ class TweakTable:
 
     def double(self, lo: str, hi: str) -> None:
         """(hi, lo) = (hi, lo) * x."""
-        b = self.b
-        b.s("sarx.r64.r64.r64", T, hi, COUNT63, comment="all ones if bit 127 is set")
-        b.s("and.r64.imm", T, imm=doubling_reduction(), comment="x^128 = x^7 + x^2 + x + 1 then")
-        b.s("add.r64.r64", lo, lo, comment="the low qword doubled, its bit 63 carried")
-        b.s("adc.r64.r64", hi, hi, comment="the high qword doubled")
-        b.s("xor.r64.r64", lo, T, comment="next block's tweak")
+        gpr_double(self.b, lo, hi, T, COUNT63, "next block's tweak")
 
     def jump(self, lo: str, hi: str, h: int) -> None:
         """(hi, lo) = (hi, lo) * x^h, 0 < h <= 57 (the reduction fits the low qword): the

@@ -1,0 +1,52 @@
+"""Stack frames: the one convention every kernel with scratch on the stack follows.
+
+At entry rsp is 8 mod 16 (the call pushed the return address). A function that needs
+callee-saved registers pushes them first (`push_saved`, in the order given), then takes a
+frame with one `sub rsp, size` (`open_frame`), the size from `aligned`: the payload rounded
+up so that rsp is 16-byte aligned after the pushes and the `sub`. rsp moves only by
+constants and is never copied into another register (no frame pointer), so every slot is
+rsp + a constant the static constant-time check can track. The epilogue gives the frame
+back and pops the saved registers in reverse order (`drop_frame`), then returns
+(`leave_frame`: `aes.finish`, vzeroupper first after ymm/zmm code). Secrets in the frame
+are wiped by the kernel before it is dropped.
+
+win64 files need nothing here: their wrapper saves xmm6-15, rdi and rsi around the body.
+"""
+from __future__ import annotations
+
+from aesgen.dsl import FunctionBuilder
+
+from .aes import finish
+
+# The SysV callee-saved GPRs, in push order: what GCM, GCM-SIV, OCB and OTR save.
+CALLEE_SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
+
+
+def aligned(payload: int, pushes: int = len(CALLEE_SAVED)) -> int:
+    """The frame size for `payload` bytes (a multiple of 8) below `pushes` pushed registers:
+    8 more when rsp would otherwise end 8 mod 16."""
+    return payload + (8 + 8 * pushes + payload) % 16
+
+
+def push_saved(b: FunctionBuilder, saved: tuple[str, ...] = CALLEE_SAVED) -> None:
+    """The prologue's pushes (stack arguments are then at b.stack_arg(name, pushed=len(saved)))."""
+    for r in saved:
+        b.s("push.r64", r)
+
+
+def open_frame(b: FunctionBuilder, size: int, comment: str = "") -> None:
+    """rsp down by `size` (from `aligned`): the frame's slots are at rsp + 0 .. size."""
+    b.s("sub.r64.imm", "rsp", imm=size, comment=comment)
+
+
+def drop_frame(b: FunctionBuilder, frame: int, saved: tuple[str, ...] = ()) -> None:
+    """Undo a prologue that pushed `saved` and then took `frame` bytes of stack."""
+    b.s("add.r64.imm", "rsp", imm=frame)
+    for r in reversed(saved):
+        b.s("pop.r64", r)
+
+
+def leave_frame(b: FunctionBuilder, frame: int, saved: tuple[str, ...] = ()) -> None:
+    """The epilogue of such a function: drop the frame, return."""
+    drop_frame(b, frame, saved)
+    finish(b)
