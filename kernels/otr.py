@@ -37,6 +37,7 @@ from aesgen.spec import KernelSpec
 
 from .aes import encrypt_rounds, key_size_paths, finish
 from .frame import CALLEE_SAVED, aligned, leave_frame, open_frame, push_saved
+from .gcm import BYTE, BYTES_HI, gather_partial
 from .gfdouble import TweakStream, double, gpr_double
 from .modes import MASK, vector_loops
 from .regs import RESULT, r8, r32
@@ -49,12 +50,12 @@ TABLE = 64  # after the four slots: the offset tables (software pipelining)
 
 # Register roles beside the arguments (b.reg). The stack arguments move to OUT, LEN and TAG at
 # entry; COUNT and REST are the bytes of whole chunks/blocks and after them (REST: the verdict
-# at the end). Only BYTES_LO, BYTES_HI and BYTE hold data (gathered bytes, the tag difference),
-# never an address or a branch condition; INDEX is public scratch (a byte index, a table's
-# address, a byte-mask length). The offset tables' GPRs are Otr.OFS_LO, OFS_HI, OFS_T, COUNT63.
+# at the end). Only GCM's data GPRs (kernels/gcm.py: BYTES_LO, BYTES_HI, BYTE) hold data
+# (gathered bytes, the tag difference), never an address or a branch condition; INDEX is public
+# scratch (a byte index, a table's address, a byte-mask length). The offset tables' GPRs are
+# Otr.OFS_LO, OFS_HI, OFS_T, COUNT63.
 OUT, LEN, TAG = "r12", "r13", "r14"
 COUNT, REST = "rbx", "r15"
-BYTES_LO, BYTES_HI, BYTE = "rbp", "r11", "rax"
 INDEX = "r10"
 
 
@@ -181,27 +182,8 @@ class Otr:
             if self.avx512:
                 return b.v("vload", Mem(src, 0), mask=self.byte_mask(count), mask_elem="b",
                            comment="only the count bytes")
-            top, high, done = b.label_name("gather"), b.label_name("gather_hi"), b.label_name("gathered")
-            b.s("mov.r64.r64", INDEX, count)
-            b.s("xor.r32.r32", r32(BYTES_LO), r32(BYTES_LO), comment="bytes 0..7")
-            b.s("xor.r32.r32", r32(BYTES_HI), r32(BYTES_HI), comment="bytes 8..15")
-            b.label(top)
-            b.s("test.r64.r64", INDEX, INDEX)
-            b.branch("e", done)
-            b.s("sub.r64.imm", INDEX, imm=1)
-            b.s("movzx.r32.m8", r32(BYTE), Mem(src, 0, index=INDEX, bits=8))
-            b.s("cmp.r64.imm", INDEX, imm=8)
-            b.branch("ae", high)
-            b.s("shl.r64.imm", BYTES_LO, imm=8)
-            b.s("or.r64.r64", BYTES_LO, BYTE)
-            b.branch("jmp", top)
-            b.label(high)
-            b.s("shl.r64.imm", BYTES_HI, imm=8)
-            b.s("or.r64.r64", BYTES_HI, BYTE)
-            b.branch("jmp", top)
-            b.label(done)
-            b.s("mov.m64.r64", Mem("rsp", GATHER.disp, bits=64), BYTES_LO)
-            b.s("mov.m64.r64", Mem("rsp", GATHER.disp + 8, bits=64), BYTES_HI)
+            b.s("mov.r64.r64", INDEX, count)  # gather_partial counts it down: count stays
+            gather_partial(b, src, INDEX, GATHER)
             # two 8-byte loads: a 16-byte one could not be forwarded from the two stores
             lo = b.v("vload64", Mem("rsp", GATHER.disp, bits=64))
             hi = b.v("vload64", Mem("rsp", GATHER.disp + 8, bits=64))
