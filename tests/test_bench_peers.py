@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aesgen import cli
+from aesgen import report
 from aesgen.cli import main
 from aesgen.cpu import missing_features
 from aesgen.spec import KernelSpec
@@ -31,7 +31,7 @@ def needs(spec: KernelSpec):
 
 def run_cli(*args: str) -> str:
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cli.console, "_width", 300)  # tables unwrapped, whatever the terminal
+        mp.setattr(report.console, "_width", 300)  # tables unwrapped, whatever the terminal
         r = CliRunner().invoke(main, list(args))
     assert r.exit_code == 0, r.output
     return r.output

@@ -152,16 +152,16 @@ def test_tuned_needs_a_tune_result(tmp_path):
 def test_explore_table_gives_an_infeasible_reason_its_own_column(monkeypatch):
     from rich.console import Console
 
-    from aesgen import cli
+    from aesgen import report
     from aesgen.explore import Exploration, Point
 
-    monkeypatch.setattr(cli, "console", Console(width=200, highlight=False))
+    monkeypatch.setattr(report, "console", Console(width=200, highlight=False))
 
     ex = Exploration("ctr32", "native", True, 16384, 256, short_sizes=[256])
     ex.points = [Point(512, 4, "measured", bulk_gbps=9.0, short_cycles=700.0, cycles_by_size={"256": 700.0}),
                  Point(128, 16, "infeasible", "out of vector registers")]
-    with cli.console.capture() as cap:
-        cli.print_exploration(ex)
+    with report.console.capture() as cap:
+        report.print_exploration(ex)
     lines = cap.get().splitlines()
     header = next(line for line in lines if "bulk GB/s" in line)
     row = next(line for line in lines if "infeasible" in line)

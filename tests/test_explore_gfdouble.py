@@ -8,7 +8,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from aesgen import cli
+from aesgen import report
 from aesgen.cli import main
 from aesgen.cpu import missing_features
 from aesgen.doubling import refusal
@@ -21,7 +21,7 @@ has_avx512 = pytest.mark.skipif(bool(missing_features(FEATURES_BY_ISA["avx512"] 
 
 def run(*args):
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cli.console, "_width", 250)  # tables unwrapped, whatever the terminal
+        mp.setattr(report.console, "_width", 250)  # tables unwrapped, whatever the terminal
         return CliRunner().invoke(main, list(args))
 
 
