@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aesgen import report
-from aesgen.cli import main
+from aesgen.bench.ceiling import Ceiling, InstructionCost
+from aesgen.bench.timing import BenchResult, op_ceiling, unavailable_by_op
 from aesgen.cpu import missing_features
 from aesgen.spec import KernelSpec
-from aesgen.bench.timing import BenchResult, op_ceiling, unavailable_by_op
-from aesgen.bench.ceiling import Ceiling, InstructionCost
+from aesgen.tools import report
+from aesgen.tools.cli import main
 
 AEAD = KernelSpec(("ocb", "otr"), "avx512", 256, 2)
 GFNI = KernelSpec(("ctr32",), "avx512", 512, 1, backend="gfni")

@@ -9,12 +9,12 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from aesgen import report
-from aesgen.cli import main
+from aesgen.bench.ceiling import Ceiling, InstructionCost
+from aesgen.bench.timing import BenchResult, Measurement, op_ceiling
 from aesgen.cpu import missing_features
 from aesgen.spec import KernelSpec
-from aesgen.bench.timing import BenchResult, Measurement, op_ceiling
-from aesgen.bench.ceiling import Ceiling, InstructionCost
+from aesgen.tools import report
+from aesgen.tools.cli import main
 
 SPEC = KernelSpec(("xts", "gfdouble"), "avx512", 256, 2)
 needs_cpu = pytest.mark.skipif(bool(missing_features(SPEC.features)),

@@ -17,7 +17,7 @@ from aesgen.circuits.netlist import LUT_A, LUT_B, LUT_C, Circuit, CircuitError, 
 from aesgen.circuits.order import greedy_order, listed_order
 from aesgen.circuits.program import Instr, Program, ProgramError, Reg, Slot, check_form, max_live_registers, \
     mismatches
-from aesgen.cli import main
+from aesgen.tools.cli import main
 
 CIRCUITS = tuple(CIRCUIT_FILES)
 PASSES = ("three-operand", "two-operand", "ternlog")

@@ -81,6 +81,32 @@ def private_imports(path: Path) -> list[str]:
             for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
 
 
+def package_of(path: Path) -> str:
+    """The aesgen package a module file is in (generator/ is aesgen; kernels/, verify/ under it)."""
+    parts = path.relative_to(ROOT).parent.parts
+    return ".".join(["aesgen", *(parts[1:] if parts[0] == "generator" else parts)])
+
+
+def tool_imports(path: Path, source: str | None = None) -> list[str]:
+    """'line: module' for each import of aesgen.tools (the command line and its tools) in the
+    module at path (its text, or source in its place)."""
+    tree = ast.parse(path.read_text(encoding="utf-8") if source is None else source, filename=str(path))
+    package = package_of(path).split(".")
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = ".".join([*package[:len(package) - node.level + 1], *([node.module] if node.module else [])])
+            names = [f"{base}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        found += [f"{node.lineno}: {n}" for n in names if n == "aesgen.tools" or n.startswith("aesgen.tools.")]
+    return found
+
+
 def line_count(path: Path) -> int:
     return len(path.read_text(encoding="utf-8").splitlines())
 
@@ -88,7 +114,7 @@ def line_count(path: Path) -> int:
 def test_the_packages_are_where_the_layout_says() -> None:
     names = {rel(p) for p in modules()}
     assert {"verify/harness/scene.py", "verify/reference/gcm.py", "generator/bench/timing.py",
-            "generator/circuits/netlist.py", "generator/report.py"} <= names
+            "generator/circuits/netlist.py", "generator/tools/cli.py", "generator/tools/report.py"} <= names
     assert "verify/gf128.py" not in names and "verify/bench.py" not in names
     assert not any(n.startswith("kernels/circuits/") for n in names)  # one circuits package, aesgen.circuits
 
@@ -102,6 +128,12 @@ def test_no_hidden_imports() -> None:
 def test_no_private_names_imported_across_modules_in_the_clean_packages() -> None:
     offenders = {rel(p): hits for p in modules() if rel(p).startswith(CLEAN) and (hits := private_imports(p))}
     assert offenders == {}, f"make the name public where it lives, or move it: {offenders}"
+
+
+def test_the_compiler_never_imports_its_tools() -> None:
+    offenders = {rel(p): hits for p in modules() if not rel(p).startswith("generator/tools/")
+                 and (hits := tool_imports(p))}
+    assert offenders == {}, f"aesgen.tools (cli, explore, tune...) drives the compiler, not the reverse: {offenders}"
 
 
 def test_no_module_over_800_lines() -> None:
@@ -122,3 +154,11 @@ def test_the_checker_sees_what_it_forbids(tmp_path: Path) -> None:
     path.write_text("from aesgen import __version__\nfrom .gcm import _Stitch, Gcm\nfrom os import _exit\n",
                     encoding="utf-8")
     assert private_imports(path) == ["2: .gcm._Stitch"]
+
+
+def test_the_tool_check_sees_relative_and_absolute_imports() -> None:
+    source = ("from .. import tools\nfrom ..tools.cli import main\nfrom . import tools\nimport aesgen.tools.report\n"
+              "from aesgen.tools import explore\nfrom .. import spec\n")
+    hits = tool_imports(ROOT / "generator" / "circuits" / "m.py", source)
+    assert hits == ["1: aesgen.tools", "2: aesgen.tools.cli.main", "4: aesgen.tools.report",
+                    "5: aesgen.tools.explore"]

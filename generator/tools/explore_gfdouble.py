@@ -16,14 +16,14 @@ from pathlib import Path
 from statistics import median
 from typing import Callable
 
-from .bench.ceiling import measure as measure_ceiling
-from .bench.timing import bench
-from .cpu import missing_features
-from .doubling import METHODS, TABLE_METHODS, refusal
-from .dsl import BuildError
-from .pipeline import generate
-from .spec import KernelSpec
-from .verify import verify_kernel
+from ..bench.ceiling import measure as measure_ceiling
+from ..bench.timing import bench
+from ..cpu import missing_features
+from ..doubling import METHODS, TABLE_METHODS, refusal
+from ..dsl import BuildError
+from ..pipeline import generate
+from ..spec import KernelSpec
+from ..verify import verify_kernel
 
 SCHEMA = "aesgen-explore-gfdouble/1"
 OP = "gfdouble_le"

@@ -21,20 +21,20 @@ from pathlib import Path
 from statistics import median
 from typing import Callable
 
-from .bench.ceiling import measure as measure_ceiling
-from .bench.timing import bench
-from .cpu import missing_features
-from .doubling import METHODS as DOUBLING_METHODS, TABLE_METHODS, refusal
-from .dsl import BuildError
-from .ir import Branch, Insn, Label
-from .kernels import build_function
-from .mainloop import main_loop
-from .model import pipe_depth
-from .ops import info
-from .pipeline import generate
-from .spec import WIDTHS_BY_ISA, KernelSpec
-from .target import Target
-from .verify import verify_kernel
+from ..bench.ceiling import measure as measure_ceiling
+from ..bench.timing import bench
+from ..cpu import missing_features
+from ..doubling import METHODS as DOUBLING_METHODS, TABLE_METHODS, refusal
+from ..dsl import BuildError
+from ..ir import Branch, Insn, Label
+from ..kernels import build_function
+from ..mainloop import main_loop
+from ..model import pipe_depth
+from ..ops import info
+from ..pipeline import generate
+from ..spec import WIDTHS_BY_ISA, KernelSpec
+from ..target import Target
+from ..verify import verify_kernel
 
 OP_FOR_MODE = {"ecb": "ecb_encrypt", "ctr32": "ctr32_encrypt", "cbc": "cbc_decrypt", "ghash": "ghash",
                "polyval": "polyval", "gcm": "gcm_encrypt", "xts": "xts_encrypt", "ocb": "ocb_encrypt",

@@ -17,15 +17,15 @@ import subprocess
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import __version__, model, target as targets
-from .config import ConfigError, parse_modes
-from .cpu import MASK_ENV
-from .dsl import BuildError
-from .pipeline import GeneratedKernel, MODE_TITLES, _env, generate
-from .spec import BITSLICED_MODES, MODE_FUNCTIONS, MODES, KernelSpec
-from .target import cpu_signature
+from .. import __version__, model, target as targets
+from ..config import ConfigError, parse_modes
+from ..cpu import MASK_ENV
+from ..dsl import BuildError
+from ..pipeline import GeneratedKernel, MODE_TITLES, _env, generate
+from ..spec import BITSLICED_MODES, MODE_FUNCTIONS, MODES, KernelSpec
+from ..target import cpu_signature
 from .tune import load_tuned, tune_path
-from .verify import smoke
+from ..verify import smoke
 
 LIBRARY = "libaesgen.a"
 SMOKE_TEST = "smoke_test.c"

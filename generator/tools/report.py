@@ -8,15 +8,15 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from .bench.timing import DOUBLING_OPS, ceiling_line, unavailable_by_op
-from .circuits.report import KASPER_SCHWABE, ternlog_cell, three_operand_cell, two_operand_cell
-from .cpu import mask_note, missing_features
+from ..bench.timing import DOUBLING_OPS, ceiling_line, unavailable_by_op
+from ..circuits.report import KASPER_SCHWABE, ternlog_cell, three_operand_cell, two_operand_cell
+from ..cpu import mask_note, missing_features
 from .explore import round_counts
 from .explore_gfdouble import OP, SEED_NOTE
-from .model import choose, max_depth
-from .spec import ISAS, MODE_FUNCTIONS, MODES, WIDTHS_BY_ISA, KernelSpec, required_features
-from .target import native, targets
-from .verify.results import not_run
+from ..model import choose, max_depth
+from ..spec import ISAS, MODE_FUNCTIONS, MODES, WIDTHS_BY_ISA, KernelSpec, required_features
+from ..target import native, targets
+from ..verify.results import not_run
 
 console = Console(highlight=False)
 

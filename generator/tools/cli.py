@@ -14,29 +14,30 @@ import click
 from rich.console import Console
 from rich.progress import Progress
 
-from . import __version__, explore as exploration, explore_gfdouble, tune as tuning
-from .bench import ceiling as ceiling_mod
-from .bench.timing import OPS_BY_MODE, PEERS, bench as run_bench
-from .circuits.compile import DEFAULT_TRIES
-from .circuits.report import report_rows
-from .config import (ConfigError, default_depths_that_fit, make_spec, parse_modes, parse_per_mode, target_spec,
+from .. import __version__
+from ..bench import ceiling as ceiling_mod
+from ..bench.timing import OPS_BY_MODE, PEERS, bench as run_bench
+from ..circuits.compile import DEFAULT_TRIES
+from ..circuits.report import report_rows
+from ..config import (ConfigError, default_depths_that_fit, make_spec, parse_modes, parse_per_mode, target_spec,
                      with_doubling)
-from .cpu import MASK_ENV, MaskError, mask_note, missing_features, parse_mask
-from .doubling import METHODS as DOUBLING_METHODS
-from .dsl import BuildError
+from ..cpu import MASK_ENV, MaskError, mask_note, missing_features, parse_mask
+from ..doubling import METHODS as DOUBLING_METHODS
+from ..dsl import BuildError
+from ..kernels import build_function
+from ..model import bitsliced_depth
+from ..pipeline import generate as generate_kernel
+from ..simulate import Machine, call
+from ..spec import ABIS, BACKENDS, BITSLICED_MODES, ISAS, MAX_DEPTH, MODE_FUNCTIONS, MODES, OBJECT_FORMATS, KernelSpec
+from ..target import TargetError, load
+from ..verify import verify_kernel
+from ..verify.results import NOT_RUN_EXIT, not_run
+from . import explore as exploration, explore_gfdouble, tune as tuning
 from .export import choose, parse_export_modes, render
-from .kernels import build_function
-from .model import bitsliced_depth
-from .pipeline import generate as generate_kernel
 from .report import (console, print_bench, print_ceiling, print_circuits, print_doubling_exploration,
                      native_summary, print_exploration, print_limits, print_round_counts, print_targets,
                      print_tuning, print_verification)
-from .simulate import Machine, call
-from .spec import ABIS, BACKENDS, BITSLICED_MODES, ISAS, MAX_DEPTH, MODE_FUNCTIONS, MODES, OBJECT_FORMATS, KernelSpec
-from .target import TargetError, load
 from .tune import load_tuned
-from .verify import verify_kernel
-from .verify.results import NOT_RUN_EXIT, not_run
 
 err = Console(stderr=True, highlight=False)
 
