@@ -41,7 +41,7 @@ test-full: setup
 	$(BIN)/pytest -q -n $(JOBS) -m "full or not full"
 
 demo: setup
-	$(BIN)/python -m aesgen.demo --out $(OUT)
+	$(BIN)/python -m aesgen.tools.demo --out $(OUT)
 
 # Regenerate the golden kernels and fail if the generator's output changed (avo-style).
 regen-check: setup

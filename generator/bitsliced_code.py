@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from functools import cache
 
-from aesgen.kernels.circuits import load
-from aesgen.kernels.circuits.netlist import LUT_A, LUT_B, LUT_C
-
 from . import bitslice
+from .circuits import load
 from .circuits.compile import compile_circuit, target_for
+from .circuits.netlist import LUT_A, LUT_B, LUT_C
 from .circuits.program import Program, Reg, Slot
 from .dsl import FunctionBuilder
 from .ir import XOR3, Const, Insn, Mem, Phys

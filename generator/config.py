@@ -9,7 +9,9 @@ from dataclasses import replace
 
 from .doubling import DOUBLING_MODES, default_method, refusal
 from .dsl import BuildError
-from .spec import BACKENDS, C_IDENTIFIER, ISAS, MAX_DEPTH, MODES, WIDTHS_BY_ISA, KernelSpec
+from .model import ModeChoice, choose, max_depth, spec_for
+from .spec import BACKENDS, C_IDENTIFIER, FEATURES_BY_ISA, ISAS, MAX_DEPTH, MODES, WIDTHS_BY_ISA, KernelSpec
+from .target import Target
 
 
 class ConfigError(BuildError):
@@ -41,6 +43,16 @@ def parse_per_mode(items: tuple[str, ...], modes: tuple[str, ...]) -> dict[str, 
     return out
 
 
+def check_depth(depth: int) -> None:
+    if not 1 <= depth <= MAX_DEPTH:
+        raise ConfigError(f"depth {depth} out of range; choose 1..{MAX_DEPTH}")
+
+
+def check_prefix(prefix: str | None) -> None:
+    if prefix is not None and not C_IDENTIFIER.match(prefix):
+        raise ConfigError(f"prefix '{prefix}' is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)")
+
+
 def make_spec(modes: tuple[str, ...], isa: str, width: int | None, depth: int, backend: str = "aesni",
               prefix: str | None = None, per_mode: dict[str, tuple[int, int]] | None = None) -> KernelSpec:
     if backend not in BACKENDS:
@@ -53,10 +65,8 @@ def make_spec(modes: tuple[str, ...], isa: str, width: int | None, depth: int, b
     if width not in widths:
         raise ConfigError(f"--isa {isa} has no {width}-bit registers; "
                           f"widths for {isa}: {', '.join(map(str, widths))}")
-    if not 1 <= depth <= MAX_DEPTH:
-        raise ConfigError(f"depth {depth} out of range; choose 1..{MAX_DEPTH}")
-    if prefix is not None and not C_IDENTIFIER.match(prefix):
-        raise ConfigError(f"prefix '{prefix}' is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)")
+    check_depth(depth)
+    check_prefix(prefix)
     overrides = []
     for mode, (w, d) in (per_mode or {}).items():
         if w not in widths:
@@ -70,6 +80,37 @@ def make_spec(modes: tuple[str, ...], isa: str, width: int | None, depth: int, b
             overrides.append((mode, w, d))
     return KernelSpec(modes=modes, isa=isa, width=width, depth=depth, backend=backend, prefix=prefix or "",
                       overrides=tuple(overrides))
+
+
+def default_depths_that_fit(spec: KernelSpec, pinned: dict[str, tuple[int, int]]) -> KernelSpec:
+    """No --depth given: depth 8, lowered for a mode whose kernel does not fit the register file
+    at 8 (XTS or OTR on 16 registers, Rijndael-256...) to the deepest that does, as a per-mode
+    override (the file's header and regenerate command say so). An explicit --depth is never lowered."""
+    per_mode = dict(pinned)
+    for m in spec.modes:
+        if m not in pinned and 0 < (fit := max_depth(spec.isa, spec.width, m, spec.backend)) < spec.depth:
+            per_mode[m] = (spec.width, fit)
+    if per_mode == pinned:
+        return spec
+    return make_spec(spec.modes, spec.isa, spec.width, spec.depth, spec.backend, spec.prefix or None, per_mode)
+
+
+def target_spec(target: Target, modes: tuple[str, ...], isa: str | None, width: int | None, depth: int | None,
+                backend: str, prefix: str | None) -> KernelSpec:
+    """The file the target's model chooses for the modes, within the --isa, --width and --depth given."""
+    if isa is not None and not target.has_isa(isa):
+        missing = [f for f in FEATURES_BY_ISA.get(isa, ()) if f not in target.features]
+        raise ConfigError(f"target {target.name} cannot run --isa {isa} (it lacks {' '.join(missing) or isa}); "
+                          f"it supports up to {target.isa}")
+    if width is not None and width not in WIDTHS_BY_ISA[isa or target.isa]:
+        raise ConfigError(f"--isa {isa or target.isa} on target {target.name} has no {width}-bit registers; "
+                          f"widths: {', '.join(map(str, target.widths(isa)))}")
+    check_prefix(prefix)
+    choices = {m: choose(target, m, isa, width) for m in modes}
+    if depth is not None:
+        check_depth(depth)
+        choices = {m: ModeChoice(m, c.isa, c.width, depth, "--depth") for m, c in choices.items()}
+    return spec_for(target, modes, prefix, choices, backend)
 
 
 def with_doubling(spec: KernelSpec, method: str, table_lookups: bool) -> KernelSpec:

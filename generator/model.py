@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .dsl import BuildError
+from .pipeline import check_fits
 from .spec import MAX_DEPTH, KernelSpec, default_prefix
 from .target import Target
 
@@ -38,8 +39,6 @@ def pipe_depth(target: Target, width: int) -> int:
 @lru_cache(maxsize=None)
 def max_depth(isa: str, width: int, mode: str, backend: str = "aesni") -> int:
     """The largest depth whose kernel fits the register file (0 if none)."""
-    from .pipeline import check_fits
-
     def fits(depth: int) -> bool:
         try:
             check_fits(KernelSpec((mode,), isa, width, depth, backend=backend))

@@ -16,6 +16,7 @@ import jinja2
 from iced_x86 import Instruction
 
 from . import __version__
+from .bitsliced_code import circuit_pass
 from .dsl import BuildError
 from .functions import FUNCTIONS, MODE_TITLES
 from .ir import Const, Function, GroupBlock, Insn, Mark, MarkKind, Path
@@ -40,8 +41,6 @@ ISA_LINES = {
 def isa_line(spec: KernelSpec) -> str:
     if spec.backend != "bitsliced":
         return ISA_LINES[spec.isa]
-    from .bitsliced_code import circuit_pass
-
     regs = 32 if spec.isa == "avx512" else 16
     return (f"{spec.isa}: bitsliced AES from logic ops and byte shuffles ({circuit_pass(spec)} S-box "
             f"circuit), {regs} registers; no AES-NI")

@@ -8,6 +8,7 @@ from aesgen.ir import Function
 from aesgen.spec import KernelSpec
 
 from .aes import set_key_function
+from .bitsliced import FUNCTIONS as BITSLICED, check_config
 from .cpu import cpu_supported_function
 from .gcm import gcm_function
 from .gcm_stream import gcm_aad_function, gcm_finish_function, gcm_start_function, gcm_update_function
@@ -69,7 +70,6 @@ def build_function(spec: KernelSpec, name: str, compact: bool = False) -> Functi
     """`compact`: the variant for when the default's schedule needs too many registers."""
     record, describe = C_FUNCTIONS[name], FUNCTIONS[name]
     if spec.backend == "bitsliced" and name != "cpu_supported":
-        from .bitsliced import FUNCTIONS as BITSLICED, check_config  # (imports the circuit compilers)
         check_config(spec)
         describe = BITSLICED[name]
     b = FunctionBuilder(spec, name, record.kernel_args, comment=record.summary, compact=compact)

@@ -30,7 +30,6 @@ from aesgen.bitsliced_code import PLANES, Planes, circuit_pass, sbox_program
 from aesgen.consts import bswap_mask, counter_step, lane_index
 from aesgen.dsl import BuildError, FunctionBuilder
 from aesgen.ir import Insn, Mem, Phys
-from aesgen.ops import info
 from aesgen.spec import BITSLICED_MODES, KernelSpec
 
 from .aes import ROUNDS_BY_BITS, finish
@@ -558,21 +557,3 @@ def sub_word(b: FunctionBuilder, slot: Mem, slots: int) -> None:
 
 FUNCTIONS = block_cipher_functions(set_key_function, ecb_function, ctr32_function, cbc_encrypt_function,
                                    cbc_decrypt_function)
-
-
-def round_counts(spec: KernelSpec, function: str = "ctr32_encrypt") -> dict[str, int]:
-    """Instructions in one pass of `function`'s round loop (all sets of planes), by mnemonic
-    family: what `aesgen explore --backend bitsliced` reports per round."""
-    from aesgen.ir import Branch, Label
-
-    from . import build_function
-
-    items = build_function(spec, function).entry
-    start = next(k for k, it in enumerate(items) if isinstance(it, Label) and "_round" in it.name)
-    end = next(k for k, it in enumerate(items) if isinstance(it, Branch) and it.target == items[start].name)
-    counts: dict[str, int] = {}
-    for it in items[start:end]:
-        if isinstance(it, Insn):
-            family = info(it.op).mnemonic
-            counts[family] = counts.get(family, 0) + 1
-    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

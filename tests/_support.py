@@ -160,7 +160,7 @@ def aesgen_command() -> list[str]:
     if script.exists():
         return [str(script)]
     found = shutil.which("aesgen")
-    return [found] if found else [sys.executable, "-m", "aesgen.cli"]
+    return [found] if found else [sys.executable, "-m", "aesgen.tools.cli"]
 
 
 def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:

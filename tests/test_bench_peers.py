@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aesgen import cli
-from aesgen.cli import main
+from aesgen.bench.ceiling import Ceiling, InstructionCost
+from aesgen.bench.timing import BenchResult, op_ceiling, unavailable_by_op
 from aesgen.cpu import missing_features
 from aesgen.spec import KernelSpec
-from aesgen.bench.timing import BenchResult, op_ceiling, unavailable_by_op
-from aesgen.bench.ceiling import Ceiling, InstructionCost
+from aesgen.tools import report
+from aesgen.tools.cli import main
 
 AEAD = KernelSpec(("ocb", "otr"), "avx512", 256, 2)
 GFNI = KernelSpec(("ctr32",), "avx512", 512, 1, backend="gfni")
@@ -31,7 +31,7 @@ def needs(spec: KernelSpec):
 
 def run_cli(*args: str) -> str:
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cli.console, "_width", 300)  # tables unwrapped, whatever the terminal
+        mp.setattr(report.console, "_width", 300)  # tables unwrapped, whatever the terminal
         r = CliRunner().invoke(main, list(args))
     assert r.exit_code == 0, r.output
     return r.output

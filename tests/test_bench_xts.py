@@ -9,12 +9,12 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from aesgen import cli
-from aesgen.cli import main
+from aesgen.bench.ceiling import Ceiling, InstructionCost
+from aesgen.bench.timing import BenchResult, Measurement, op_ceiling
 from aesgen.cpu import missing_features
 from aesgen.spec import KernelSpec
-from aesgen.bench.timing import BenchResult, Measurement, op_ceiling
-from aesgen.bench.ceiling import Ceiling, InstructionCost
+from aesgen.tools import report
+from aesgen.tools.cli import main
 
 SPEC = KernelSpec(("xts", "gfdouble"), "avx512", 256, 2)
 needs_cpu = pytest.mark.skipif(bool(missing_features(SPEC.features)),
@@ -26,7 +26,7 @@ DOUBLING_OPS = ("gfdouble_le", "gfdouble_be")
 def bench_cli(tmp_path, *extra):
     js = tmp_path / "bench.json"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cli.console, "_width", 250)  # tables unwrapped, whatever the terminal
+        mp.setattr(report.console, "_width", 250)  # tables unwrapped, whatever the terminal
         r = CliRunner().invoke(main, ["bench", "xts,gfdouble", "--isa", "avx512", "--width", "256", "--depth", "2",
                                       "--sizes", "256,1024", "--trials", "3", "--json", str(js), *extra])
     assert r.exit_code == 0, r.output

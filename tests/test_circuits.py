@@ -9,15 +9,15 @@ import pytest
 from click.testing import CliRunner
 
 from aesgen.aesref import inv_sbox, sbox
+from aesgen.circuits import CIRCUIT_FILES, algebra, load
 from aesgen.circuits.allocate import AllocationError, Target, allocate, retable
 from aesgen.circuits.compile import Compiled, compile_circuit, target_for
 from aesgen.circuits.fuse import fuse_ternlog
+from aesgen.circuits.netlist import LUT_A, LUT_B, LUT_C, Circuit, CircuitError, Gate, lut3, parse
 from aesgen.circuits.order import greedy_order, listed_order
 from aesgen.circuits.program import Instr, Program, ProgramError, Reg, Slot, check_form, max_live_registers, \
     mismatches
-from aesgen.cli import main
-from aesgen.kernels.circuits import CIRCUIT_FILES, algebra, load
-from aesgen.kernels.circuits.netlist import LUT_A, LUT_B, LUT_C, Circuit, CircuitError, Gate, lut3, parse
+from aesgen.tools.cli import main
 
 CIRCUITS = tuple(CIRCUIT_FILES)
 PASSES = ("three-operand", "two-operand", "ternlog")

@@ -10,10 +10,10 @@ from click.testing import CliRunner
 
 from _support import (APPENDIX_C, C1_CIPHER, C1_KEY, C_PLAIN, F51_CIPHER, F51_COUNTER, F51_KEY, F51_PLAIN,
                       aesgen_command, ctr32, run)
-from aesgen.cli import main
 from aesgen.pipeline import generate
 from aesgen.spec import MODES, WIDTHS_BY_ISA, KernelSpec
 from aesgen.target import native
+from aesgen.tools.cli import main
 
 ENV = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
 

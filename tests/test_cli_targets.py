@@ -8,10 +8,10 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from aesgen.cli import main
-from aesgen.spec import KernelSpec
 from aesgen.cpu import MASK_ENV
+from aesgen.spec import KernelSpec
 from aesgen.target import cpu_signature
+from aesgen.tools.cli import main
 
 
 def run(*args, env=None):
@@ -95,7 +95,7 @@ def test_explore_gcm_model_has_k_products_and_infeasible_points(tmp_path):
 
 
 def test_explore_json_of_measured_gcm_points():
-    from aesgen.explore import Exploration, Point
+    from aesgen.tools.explore import Exploration, Point
 
     ex = Exploration("gcm", "native", True, 16384, 256, short_sizes=[256, 1024])
     ex.points = [Point(512, 4, "measured", bulk_gbps=9.0, short_cycles=700.0, variant="schoolbook", k=16,
@@ -152,16 +152,16 @@ def test_tuned_needs_a_tune_result(tmp_path):
 def test_explore_table_gives_an_infeasible_reason_its_own_column(monkeypatch):
     from rich.console import Console
 
-    from aesgen import cli
-    from aesgen.explore import Exploration, Point
+    from aesgen.tools import report
+    from aesgen.tools.explore import Exploration, Point
 
-    monkeypatch.setattr(cli, "console", Console(width=200, highlight=False))
+    monkeypatch.setattr(report, "console", Console(width=200, highlight=False))
 
     ex = Exploration("ctr32", "native", True, 16384, 256, short_sizes=[256])
     ex.points = [Point(512, 4, "measured", bulk_gbps=9.0, short_cycles=700.0, cycles_by_size={"256": 700.0}),
                  Point(128, 16, "infeasible", "out of vector registers")]
-    with cli.console.capture() as cap:
-        cli.print_exploration(ex)
+    with report.console.capture() as cap:
+        report.print_exploration(ex)
     lines = cap.get().splitlines()
     header = next(line for line in lines if "bulk GB/s" in line)
     row = next(line for line in lines if "infeasible" in line)
@@ -170,7 +170,7 @@ def test_explore_table_gives_an_infeasible_reason_its_own_column(monkeypatch):
 
 
 def test_explore_measures_the_later_modes_and_refuses_to_model_them(tmp_path):
-    from aesgen.explore import MODELLED_MODES, OP_FOR_MODE
+    from aesgen.tools.explore import MODELLED_MODES, OP_FOR_MODE
     from aesgen.bench.timing import OPS_BY_MODE
 
     assert all(op in OPS_BY_MODE[mode] for mode, op in OP_FOR_MODE.items())  # each explored op is a bench op

@@ -63,7 +63,7 @@ def aesgen(*args: str, mask: str | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     if mask is not None:
         env[cpu.MASK_ENV] = mask
-    return subprocess.run([sys.executable, "-m", "aesgen.cli", *args], capture_output=True, text=True, env=env)
+    return subprocess.run([sys.executable, "-m", "aesgen.tools.cli", *args], capture_output=True, text=True, env=env)
 
 
 def test_a_bad_mask_is_one_line_and_exit_2() -> None:

@@ -8,12 +8,12 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from aesgen import cli
-from aesgen.cli import main
 from aesgen.cpu import missing_features
 from aesgen.doubling import refusal
-from aesgen.explore_gfdouble import DoublingExploration, DoublingPoint, configs
 from aesgen.spec import FEATURES_BY_ISA
+from aesgen.tools import report
+from aesgen.tools.cli import main
+from aesgen.tools.explore_gfdouble import DoublingExploration, DoublingPoint, configs
 
 has_avx512 = pytest.mark.skipif(bool(missing_features(FEATURES_BY_ISA["avx512"] + ("vpclmulqdq",))),
                                 reason="CPU lacks AVX-512 with VPCLMULQDQ")
@@ -21,7 +21,7 @@ has_avx512 = pytest.mark.skipif(bool(missing_features(FEATURES_BY_ISA["avx512"] 
 
 def run(*args):
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cli.console, "_width", 250)  # tables unwrapped, whatever the terminal
+        mp.setattr(report.console, "_width", 250)  # tables unwrapped, whatever the terminal
         return CliRunner().invoke(main, list(args))
 
 

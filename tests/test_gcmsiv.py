@@ -110,7 +110,7 @@ def test_header_and_refused_depth(tmp_path):
     assert f"void {spec.prefix}_polyval(" in h
     assert "pclmulqdq" in spec.features and "vpclmulqdq" in spec.features
     # Sixteen CTR groups cannot fit in 16 xmm registers: one line, exit status 2.
-    r = subprocess.run([sys.executable, "-m", "aesgen.cli", "generate", "gcm-siv", "--isa", "sse", "--depth", "16",
+    r = subprocess.run([sys.executable, "-m", "aesgen.tools.cli", "generate", "gcm-siv", "--isa", "sse", "--depth", "16",
                         "-o", str(tmp_path / "x.S")], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "gcmsiv_encrypt" in r.stderr
 

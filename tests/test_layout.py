@@ -2,12 +2,10 @@
 
 Every module under generator/ (aesgen, aesgen.bench in generator/bench/), kernels/ and verify/
 is parsed with `ast` (nothing is imported). In verify/ and aesgen.bench no module imports
-another's _private names. A function-local import of aesgen's own modules
-(`from aesgen... import`, `from . import`, `importlib.import_module`) hides a dependency,
-usually to dodge an import cycle: verify/ and aesgen.bench have none; generator/ and kernels/
-still have the ones pinned below, and the pins can only shrink (a new one fails, and so does
-a count that went down until it is lowered here). Lazy imports of third-party packages
-(matplotlib, the test-vector packages) are fine.
+another's _private names. No module has a function-local import of aesgen's own modules
+(`from aesgen... import`, `from . import`, `importlib.import_module`): it hides a dependency,
+usually to dodge an import cycle, and a cycle means a module is in the wrong place. Lazy imports
+of third-party packages (matplotlib, the test-vector packages) are fine.
 """
 from __future__ import annotations
 
@@ -16,24 +14,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("generator", "kernels", "verify")
-CLEAN = ("verify/", "generator/bench/")  # no function-local import of aesgen's own modules at all
+CLEAN = ("verify/", "generator/bench/")  # no module imports another's _private names
 MAX_LINES = 800
-
-# Function-local imports of aesgen's own modules still in generator/ and kernels/ (issue 14):
-# module -> how many. Lower a count (or drop the module) when you remove some; never raise one.
-LOCAL_IMPORTS_LEFT = {
-    "generator/cli.py": 33,
-    "generator/demo.py": 5,
-    "generator/explore.py": 3,
-    "generator/explore_gfdouble.py": 3,
-    "generator/export.py": 6,
-    "generator/model.py": 1,
-    "generator/pipeline.py": 1,
-    "kernels/__init__.py": 1,
-    "kernels/bitsliced.py": 2,
-}
-# Modules still over MAX_LINES (issue 14); drop one from the set when it is split.
-LONG_MODULES_LEFT = {"generator/cli.py"}
 
 
 def modules() -> list[Path]:
@@ -99,18 +81,46 @@ def private_imports(path: Path) -> list[str]:
             for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
 
 
+def package_of(path: Path) -> str:
+    """The aesgen package a module file is in (generator/ is aesgen; kernels/, verify/ under it)."""
+    parts = path.relative_to(ROOT).parent.parts
+    return ".".join(["aesgen", *(parts[1:] if parts[0] == "generator" else parts)])
+
+
+def tool_imports(path: Path, source: str | None = None) -> list[str]:
+    """'line: module' for each import of aesgen.tools (the command line and its tools) in the
+    module at path (its text, or source in its place)."""
+    tree = ast.parse(path.read_text(encoding="utf-8") if source is None else source, filename=str(path))
+    package = package_of(path).split(".")
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = ".".join([*package[:len(package) - node.level + 1], *([node.module] if node.module else [])])
+            names = [f"{base}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        found += [f"{node.lineno}: {n}" for n in names if n == "aesgen.tools" or n.startswith("aesgen.tools.")]
+    return found
+
+
 def line_count(path: Path) -> int:
     return len(path.read_text(encoding="utf-8").splitlines())
 
 
 def test_the_packages_are_where_the_layout_says() -> None:
     names = {rel(p) for p in modules()}
-    assert {"verify/harness/scene.py", "verify/reference/gcm.py", "generator/bench/timing.py"} <= names
+    assert {"verify/harness/scene.py", "verify/reference/gcm.py", "generator/bench/timing.py",
+            "generator/circuits/netlist.py", "generator/tools/cli.py", "generator/tools/report.py"} <= names
     assert "verify/gf128.py" not in names and "verify/bench.py" not in names
+    assert not any(n.startswith("kernels/circuits/") for n in names)  # one circuits package, aesgen.circuits
 
 
-def test_no_hidden_imports_in_the_clean_packages() -> None:
-    offenders = {rel(p): hits for p in modules() if rel(p).startswith(CLEAN) and (hits := hidden_imports(p))}
+def test_no_hidden_imports() -> None:
+    offenders = {rel(p): hits for p in modules() if (hits := hidden_imports(p))}
     assert offenders == {}, "import aesgen's modules at the top of the module (a cycle means a module " \
                             f"is in the wrong place): {offenders}"
 
@@ -120,19 +130,15 @@ def test_no_private_names_imported_across_modules_in_the_clean_packages() -> Non
     assert offenders == {}, f"make the name public where it lives, or move it: {offenders}"
 
 
-def test_hidden_imports_elsewhere_only_shrink() -> None:
-    counts = {rel(p): hits for p in modules() if not rel(p).startswith(CLEAN) and (hits := hidden_imports(p))}
-    grown = {m: hits for m, hits in counts.items() if len(hits) > LOCAL_IMPORTS_LEFT.get(m, 0)}
-    assert grown == {}, f"new function-local imports of aesgen's modules (pinned: {LOCAL_IMPORTS_LEFT}): {grown}"
-    stale = {m: len(counts.get(m, ())) for m, n in LOCAL_IMPORTS_LEFT.items() if len(counts.get(m, ())) < n}
-    assert stale == {}, f"fewer function-local imports than pinned: lower LOCAL_IMPORTS_LEFT to {stale}"
+def test_the_compiler_never_imports_its_tools() -> None:
+    offenders = {rel(p): hits for p in modules() if not rel(p).startswith("generator/tools/")
+                 and (hits := tool_imports(p))}
+    assert offenders == {}, f"aesgen.tools (cli, explore, tune...) drives the compiler, not the reverse: {offenders}"
 
 
-def test_no_module_over_800_lines_but_the_pinned_ones() -> None:
+def test_no_module_over_800_lines() -> None:
     long = {rel(p): line_count(p) for p in modules() if line_count(p) > MAX_LINES}
-    assert set(long) <= LONG_MODULES_LEFT, f"modules over {MAX_LINES} lines: {long}"
-    assert LONG_MODULES_LEFT <= set(long), \
-        f"no longer over {MAX_LINES} lines, drop from LONG_MODULES_LEFT: {LONG_MODULES_LEFT - set(long)}"
+    assert long == {}, f"modules over {MAX_LINES} lines: split them: {long}"
 
 
 def test_the_checker_sees_what_it_forbids(tmp_path: Path) -> None:
@@ -148,3 +154,11 @@ def test_the_checker_sees_what_it_forbids(tmp_path: Path) -> None:
     path.write_text("from aesgen import __version__\nfrom .gcm import _Stitch, Gcm\nfrom os import _exit\n",
                     encoding="utf-8")
     assert private_imports(path) == ["2: .gcm._Stitch"]
+
+
+def test_the_tool_check_sees_relative_and_absolute_imports() -> None:
+    source = ("from .. import tools\nfrom ..tools.cli import main\nfrom . import tools\nimport aesgen.tools.report\n"
+              "from aesgen.tools import explore\nfrom .. import spec\n")
+    hits = tool_imports(ROOT / "generator" / "circuits" / "m.py", source)
+    assert hits == ["1: aesgen.tools", "2: aesgen.tools.cli.main", "4: aesgen.tools.report",
+                    "5: aesgen.tools.explore"]

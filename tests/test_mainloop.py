@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from aesgen.dsl import BuildError
-from aesgen.explore import main_loop_text
 from aesgen.mainloop import loops, main_loop
 from aesgen.pipeline import generate
 from aesgen.spec import KernelSpec
+from aesgen.tools.explore import main_loop_text
 
 # (isa, width, depth): a zmm, a ymm and an xmm file, one of them with 16 registers.
 CONFIGS = [("avx512", 512, 4), ("avx512", 256, 3), ("avx", 128, 2)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from aesgen.kernels.circuits.netlist import Circuit, Gate
+from .netlist import Circuit, Gate
 
 from .program import Instr, Operand, Program, Reg, Slot
 

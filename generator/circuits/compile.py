@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from aesgen.kernels.circuits.netlist import Circuit
-
 from .allocate import Target, allocate
 from .fuse import fuse_ternlog
+from .netlist import Circuit
 from .order import greedy_order, listed_order
 from .program import Program, mismatches
 

@@ -8,7 +8,7 @@ a cone that is a lone XOR, AND or OR stays that gate (a non-destructive 3-operan
 """
 from __future__ import annotations
 
-from aesgen.kernels.circuits.netlist import LUT_A, LUT_B, LUT_C, Circuit, Gate
+from .netlist import LUT_A, LUT_B, LUT_C, Circuit, Gate
 
 PLAIN = ("XOR", "AND", "OR")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from aesgen.kernels.circuits.netlist import Circuit
+from .netlist import Circuit
 
 
 def listed_order(circuit: Circuit) -> list[int]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aesgen.kernels.circuits.netlist import Circuit, bitsliced_inputs, lut3, row_mask
+from .netlist import Circuit, bitsliced_inputs, lut3, row_mask
 
 OPS = ("xor", "and", "or", "andn", "not", "ternlog", "mov", "load", "store")
 BINARY = ("xor", "and", "or", "andn")

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aesgen.kernels.circuits import CIRCUIT_FILES, load
-from aesgen.kernels.circuits.netlist import Metrics
-
+from . import CIRCUIT_FILES, load
 from .compile import DEFAULT_TRIES, Compiled, compile_circuit, target_for
+from .netlist import Metrics
 
 # Käsper–Schwabe (CHES 2009), one bitsliced S-box layer in two-operand SSE: the baseline to beat.
 KASPER_SCHWABE = {"xor": 93, "and/or": 35, "mov": 35, "total": 163}

@@ -16,11 +16,14 @@ from pathlib import Path
 from statistics import median
 from typing import Callable
 
-from .cpu import missing_features
-from .doubling import METHODS, TABLE_METHODS, refusal
-from .dsl import BuildError
-from .pipeline import generate
-from .spec import KernelSpec
+from ..bench.ceiling import measure as measure_ceiling
+from ..bench.timing import bench
+from ..cpu import missing_features
+from ..doubling import METHODS, TABLE_METHODS, refusal
+from ..dsl import BuildError
+from ..pipeline import generate
+from ..spec import KernelSpec
+from ..verify import verify_kernel
 
 SCHEMA = "aesgen-explore-gfdouble/1"
 OP = "gfdouble_le"
@@ -129,8 +132,6 @@ def _prepare(method: str, isa: str, width: int, depth: int,
     except BuildError as e:
         point.status, point.reason = "infeasible", str(e)
         return point, None, None
-    from .verify import verify_kernel
-
     path = tmp / f"{spec.prefix}_{method}.S"
     path.write_text(kernel.asm)
     failed = [r for r in verify_kernel(path, spec, quick=True) if r.status == "fail"]
@@ -142,9 +143,6 @@ def _prepare(method: str, isa: str, width: int, depth: int,
 
 def _measure(result: DoublingExploration, runnable: list, trials: int, rounds: int,
              progress: Callable[[str], None] | None) -> None:
-    from .bench.timing import bench
-    from .bench.ceiling import measure as measure_ceiling
-
     ceiling = measure_ceiling()
     result.tsc_hz, result.core_hz = ceiling.tsc_hz, ceiling.core_hz
     size = 16 * result.blocks

@@ -18,16 +18,23 @@ import subprocess
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from statistics import median
 from typing import Callable
 
-from .doubling import METHODS as DOUBLING_METHODS, TABLE_METHODS, refusal
-from .dsl import BuildError
-from .mainloop import main_loop
-from .model import pipe_depth
-from .cpu import missing_features
-from .pipeline import generate
-from .spec import WIDTHS_BY_ISA, KernelSpec
-from .target import Target
+from ..bench.ceiling import measure as measure_ceiling
+from ..bench.timing import bench
+from ..cpu import missing_features
+from ..doubling import METHODS as DOUBLING_METHODS, TABLE_METHODS, refusal
+from ..dsl import BuildError
+from ..ir import Branch, Insn, Label
+from ..kernels import build_function
+from ..mainloop import main_loop
+from ..model import pipe_depth
+from ..ops import info
+from ..pipeline import generate
+from ..spec import WIDTHS_BY_ISA, KernelSpec
+from ..target import Target
+from ..verify import verify_kernel
 
 OP_FOR_MODE = {"ecb": "ecb_encrypt", "ctr32": "ctr32_encrypt", "cbc": "cbc_decrypt", "ghash": "ghash",
                "polyval": "polyval", "gcm": "gcm_encrypt", "xts": "xts_encrypt", "ocb": "ocb_encrypt",
@@ -189,8 +196,6 @@ def _prepare(mode: str, target: Target, isa: str, width: int, depth: int, measur
         return Point(width, depth, "model", "llvm-mca", model_cycles_per_iteration=cycles,
                      model_bytes_per_cycle=per_iteration / cycles,
                      model_single_iteration_cycles=single), None, None
-    from .verify import verify_kernel
-
     path = tmp / f"{spec.prefix}_{variant or 'only'}.S"
     path.write_text(kernel.asm)
     failed = [r for r in verify_kernel(path, spec, quick=True) if r.status == "fail"]
@@ -201,11 +206,6 @@ def _prepare(mode: str, target: Target, isa: str, width: int, depth: int, measur
 
 def _measure(mode: str, runnable: list, bulk: int, shorts: list[int], trials: int, rounds: int,
              progress: Callable[[str], None] | None) -> None:
-    from statistics import median
-
-    from .bench.timing import bench
-    from .bench.ceiling import measure as measure_ceiling
-
     ceiling = measure_ceiling()
     cycles_per_tick = ceiling.core_hz / ceiling.tsc_hz
     op = OP_FOR_MODE[mode]
@@ -224,6 +224,20 @@ def _measure(mode: str, runnable: list, bulk: int, shorts: list[int], trials: in
         point.cycles_by_size = {str(s): median(c[i] for _, c, _ in got) for i, s in enumerate(shorts)}
         point.gbps_by_size = {str(s): median(g[i] for _, _, g in got) for i, s in enumerate(shorts)}
         point.short_cycles = point.cycles_by_size[str(shorts[0])]
+
+
+def round_counts(spec: KernelSpec, function: str = "ctr32_encrypt") -> dict[str, int]:
+    """Instructions in one pass of `function`'s round loop (all sets of planes) in a bitsliced
+    file, by mnemonic family: what `aesgen explore --backend bitsliced` reports per round."""
+    items = build_function(spec, function).entry
+    start = next(k for k, it in enumerate(items) if isinstance(it, Label) and "_round" in it.name)
+    end = next(k for k, it in enumerate(items) if isinstance(it, Branch) and it.target == items[start].name)
+    counts: dict[str, int] = {}
+    for it in items[start:end]:
+        if isinstance(it, Insn):
+            family = info(it.op).mnemonic
+            counts[family] = counts.get(family, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def plot(result: Exploration, path: Path) -> None:

@@ -10,18 +10,22 @@ folder and where it came from.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import __version__
-from .config import ConfigError, parse_modes
-from .cpu import MASK_ENV
-from .pipeline import GeneratedKernel, MODE_TITLES, _env, generate
-from .dsl import BuildError
-from .spec import BITSLICED_MODES, MODE_FUNCTIONS, MODES, KernelSpec
+from .. import __version__, model, target as targets
+from ..config import ConfigError, parse_modes
+from ..cpu import MASK_ENV
+from ..dsl import BuildError
+from ..pipeline import GeneratedKernel, MODE_TITLES, _env, generate
+from ..spec import BITSLICED_MODES, MODE_FUNCTIONS, MODES, KernelSpec
+from ..target import cpu_signature
+from .tune import load_tuned, tune_path
+from ..verify import smoke
 
 LIBRARY = "libaesgen.a"
 SMOKE_TEST = "smoke_test.c"
@@ -53,8 +57,6 @@ def choose(target_name: str, modes: tuple[str, ...], abi: str, dropin: dict | No
     """Each mode's configuration for the target (tuned result, else the model's choice);
     dropin: KernelSpec fields every file gets (object_format, hidden, no_red_zone)."""
     dropin = dropin or {}
-    from . import model, target as targets
-
     t = targets.load(target_name)
     tuned = _tuned_modes() if target_name == "native" else {}
     out = []
@@ -73,7 +75,6 @@ def choose(target_name: str, modes: tuple[str, ...], abi: str, dropin: dict | No
                                           f"x depth {choice.depth} ({choice.reason})"))
             continue
         if mode in tuned:
-            from .tune import load_tuned
             spec = load_tuned(t, (mode,), "bulk", prefix)
             pick = tuned[mode]
             chosen = f"`aesgen tune` on this CPU (bulk profile): {pick['width']}-bit x depth {pick['depth']}"
@@ -95,8 +96,6 @@ def choose(target_name: str, modes: tuple[str, ...], abi: str, dropin: dict | No
 def _model_spec(t, mode: str, prefix: str, choice, abi: str, dropin: dict) -> tuple[KernelSpec, GeneratedKernel, str]:
     """The model's choice, or the deepest smaller depth the mode accepts when it refuses
     that one (e.g. OCB takes power-of-two batches only); the refusal is kept as the reason."""
-    from . import model
-
     first: BuildError | None = None
     for depth in range(choice.depth, 0, -1):
         spec = replace(model.spec_for(t, (mode,), prefix, {mode: replace(choice, depth=depth)}), abi=abi, **dropin)
@@ -111,11 +110,6 @@ def _model_spec(t, mode: str, prefix: str, choice, abi: str, dropin: dict) -> tu
 
 def _tuned_modes() -> dict[str, dict]:
     """Bulk picks of this CPU's tuning file, if there is one for this CPU."""
-    import json
-
-    from .target import cpu_signature
-    from .tune import tune_path
-
     path = tune_path()
     if not path.exists():
         return {}
@@ -153,8 +147,6 @@ def export_command(target: str, abi: str, modes: tuple[str, ...], verify: bool, 
 def render(families: list[Family], target: str, abi: str, modes: tuple[str, ...], verify: bool,
            dropin: dict | None = None) -> dict[str, str]:
     """Every file of the export folder: name -> text."""
-    from aesgen.verify import smoke
-
     files: dict[str, str] = {}
     for f in families:
         f.kernel = f.kernel or generate(f.spec, f"{f.stem}.S")

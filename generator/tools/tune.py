@@ -13,12 +13,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .config import ConfigError
-from .cpu import MASK_ENV, mask_note
+from ..config import ConfigError
+from ..cpu import MASK_ENV, mask_note
+from ..model import max_depth, pipe_depth
+from ..spec import MAX_DEPTH, WIDTHS_BY_ISA, KernelSpec, default_prefix
+from ..target import Target, cpu_signature
 from .explore import Point, explore
-from .model import max_depth, pipe_depth
-from .spec import MAX_DEPTH, WIDTHS_BY_ISA, KernelSpec, default_prefix
-from .target import Target, cpu_signature
 
 SCHEMA = "aesgen-tune/1"
 PROFILES = ("bulk", "short")

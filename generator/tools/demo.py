@@ -17,31 +17,29 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress
 
-from .cli import print_bench, print_ceiling, print_exploration, write_atomically
-from .pipeline import generate
-from .cpu import mask_note
-from .spec import CIPHER_MODES as MODES
-from .model import backend_choice
-from .spec import KernelSpec, default_prefix
-from .target import native
+from ..bench.ceiling import measure
+from ..bench.timing import OPS_BY_MODE, bench
+from ..cpu import mask_note
+from ..model import backend_choice
+from ..pipeline import generate
+from ..spec import CIPHER_MODES as MODES, KernelSpec, default_prefix
+from ..target import native
+from ..verify import verify_kernel
+from . import explore, tune
+from .cli import write_atomically
+from .report import console as report_console, print_bench, print_ceiling, print_exploration
 
 SIZES = [64, 256, 1024, 4096, 16384]
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import explore, tune
-    from .verify import verify_kernel
-    from .bench.timing import OPS_BY_MODE, bench
-    from .bench.ceiling import measure
-
-    ap = argparse.ArgumentParser(prog="aesgen.demo", description=__doc__)
+    ap = argparse.ArgumentParser(prog="aesgen.tools.demo", description=__doc__)
     ap.add_argument("--out", default="out", type=Path)
     args = ap.parse_args(argv)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     console = Console(highlight=False, width=150)
-    from . import cli
-    cli.console.width = 150  # the tables printed through the CLI helpers too
+    report_console.width = 150  # the tables printed through aesgen.tools.report too
     target = native()
     aesni = target.isa_for("aesni")
     backend = target.backend_for(MODES)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
 import sys
@@ -11,19 +12,33 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.table import Table
+from rich.progress import Progress
 
-from . import __version__
-from .config import ConfigError, make_spec, parse_modes, parse_per_mode, with_doubling
-from .doubling import METHODS as DOUBLING_METHODS
-from .cpu import MASK_ENV, MaskError, mask_note, missing_features, parse_mask
-from .dsl import BuildError
-from .model import bitsliced_depth
-from .verify.results import NOT_RUN_EXIT, not_run
-from .spec import (ABIS, FEATURES_BY_ISA, ISAS, MAX_DEPTH, MODE_FUNCTIONS, MODES, OBJECT_FORMATS, WIDTHS_BY_ISA,
-                   KernelSpec, required_features)
+from .. import __version__
+from ..bench import ceiling as ceiling_mod
+from ..bench.timing import OPS_BY_MODE, PEERS, bench as run_bench
+from ..circuits.compile import DEFAULT_TRIES
+from ..circuits.report import report_rows
+from ..config import (ConfigError, default_depths_that_fit, make_spec, parse_modes, parse_per_mode, target_spec,
+                     with_doubling)
+from ..cpu import MASK_ENV, MaskError, mask_note, missing_features, parse_mask
+from ..doubling import METHODS as DOUBLING_METHODS
+from ..dsl import BuildError
+from ..kernels import build_function
+from ..model import bitsliced_depth
+from ..pipeline import generate as generate_kernel
+from ..simulate import Machine, call
+from ..spec import ABIS, BACKENDS, BITSLICED_MODES, ISAS, MAX_DEPTH, MODE_FUNCTIONS, MODES, OBJECT_FORMATS, KernelSpec
+from ..target import TargetError, load
+from ..verify import verify_kernel
+from ..verify.results import NOT_RUN_EXIT, not_run
+from . import explore as exploration, explore_gfdouble, tune as tuning
+from .export import choose, parse_export_modes, render
+from .report import (console, print_bench, print_ceiling, print_circuits, print_doubling_exploration,
+                     native_summary, print_exploration, print_limits, print_round_counts, print_targets,
+                     print_tuning, print_verification)
+from .tune import load_tuned
 
-console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
 
@@ -161,15 +176,6 @@ def note(text: str) -> None:
     click.echo(f"aesgen: {text}", err=True)
 
 
-def native_summary() -> str:
-    from .cpu import mask_note
-    from .target import native
-
-    t = native()
-    name = t.description.removeprefix("this CPU: ").removesuffix(f" (modelled as {t.modelled_as})")
-    return f"{name}, modelled as {t.modelled_as}{mask_note()}"
-
-
 def describe_choice(spec: KernelSpec) -> str:
     """'avx2 256-bit x depth 8, backend aesni (xts 256 x 5)'"""
     per = "".join(f", {m} {w} x {d}" for m, w, d in spec.overrides)
@@ -178,8 +184,6 @@ def describe_choice(spec: KernelSpec) -> str:
 
 def _target_backend(target: str, modes: str) -> str:
     """No --backend: AES-NI where the target has it, else what runs there without it."""
-    from .target import TargetError, load
-
     try:
         t = load(target)
         mode_list = parse_modes(modes)
@@ -187,7 +191,6 @@ def _target_backend(target: str, modes: str) -> str:
         raise UsageFailure(str(e)) from None
     backend = t.backend_for(mode_list)
     if not t.isa_for(backend):
-        from .spec import BITSLICED_MODES
         raise UsageFailure(f"target {t.name} has no AES-NI and no GFNI, and {', '.join(mode_list)} has no "
                            f"bitsliced kernel (it covers {', '.join(BITSLICED_MODES)}); name --isa to "
                            "cross-generate")
@@ -195,8 +198,6 @@ def _target_backend(target: str, modes: str) -> str:
 
 
 def _target_isa_width(target: str, backend: str, isa: str | None, width: int | None) -> tuple[str, int | None]:
-    from .target import load
-
     t = load(target)
     isa = isa or t.isa_for(backend)
     if isa is None:
@@ -205,26 +206,9 @@ def _target_isa_width(target: str, backend: str, isa: str | None, width: int | N
     return isa, width or t.widths(isa)[0]
 
 
-def default_depths_that_fit(spec: KernelSpec, pinned: dict[str, tuple[int, int]]) -> KernelSpec:
-    """No --depth given: depth 8, lowered for a mode whose kernel does not fit the register file
-    at 8 (XTS or OTR on 16 registers, Rijndael-256...) to the deepest that does, as a per-mode
-    override (the file's header and regenerate command say so). An explicit --depth is never lowered."""
-    from .model import max_depth
-
-    per_mode = dict(pinned)
-    for m in spec.modes:
-        if m not in pinned and 0 < (fit := max_depth(spec.isa, spec.width, m, spec.backend)) < spec.depth:
-            per_mode[m] = (spec.width, fit)
-    if per_mode == pinned:
-        return spec
-    return make_spec(spec.modes, spec.isa, spec.width, spec.depth, spec.backend, spec.prefix or None, per_mode)
-
-
 def _spec_from_options(modes: str, isa: str | None, width: int | None, depth: int | None, backend: str,
                        prefix: str | None, target: str | None, tuned: bool, profile: str,
                        per_mode: tuple[str, ...]) -> KernelSpec:
-    from .target import TargetError
-
     try:
         mode_list = parse_modes(modes)
         if target is None:
@@ -234,30 +218,14 @@ def _spec_from_options(modes: str, isa: str | None, width: int | None, depth: in
             spec = make_spec(mode_list, isa or "avx512", width, 8 if depth is None else depth, backend, prefix,
                              pinned)
             return spec if depth is not None else default_depths_that_fit(spec, pinned)
-        from . import model, target as targets
-
-        t = targets.load(target)
+        t = load(target)
         if per_mode:
             raise ConfigError("--per-mode and --target exclude each other (the target chooses per mode)")
         if tuned:
-            from .tune import load_tuned
             if target != "native":
                 raise ConfigError("--tuned works with --target native (tuning measures this CPU)")
             return load_tuned(t, mode_list, profile, prefix)
-        if isa is not None and not t.has_isa(isa):
-            missing = [f for f in FEATURES_BY_ISA.get(isa, ()) if f not in t.features]
-            raise ConfigError(f"target {t.name} cannot run --isa {isa} (it lacks {' '.join(missing) or isa}); "
-                              f"it supports up to {t.isa}")
-        if width is not None and width not in WIDTHS_BY_ISA[isa or t.isa]:
-            raise ConfigError(f"--isa {isa or t.isa} on target {t.name} has no {width}-bit registers; "
-                              f"widths: {', '.join(map(str, t.widths(isa)))}")
-        if prefix is not None:
-            make_spec(mode_list, isa or t.isa, width, 1, backend, prefix)  # validates the prefix
-        choices = {m: model.choose(t, m, isa, width) for m in mode_list}
-        if depth is not None:
-            make_spec(mode_list, isa or t.isa, width, depth, backend, None)  # validates the depth
-            choices = {m: model.ModeChoice(m, c.isa, c.width, depth, "--depth") for m, c in choices.items()}
-        return model.spec_for(t, mode_list, prefix, choices, backend)
+        return target_spec(t, mode_list, isa, width, depth, backend, prefix)
     except (ConfigError, TargetError) as e:
         raise UsageFailure(str(e)) from None
 
@@ -328,13 +296,11 @@ def require_writable(*paths: Path | None, create_folder: bool = False) -> None:
 
 
 def generate_files(spec: KernelSpec, output: Path) -> tuple[Path, Path]:
-    from .pipeline import generate
-
     if output.suffix != ".S":
         raise UsageFailure(f"output '{output}' must end in .S (the .h is written next to it)")
     require_folder(output)
     try:
-        kernel = generate(spec, output.name)
+        kernel = generate_kernel(spec, output.name)
     except BuildError as e:
         raise UsageFailure(str(e)) from None
     header = output.with_suffix(".h")
@@ -401,8 +367,6 @@ def verify(what: str, quick: bool, seed: int, verbose: bool, allow_skips: bool, 
     lacks ...`. Exit codes: 0 every check ran and passed; 1 a check failed; 2 usage error;
     3 no failure but checks NOT RUN (0 with --allow-skips).
     """
-    from .verify import verify_kernel
-
     with tempfile.TemporaryDirectory(prefix="aesgen-verify-") as tmp:
         if looks_like_file(what):
             path = Path(what)
@@ -419,7 +383,7 @@ def verify(what: str, quick: bool, seed: int, verbose: bool, allow_skips: bool, 
         console.print(f"verifying {spec.prefix}: {', '.join(spec.modes)} on {spec.isa}/{spec.width}, "
                       f"depth {spec.depth}" + ("".join(f"; {m} {w}-bit x depth {d}" for m, w, d in spec.overrides)))
         results = verify_kernel(path, spec, quick=quick, seed=seed)
-    report(results, verbose)
+    print_verification(results, verbose)
     failed = sum(r.status == "fail" for r in results)
     skipped, lacking = not_run(results)
     sys.exit(1 if failed else NOT_RUN_EXIT if skipped and not allow_skips else 0)
@@ -429,29 +393,6 @@ def looks_like_file(what: str) -> bool:
     """A path (FILE.S, or anything with a folder or a dot in it: no mode name has one) rather
     than a MODES list."""
     return what.endswith(".S") or os.path.sep in what or "." in what
-
-
-def report(results, verbose: bool) -> None:
-    shown = [r for r in results if verbose or r.status != "pass"]
-    if shown:
-        table = Table(show_header=True, header_style="bold")
-        table.add_column("check")
-        table.add_column("result")
-        table.add_column("detail", overflow="fold")
-        style = {"pass": "green", "fail": "bold red", "skip": "yellow"}
-        for r in shown:
-            status = "NOT RUN" if r.status == "skip" and r.missing else r.status
-            table.add_row(r.name, f"[{style[r.status]}]{status}[/]", r.detail)
-        console.print(table)
-    skipped, lacking = not_run(results)
-    other = sum(r.status == "skip" and not r.missing for r in results)
-    if other:
-        console.print(f"{other} skipped (see the table: not for want of a CPU feature)")
-    passed = sum(r.status == "pass" for r in results)
-    failed = sum(r.status == "fail" for r in results)
-    console.print(f"{passed} passed, {failed} failed")
-    if skipped:
-        console.print(f"[bold red]{len(skipped)} checks NOT RUN: CPU lacks {', '.join(lacking)}{mask_note()}[/]", soft_wrap=True)
 
 
 @main.command()
@@ -472,9 +413,6 @@ def export(target: str, output: Path, abi: str, modes: str | None, run_verify: b
     `make -C DIR` builds libaesgen.a; `make -C DIR check` runs known answers through the headers.
     Example: aesgen export --target native -o vendor/aes --abi win64
     """
-    from .export import choose, parse_export_modes, render
-    from .target import TargetError
-
     check_format(abi, dropin["object_format"])
     try:
         mode_list = parse_export_modes(modes)
@@ -493,8 +431,6 @@ def export(target: str, output: Path, abi: str, modes: str | None, run_verify: b
     except OSError as e:
         raise UsageFailure(f"cannot create folder '{output}': {e.strerror or e}") from None
     if run_verify:
-        from .verify import verify_kernel
-
         failed = []
         with tempfile.TemporaryDirectory(prefix="aesgen-export-") as tmp:
             for f in families:
@@ -522,48 +458,13 @@ def export(target: str, output: Path, abi: str, modes: str | None, run_verify: b
 @main.command(name="list")
 def list_() -> None:
     """Print modes, ISAs, widths and depths, and which of them this CPU can run."""
-    from .model import max_depth
-
-    console.print(f"modes: {', '.join(MODES)}  "
-                  f"({'; '.join(f'{m}: ' + ', '.join(fs) for m, fs in MODE_FUNCTIONS.items())})")
-    configs = [(isa, width) for isa in ISAS for width in WIDTHS_BY_ISA[isa]]
-    table = Table(title="max depth per mode and ISA x width (limited by the register file); "
-                        "[red]-[/] this CPU cannot run it")
-    table.add_column("mode", no_wrap=True)
-    for isa, width in configs:
-        table.add_column(f"{isa}\n{width}", justify="right", no_wrap=True)
-    lacking: dict[tuple[str, ...], set[str]] = {}
-    console.print(f"this CPU: {native_summary()}")
-    for m in MODES:
-        cells = []
-        for isa, width in configs:
-            need = missing_features(required_features(isa, width, (m,)))
-            if need:
-                lacking.setdefault(need, set()).add(f"{m} on {isa} {width}")
-            cells.append(f"[red]-[/] {max_depth(isa, width, m)}" if need else str(max_depth(isa, width, m)))
-        table.add_row(m, *cells)
-    console.print(table)
-    for need, where in lacking.items():
-        console.print(f"this CPU lacks {' '.join(need)} for: {', '.join(sorted(where))}")
-    if not lacking:
-        console.print("this CPU runs every mode at every ISA and width")
+    print_limits()
 
 
 @main.command(name="targets")
 def targets_() -> None:
     """List the target microarchitectures, what the model picks for each, and this CPU's match."""
-    from . import model
-    from .target import native, targets
-
-    table = Table(title="targets (latency/throughput in cycles; depth = ceil(latency / throughput))")
-    for col in ("target", "description", "ISA", "widths", "vaesenc lat/tput", "model: width x depth", "llvm-mca"):
-        table.add_column(col)
-    for t in [*targets().values(), native()]:
-        c = model.choose(t, "ctr32")
-        lat, tput = t.cost("aesenc", c.width)
-        table.add_row(t.name, t.description, t.isa, ",".join(map(str, t.widths())), f"{lat:g}/{tput:g}",
-                      f"{c.width} x {c.depth}", t.llvm_mca_cpu)
-    console.print(table)
+    print_targets()
 
 
 @main.command()
@@ -579,9 +480,6 @@ def simulate(function: str, key_hex: str, in_hex: str, iv_hex: str | None, **con
     cbc_decrypt. Example:
     aesgen simulate ctr32_encrypt --key 2b7e1516...  --iv f0f1...ff --in 6bc1bee2...
     """
-    from .kernels import build_function
-    from .simulate import Machine, call
-
     mode = next((m for m, fs in MODE_FUNCTIONS.items() if function in fs), None)
     if mode not in ("ecb", "ctr32", "cbc"):
         raise UsageFailure(f"simulate cannot run '{function}'; it runs the block-cipher functions: "
@@ -625,17 +523,6 @@ def parse_sizes(text: str) -> list[int]:
     return sizes
 
 
-def print_ceiling(ceiling) -> None:
-    table = Table(title=f"instruction ceiling (TSC {ceiling.tsc_hz / 1e9:.2f} GHz, "
-                        f"core ~{ceiling.core_hz / 1e9:.2f} GHz from a 1-cycle add chain)")
-    for col in ("instruction", "width", "throughput (cycles)", "latency (cycles)", "AES-128 GB/s allowed"):
-        table.add_column(col, justify="right")
-    for c in ceiling.costs:
-        gbps = f"{c.aes_bytes_per_tick() * ceiling.tsc_hz / 1e9:.1f}" if c.instruction == "vaesenc" else ""
-        table.add_row(c.instruction, str(c.width), f"{c.throughput_cycles:.2f}", f"{c.latency_cycles:.2f}", gbps)
-    console.print(table)
-
-
 @main.command()
 @click.argument("modes", required=False)
 @config_options
@@ -657,11 +544,6 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
     aesgen bench ocb,otr --isa avx512 --width 512 --depth 4;
     aesgen bench ctr32 --backend gfni --isa avx512 --width 512 --depth 4 --compare openssl-noaesni
     """
-    import json
-
-    from .bench import ceiling as ceiling_mod
-    from .bench.timing import OPS_BY_MODE, PEERS, bench as run_bench
-
     if modes is None and not show_ceiling:
         raise UsageFailure("give MODES to benchmark, or --ceiling")
     require_writable(json_path)
@@ -691,7 +573,6 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
     with tempfile.TemporaryDirectory(prefix="aesgen-bench-") as tmp:
         path, _ = generate_files(spec, Path(tmp) / f"{spec.prefix}.S")
         if not no_verify:
-            from .verify import verify_kernel
             failed = [r for r in verify_kernel(path, spec, quick=True) if r.status == "fail"]
             if failed:
                 raise click.ClickException(f"{len(failed)} verification checks failed ({failed[0].name}); "
@@ -703,60 +584,6 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
     if json_path:
         write_atomically({json_path: json.dumps(result.to_json(), indent=1)})
         console.print(f"wrote {json_path}")
-
-
-def print_bench(spec: KernelSpec, result) -> None:
-    from .bench.timing import DOUBLING_OPS, ceiling_line, unavailable_by_op
-
-    for peer, info in result.peers.items():
-        console.print(f"{peer}: {info}")
-    for peer, ops, info in unavailable_by_op(result):
-        console.print(f"{peer} for {', '.join(ops)}: {info}")
-    for r in result.refused:
-        console.print(f"{r.impl} refused {r.op} at {r.size} B ({r.why}): not timed there")
-    ciphers = [m for m in result.measurements if m.impl == "aesgen" and m.op not in DOUBLING_OPS]
-    if ciphers:
-        print_cipher_bench(spec, result, ciphers)
-    doublings = [m for m in result.measurements if m.impl == "aesgen" and m.op in DOUBLING_OPS]
-    if doublings:
-        print_doubling_bench(spec, result, doublings)
-    for op in dict.fromkeys(m.op for m in result.measurements):
-        line = ceiling_line(spec, result, op)
-        if line:
-            console.print(line, soft_wrap=True)
-
-
-def print_doubling_bench(spec: KernelSpec, result, measurements) -> None:
-    """gfdouble: one doubling per 16-byte block, so the figure is cycles per block."""
-    table = Table(title=f"{spec.prefix}: {spec.gfdouble} doubling, median TSC ticks, core cycles from "
-                        "the ceiling's add chain, one call per sequence")
-    for col in ("op", "blocks", "ticks/block", "cycles/block"):
-        table.add_column(col, justify="right")
-    for m in measurements:
-        cycles = result.cycles_per_block(m.op, m.size)
-        table.add_row(m.op, str(m.size // 16), f"{m.ticks_per_byte * 16:.3f}", f"{cycles:.3f}" if cycles else "")
-    console.print(table)
-
-
-def print_cipher_bench(spec: KernelSpec, result, measurements) -> None:
-    peers = [p for p in result.peers if not result.peers[p].startswith("n/a")]
-    table = Table(title=f"{spec.prefix}: AES-{result.key_bits}, GB/s from median TSC ticks "
-                        f"(TSC {result.tsc_hz / 1e9:.2f} GHz), one call per message")
-    # A file without AES-NI is held to the AES-NI ceiling of its width; the column says so.
-    of_ceiling = "of ceiling" if spec.backend == "aesni" else "of AES-NI ceiling"
-    for col in ("op", "bytes", "aesgen GB/s", "ticks/B", "B/cycle", *[f"{p} GB/s" for p in peers],
-                *[f"x {p}" for p in peers], of_ceiling):
-        table.add_column(col, justify="right")
-    for m in measurements:
-        others = [result.get(m.op, m.size, p) for p in peers]
-        ratios = [result.ratio(m.op, m.size, p) for p in peers]
-        frac = result.ceiling_fraction(m.op, m.size)
-        per_cycle = result.bytes_per_cycle(m.op, m.size)
-        table.add_row(m.op, str(m.size), f"{m.gbps:.2f}", f"{m.ticks_per_byte:.3f}",
-                      f"{per_cycle:.2f}" if per_cycle else "",
-                      *[f"{o.gbps:.2f}" if o else "n/a" for o in others],
-                      *[f"{r:.2f}" if r else "n/a" for r in ratios], f"{frac:.0%}" if frac else "")
-    console.print(table)
 
 
 def parse_range(text: str) -> list[int]:
@@ -800,13 +627,6 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
     Example: aesgen explore ctr32 --widths 128,256,512 --depths 1-16 --plot out/ctr.png --json out/ctr.json;
     aesgen explore ctr32 --backend gfni --widths 256,512 --depths 1-8
     """
-    from rich.progress import Progress
-
-    from .spec import BACKENDS
-
-    from . import explore as ex
-    from .target import TargetError, load
-
     try:
         parse_modes(mode)
         t = load(target)
@@ -830,39 +650,25 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
         return
     if blocks is not None:
         raise UsageFailure("--blocks applies to explore gfdouble only")
-    if mode not in ex.OP_FOR_MODE:
-        raise UsageFailure(f"explore takes one mode: {', '.join([*ex.OP_FOR_MODE, 'gfdouble'])}")
-    size_list = sorted(set(parse_sizes(sizes) if sizes else ex.DEFAULT_SIZES.get(mode, ex.FALLBACK_SIZES)))
+    if mode not in exploration.OP_FOR_MODE:
+        raise UsageFailure(f"explore takes one mode: {', '.join([*exploration.OP_FOR_MODE, 'gfdouble'])}")
+    size_list = sorted(set(parse_sizes(sizes) if sizes else exploration.DEFAULT_SIZES.get(mode, exploration.FALLBACK_SIZES)))
     shorts, bulk = tuple(size_list[:-1] or size_list), size_list[-1]
     width_list, depth_list = parse_range(widths), parse_range(depths or "1-16")
     measure = target == "native"
-    if not measure and mode not in ex.MODELLED_MODES:
+    if not measure and mode not in exploration.MODELLED_MODES:
         raise UsageFailure(f"explore {mode} has no model for --target {target} (its main loop is not one batch); "
                            f"it measures this CPU: --target native")
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"explore {mode} on {t.name}", total=None)
-        result = ex.explore(mode, t, width_list, depth_list, bulk=bulk, short=shorts, measure=measure,
+        result = exploration.explore(mode, t, width_list, depth_list, bulk=bulk, short=shorts, measure=measure,
                             progress=lambda s: progress.update(task, description=s), methods=method_list,
                             backend=backend)
     print_exploration(result)
     if backend == "bitsliced":
         print_round_counts(mode, t.isa, sorted({(p.width, p.depth) for p in result.points
                                                 if p.status not in ("infeasible", "unsupported")}))
-    write_exploration(ex, result, json_path, plot_path)
-
-
-def print_round_counts(mode: str, isa: str, configs: list[tuple[int, int]]) -> None:
-    """Bitsliced files: the instructions of one round (the loop body), per width and depth."""
-    from aesgen.kernels.bitsliced import round_counts
-
-    function = MODE_FUNCTIONS[mode][0]
-    for width, depth in configs:
-        use = isa if width in WIDTHS_BY_ISA[isa] else next(i for i in ISAS if width in WIDTHS_BY_ISA[i])
-        counts = round_counts(KernelSpec((mode,), use, width, depth, backend="bitsliced"), function)
-        vector = sum(n for op, n in counts.items() if op not in ("add", "sub"))
-        detail = ", ".join(f"{n} {op}" for op, n in counts.items())
-        console.print(f"{width}-bit x depth {depth} ({use}): {vector} vector instructions per round "
-                      f"({vector / depth:.0f} per set of 8 planes): {detail}")
+    write_exploration(exploration, result, json_path, plot_path)
 
 
 def write_exploration(module, result, json_path: Path | None, plot_path: Path | None) -> None:
@@ -878,116 +684,18 @@ def write_exploration(module, result, json_path: Path | None, plot_path: Path | 
         console.print(f"wrote {path}")
 
 
-def print_exploration(result) -> None:
-    kind = "measured on this CPU" if result.measured else f"MODEL: llvm-mca -mcpu for {result.target}, not measured"
-    backend = "" if result.backend == "aesni" else f", {result.backend} backend"
-    table = Table(title=f"explore {result.mode}{backend} ({kind})")
-    shorts = result.short_sizes or [result.short_size]
-    products = any(p.k for p in result.points)  # GHASH/POLYVAL/GCM: k and the product variant
-    variants = any(p.variant for p in result.points)  # those, or XTS's doubling method
-    cols = ["width", "depth", *(["k"] if products else []), "status"]
-    cols += ["bulk GB/s", *[f"GB/s at {s} B" for s in shorts], *[f"cycles per {s} B" for s in shorts]] \
-        if result.measured else ["model cycles/iteration", "model bytes/cycle", "model cycles, 1 iteration alone"]
-    for c in cols:
-        table.add_column(c, justify="right")
-    if variants:
-        table.add_column("products" if products else "doubling")
-    failed = ("infeasible", "unsupported", "verify-failed")
-    reasons = any(p.status in failed for p in result.points)
-    if reasons:  # why a config has no figures, in its own column (not under a GB/s heading)
-        table.add_column("reason", justify="left")
-    best = result.best()
-    for p in result.points:
-        mark = " *" if best is p else ""
-        if p.status in failed:
-            row = [f"[yellow]{p.status}[/]"] + [""] * (len(cols) - (4 if products else 3))
-        elif result.measured:
-            row = [p.status + mark, f"{p.bulk_gbps:.2f}",
-                   *[f"{p.gbps_by_size[str(s)]:.2f}" if str(s) in p.gbps_by_size else "" for s in shorts],
-                   *[f"{p.cycles_by_size.get(str(s), p.short_cycles):.0f}" for s in shorts]]
-        else:
-            row = [p.status + mark, f"{p.model_cycles_per_iteration:.1f}", f"{p.model_bytes_per_cycle:.2f}",
-                   f"{p.model_single_iteration_cycles:.0f}"]
-        table.add_row(str(p.width), str(p.depth), *([str(p.k)] if products else []), *row,
-                      *([p.variant] if variants else []),
-                      *([p.reason if p.status in failed else ""] if reasons else []))
-    console.print(table)
-    knees = ", ".join(f"{w}-bit: depth {d}" for w, d in result.predicted_knee.items())
-    if knees:
-        console.print(f"model's predicted knee (ceil(latency / throughput)): {knees}")
-    if best:
-        console.print(best_line(result, best))
-
-
 def explore_doubling(widths: list[int], depths: list[int], methods: tuple[str, ...], blocks: int,
                      json_path: Path | None, plot_path: Path | None) -> None:
-    from rich.progress import Progress
-
-    from . import explore_gfdouble as ex
-
     if blocks < 1:
         raise UsageFailure("--blocks must be positive")
-    if not ex.configs(widths, methods):
-        raise UsageFailure(f"--widths: explore gfdouble runs at {', '.join(map(str, sorted({w for _, w in ex.ISA_WIDTHS})))}")
+    if not explore_gfdouble.configs(widths, methods):
+        raise UsageFailure(f"--widths: explore gfdouble runs at {', '.join(map(str, sorted({w for _, w in explore_gfdouble.ISA_WIDTHS})))}")
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("explore gfdouble", total=None)
-        result = ex.explore_doubling(widths, depths, methods=methods, blocks=blocks,
+        result = explore_gfdouble.explore_doubling(widths, depths, methods=methods, blocks=blocks,
                                      progress=lambda s: progress.update(task, description=s))
     print_doubling_exploration(result)
-    write_exploration(ex, result, json_path, plot_path)
-
-
-def print_doubling_exploration(result) -> None:
-    """Every point, then one cell per method and ISA/width: the method's best depth."""
-    from .explore_gfdouble import OP, SEED_NOTE
-
-    console.print(f"explore gfdouble: {OP}, {result.blocks} doublings per call, median of 3 passes; "
-                  f"core ~{result.core_hz / 1e9:.2f} GHz, TSC {result.tsc_hz / 1e9:.2f} GHz (measured on this CPU)")
-    console.print(SEED_NOTE, soft_wrap=True)
-    best = {id(b) for w in result.widths() if (b := result.best(w))}
-    table = Table(title="every config (* best per width among constant-time methods)")
-    for c in ("method", "isa", "width", "depth", "status", "cycles/doubling", "ticks/block"):
-        table.add_column(c, justify="right")
-    table.add_column("note")
-    for p in result.points:
-        mark = " *" if id(p) in best else ""
-        if p.cycles_per_doubling is None:
-            table.add_row(p.method, p.isa, str(p.width), str(p.depth), f"[yellow]{p.status}[/]", "", "", p.reason)
-        else:
-            table.add_row(p.method, p.isa, str(p.width), str(p.depth), p.status + mark,
-                          f"{p.cycles_per_doubling:.2f}", f"{p.ticks_per_block:.2f}",
-                          "" if p.constant_time else "not constant-time")
-    console.print(table)
-    labels = list(dict.fromkeys((p.isa, p.width) for p in result.points))
-    methods = list(dict.fromkeys(p.method for p in result.points))
-    summary = Table(title="cycles per doubling, each method at its best depth (* best per width)")
-    summary.add_column("method")
-    for isa, width in labels:
-        summary.add_column(f"{isa}/{width}", justify="right")
-    for method in methods:
-        cells = []
-        for isa, width in labels:
-            b = result.best_depth(method, isa, width)
-            refused = next((p for p in result.points if (p.method, p.isa, p.width) == (method, isa, width)), None)
-            cells.append(f"{b.cycles_per_doubling:.2f} (d{b.depth}){' *' if result.best(width) is b else ''}"
-                         if b else (refused.status if refused else ""))
-        summary.add_row(method + ("" if method != "table" else " (not CT)"), *cells)
-    console.print(summary)
-    for w in result.widths():
-        b = result.best(w)
-        if b:
-            console.print(f"best at {w} bits: {b.method} on {b.isa}, depth {b.depth}: "
-                          f"{b.cycles_per_doubling:.2f} cycles per doubling ({b.ticks_per_block:.2f} ticks/block)")
-
-
-def best_line(result, best) -> str:
-    """'best: 512-bit at depth 4 (k = 16) karatsuba: 9.34 GB/s, 1130 cycles per 256 B'"""
-    k = f" (k = {best.k})" if best.k else ""
-    where = f"best: {best.width}-bit at depth {best.depth}{k} {best.variant}".rstrip()
-    if result.measured:
-        cycles = ", ".join(f"{c:.0f} cycles per {s} B" for s, c in best.cycles_by_size.items())
-        return f"{where}: {best.bulk_gbps:.2f} GB/s at {result.bulk_size} B, {cycles}"
-    return f"{where}: {best.model_bytes_per_cycle:.2f} model bytes/cycle"
+    write_exploration(explore_gfdouble, result, json_path, plot_path)
 
 
 @main.command()
@@ -998,11 +706,6 @@ def tune(modes: str, target: str) -> None:
 
     `aesgen generate MODES --target native --tuned [--profile short]` then uses the result.
     """
-    from rich.progress import Progress
-
-    from . import tune as tuning
-    from .target import TargetError, load
-
     if target != "native":
         raise UsageFailure("tune measures, so it needs --target native (explore --target T models others)")
     try:
@@ -1021,16 +724,7 @@ def tune(modes: str, target: str) -> None:
         path = tuning.save(result)
     except OSError as e:
         raise UsageFailure(f"cannot save the tuning result to '{e.filename}': {e.strerror or e}") from None
-    table = Table(title=f"tuned for {result.cpu} ({t.description})")
-    for c in ("mode", "bulk (16 KiB): width x depth", "GB/s", "short (256 B): width x depth", "cycles"):
-        table.add_column(c, justify="right")
-    def config(pick: dict) -> str:  # hash modes also record their product variant
-        variant = f" {pick['variant']}" if pick.get("variant") else ""
-        return f"{pick['width']} x {pick['depth']}{variant}"
-
-    for m, mt in result.modes.items():
-        table.add_row(m, config(mt.bulk), f"{mt.bulk['gbps']:.2f}", config(mt.short), f"{mt.short['cycles']:.0f}")
-    console.print(table)
+    print_tuning(result, t.description)
     console.print(f"saved {path}")
 
 
@@ -1049,39 +743,13 @@ def circuits(registers: str, tries: int | None, listing: str | None) -> None:
     Käsper–Schwabe's 163 per S-box layer) and ternlog-fused (AVX-512 VPTERNLOGD). Every program
     is checked against its circuit on all 256 inputs before it is counted.
     """
-    from .circuits.compile import DEFAULT_TRIES
-    from .circuits.report import (KASPER_SCHWABE, report_rows, ternlog_cell, three_operand_cell,
-                                  two_operand_cell)
-
     counts = parse_range(registers)
     if any(n < 8 for n in counts):
         raise UsageFailure("--registers: the S-box circuits need at least 8 registers (their inputs)")
     if tries is not None and tries < 0:
         raise UsageFailure("--tries: a count, 0 or more")
     rows = report_rows(tuple(sorted(counts, reverse=True)), DEFAULT_TRIES if tries is None else tries)
-    table = Table(title="S-box circuits: instructions per bitsliced S-box layer")
-    for col in ("circuit", "gates", "ANDs", "depth", "regs", "3-operand (AVX)", "2-operand (SSE)", "vs K–S",
-                "ternlog (AVX-512)"):
-        table.add_column(col)
-    for row in rows:
-        m = row.metrics
-        sse = len(row.two_operand.program.instrs) - KASPER_SCHWABE["total"]
-        table.add_row(row.circuit, str(m.gates), str(m.nonlinear), str(m.depth), str(row.registers),
-                      three_operand_cell(row.three_operand), two_operand_cell(row.two_operand), f"{sse:+d}",
-                      ternlog_cell(row.ternlog))
-    console.print(table)
-    ks = KASPER_SCHWABE
-    console.print(f"Käsper–Schwabe (CHES 2009): {ks['total']} = {ks['xor']} xor + {ks['and/or']} and/or + "
-                  f"{ks['mov']} mov (two-operand SSE, 16 registers, NOTs moved into the key schedule). "
-                  "not: XNOR's complement (xor with all-ones); spill: stores + reloads (spilled values are "
-                  "otherwise read as memory operands). SSE has 16 registers: its 32 row shows the copies alone.")
-    if listing:
-        for row in rows:
-            compiled = {"three-operand": row.three_operand, "two-operand": row.two_operand,
-                        "ternlog": row.ternlog}[listing]
-            console.print(f"\n# {row.circuit}, {listing}, {row.registers} registers, order: {compiled.order}")
-            console.print(compiled.program.listing(), markup=False)
-
+    print_circuits(rows, listing)
 
 def run() -> None:
     """Console entry point: usage errors are one line on stderr and exit code 2."""
