@@ -48,6 +48,11 @@ def check_depth(depth: int) -> None:
         raise ConfigError(f"depth {depth} out of range; choose 1..{MAX_DEPTH}")
 
 
+def check_isa(isa: str | None) -> None:
+    if isa is not None and isa not in ISAS:
+        raise ConfigError(f"unknown ISA '{isa}'; choose from {', '.join(ISAS)}")
+
+
 def check_prefix(prefix: str | None) -> None:
     if prefix is not None and not C_IDENTIFIER.match(prefix):
         raise ConfigError(f"prefix '{prefix}' is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)")
@@ -57,8 +62,7 @@ def make_spec(modes: tuple[str, ...], isa: str, width: int | None, depth: int, b
               prefix: str | None = None, per_mode: dict[str, tuple[int, int]] | None = None) -> KernelSpec:
     if backend not in BACKENDS:
         raise ConfigError(f"unknown backend '{backend}'; choose from {', '.join(BACKENDS)}")
-    if isa not in ISAS:
-        raise ConfigError(f"unknown ISA '{isa}'; choose from {', '.join(ISAS)}")
+    check_isa(isa)
     widths = WIDTHS_BY_ISA[isa]
     if width is None:
         width = widths[-1]
@@ -98,6 +102,7 @@ def default_depths_that_fit(spec: KernelSpec, pinned: dict[str, tuple[int, int]]
 def target_spec(target: Target, modes: tuple[str, ...], isa: str | None, width: int | None, depth: int | None,
                 backend: str, prefix: str | None) -> KernelSpec:
     """The file the target's model chooses for the modes, within the --isa, --width and --depth given."""
+    check_isa(isa)
     if isa is not None and not target.has_isa(isa):
         missing = [f for f in FEATURES_BY_ISA.get(isa, ()) if f not in target.features]
         raise ConfigError(f"target {target.name} cannot run --isa {isa} (it lacks {' '.join(missing) or isa}); "

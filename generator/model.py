@@ -9,7 +9,6 @@ the register file cannot hold is lowered to the largest that fits.
 """
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -34,8 +33,6 @@ def pipe_depth(target: Target, width: int) -> int:
     return max(1, math.ceil(lat / tput))
 
 
-@lru_cache(maxsize=None)
-@functools.lru_cache(maxsize=None)
 @lru_cache(maxsize=None)
 def max_depth(isa: str, width: int, mode: str, backend: str = "aesni") -> int:
     """The largest depth whose kernel fits the register file (0 if none)."""

@@ -71,6 +71,7 @@ BAD = [
     (["generate", "xts", "--gfdouble", "aoki"], "aoki"),
     (["generate", "ecb", "--gfdouble", "batch"], "--gfdouble applies"),
     (["generate", "ecb", "--isa", "neon"], "neon"),
+    (["generate", "ecb", "--target", "skylake", "--isa", "foo"], "unknown ISA 'foo'"),  # was a KeyError traceback
     (["generate", "gcm", "--backend", "bitsliced"], "bitsliced"),
     (["generate", "ecb", "--backend", "bitsliced", "--isa", "avx2", "--depth", "2"], "depth"),
     (["generate", "ecb", "--isa", "avx2", "--width", "512"], "512"),
