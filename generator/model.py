@@ -73,14 +73,22 @@ def bitsliced_depth(isa: str) -> int:
     return 2 if isa == "avx512" else 1
 
 
+def backend_isa_width(target: Target, backend: str, isa: str | None = None,
+                      width: int | None = None) -> tuple[str, int]:
+    """The ISA and width a backend runs at on the target: the richest ISA it runs on there and
+    the target's preferred width of it, unless given."""
+    isa = isa or target.isa_for(backend)
+    if isa is None:
+        raise BuildError(f"target {target.name} cannot run --backend {backend} on any ISA "
+                         f"(it has {' '.join(target.features) or 'no listed feature'})")
+    return isa, width or target.widths(isa)[0]
+
+
 def backend_choice(target: Target, mode: str, backend: str, isa: str | None = None,
                    width: int | None = None) -> ModeChoice:
     """A backend without a pipe model (gfni, bitsliced): the target's richest ISA for it and its
     preferred width there; depth: bitsliced's plane sets, gfni the deepest up to 8 that fits."""
-    isa = isa or target.isa_for(backend)
-    if isa is None:
-        raise BuildError(f"target {target.name} cannot run --backend {backend} on any ISA")
-    width = width or target.widths(isa)[0]
+    isa, width = backend_isa_width(target, backend, isa, width)
     if backend == "bitsliced":
         return ModeChoice(mode, isa, width, bitsliced_depth(isa), "bitsliced: plane sets the registers hold")
     depth = min(8, max_depth(isa, width, mode, backend))

@@ -70,9 +70,10 @@ class Target:
         the GFNI S-box; else bitsliced (which covers only BITSLICED_MODES)."""
         if self.isa_for("aesni"):
             return "aesni"
-        if self.isa_for("gfni") or not all(m in BITSLICED_MODES for m in modes):
-            return "gfni" if self.isa_for("gfni") else "aesni"
-        return "bitsliced"
+        if self.isa_for("gfni"):
+            return "gfni"
+        # bitsliced where it covers the modes; else aesni, which the caller refuses to run here
+        return "bitsliced" if all(m in BITSLICED_MODES for m in modes) else "aesni"
 
     def widths(self, isa: str | None = None) -> list[int]:
         """The ISA's widths in the target's order of preference."""

@@ -7,6 +7,7 @@ model against Appendix A.1 and, through full AES encryptions, against
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -165,6 +166,11 @@ def aesgen_command() -> list[str]:
 
 def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def run_aesgen(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """The installed `aesgen` with args, output captured; env adds to (or overrides) this process's."""
+    return run(aesgen_command() + list(args), cwd=cwd, env={**os.environ, **(env or {})})
 
 
 def verify_generated(tmp_path: Path, spec, quick: bool = False) -> list:

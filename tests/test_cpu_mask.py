@@ -4,10 +4,10 @@ hold under any mask CI runs them with."""
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
 
+from _support import run_aesgen
 from aesgen import cpu
 from aesgen.target import native
 
@@ -58,12 +58,7 @@ def test_native_follows_the_mask(monkeypatch, mask: str, isa: str, backend: str)
 
 
 def aesgen(*args: str, mask: str | None = None) -> subprocess.CompletedProcess:
-    import os
-
-    env = dict(os.environ)
-    if mask is not None:
-        env[cpu.MASK_ENV] = mask
-    return subprocess.run([sys.executable, "-m", "aesgen.tools.cli", *args], capture_output=True, text=True, env=env)
+    return run_aesgen(*args, env=None if mask is None else {cpu.MASK_ENV: mask})
 
 
 def test_a_bad_mask_is_one_line_and_exit_2() -> None:

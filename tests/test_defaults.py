@@ -5,12 +5,12 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from _support import aesgen_command
+from _support import run_aesgen
 from aesgen.spec import KernelSpec, default_prefix
 
 
 def aesgen(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(aesgen_command() + list(args), capture_output=True, text=True)
+    return run_aesgen(*args)
 
 
 def test_default_prefix_names_the_mode_set_in_a_fixed_order() -> None:

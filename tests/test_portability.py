@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from _support import aesgen_command
+from _support import run_aesgen
 from aesgen.cpu import MASK_ENV, flags, missing_features
 from aesgen.spec import KernelSpec, required_features
 from aesgen.target import native
@@ -22,9 +22,8 @@ from aesgen.verify.results import NOT_RUN_EXIT
 pytestmark = pytest.mark.portability
 
 
-def aesgen(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(aesgen_command() + list(args), capture_output=True, text=True, cwd=cwd,
-                          env={**os.environ, "COLUMNS": "200"})
+def aesgen(*args: str) -> subprocess.CompletedProcess:
+    return run_aesgen(*args, env={"COLUMNS": "200"})
 
 
 def view() -> str:

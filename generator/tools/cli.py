@@ -25,7 +25,7 @@ from ..cpu import MASK_ENV, MaskError, mask_note, missing_features, parse_mask
 from ..doubling import METHODS as DOUBLING_METHODS
 from ..dsl import BuildError
 from ..kernels import build_function
-from ..model import bitsliced_depth
+from ..model import backend_isa_width, bitsliced_depth
 from ..pipeline import generate as generate_kernel
 from ..simulate import Machine, call
 from ..spec import ABIS, BACKENDS, BITSLICED_MODES, ISAS, MAX_DEPTH, MODE_FUNCTIONS, MODES, OBJECT_FORMATS, KernelSpec
@@ -197,13 +197,11 @@ def _target_backend(target: str, modes: str) -> str:
     return backend
 
 
-def _target_isa_width(target: str, backend: str, isa: str | None, width: int | None) -> tuple[str, int | None]:
-    t = load(target)
-    isa = isa or t.isa_for(backend)
-    if isa is None:
-        raise UsageFailure(f"target {t.name} cannot run --backend {backend} on any ISA "
-                           f"(it has {' '.join(t.features) or 'no listed feature'})")
-    return isa, width or t.widths(isa)[0]
+def _target_isa_width(target: str, backend: str, isa: str | None, width: int | None) -> tuple[str, int]:
+    try:
+        return backend_isa_width(load(target), backend, isa, width)
+    except BuildError as e:
+        raise UsageFailure(str(e)) from None
 
 
 def _spec_from_options(modes: str, isa: str | None, width: int | None, depth: int | None, backend: str,
