@@ -173,18 +173,25 @@ def run_aesgen(*args: str, env: dict[str, str] | None = None, cwd: Path | None =
     return run(aesgen_command() + list(args), cwd=cwd, env={**os.environ, **(env or {})})
 
 
+def require_cpu(spec) -> None:
+    """Skip the test, naming the missing CPU features (as aesgen sees the CPU), unless this CPU
+    runs spec's file: a check that could not run is a skip, never a pass."""
+    import pytest
+
+    from aesgen.cpu import missing_features
+
+    missing = missing_features(spec.features)
+    if missing:
+        pytest.skip(f"CPU lacks {' '.join(missing)}")
+
+
 def verify_generated(tmp_path: Path, spec, quick: bool = False) -> list:
     """Generate spec into tmp_path, run the whole verifier on it; returns the results after
     asserting that none failed."""
     from aesgen.pipeline import generate
     from aesgen.verify import verify_kernel
 
-    from aesgen.cpu import missing_features
-
-    missing = missing_features(spec.features)
-    if missing:  # the runtime checks could not run: a skip naming why, never a pass
-        import pytest
-        pytest.skip(f"CPU lacks {' '.join(missing)}")
+    require_cpu(spec)
     path = tmp_path / "kernel.S"
     path.write_text(generate(spec, path.name).asm)
     results = verify_kernel(path, spec, quick=quick)
@@ -200,13 +207,10 @@ def load_generated(spec):
 
     import pytest
 
-    from aesgen.cpu import missing_features
     from aesgen.pipeline import generate
     from aesgen.verify.build import build_shared
 
-    missing = missing_features(spec.features)
-    if missing:
-        pytest.skip(f"CPU lacks {' '.join(missing)}")
+    require_cpu(spec)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "kernel.S"
         path.write_text(generate(spec).asm)

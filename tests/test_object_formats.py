@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from _support import run
+from _support import require_cpu, run
 from aesgen.pipeline import generate
 from aesgen.spec import KernelSpec
 from aesgen.verify.build import llvm_tool
@@ -218,6 +218,7 @@ def test_verify_runs_on_hidden_files_and_the_visibility_check_can_fail(tmp_path:
     from aesgen.verify.build import build_shared
 
     spec = KernelSpec(("ecb", "ctr32"), "avx2", 256, 2, hidden=True)
+    require_cpu(spec)
     src = write(spec, tmp_path)
     results = verify_kernel(src, spec, quick=True)
     assert [f"{r.name}: {r.detail}" for r in results if r.status == "fail"] == []
