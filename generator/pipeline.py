@@ -214,7 +214,8 @@ class FunctionEmitter:
         return lines, emitted
 
 
-def _env() -> jinja2.Environment:
+def template_environment() -> jinja2.Environment:
+    """The Jinja environment over aesgen/templates/ that renders the kernel files and the export folder."""
     loader = jinja2.FunctionLoader(
         lambda name: resources.files("aesgen.templates").joinpath(name).read_text(encoding="utf-8"))
     return jinja2.Environment(loader=loader, keep_trailing_newline=True, trim_blocks=False,
@@ -305,9 +306,9 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
                                  f"{spec.depth_for(m) * spec.width_for(m) // 128} blocks per reduction)"
                                  if m in ("ghash", "polyval") else "") for m in spec.modes),
     }
-    env = _env()
+    env = template_environment()
     return GeneratedKernel(spec, env.get_template("kernel.S.j2").render(context),
                            env.get_template("kernel.h.j2").render(context), instructions, emitter.notes)
 
 
-__all__ = ["generate", "check_fits", "GeneratedKernel", "BuildError", "command_line"]
+__all__ = ["generate", "check_fits", "GeneratedKernel", "BuildError", "command_line", "template_environment"]

@@ -21,7 +21,7 @@ from .. import __version__, model, target as targets
 from ..config import ConfigError, parse_modes
 from ..cpu import MASK_ENV
 from ..dsl import BuildError
-from ..pipeline import GeneratedKernel, MODE_TITLES, _env, generate
+from ..pipeline import GeneratedKernel, MODE_TITLES, generate, template_environment
 from ..spec import BITSLICED_MODES, MODE_FUNCTIONS, MODES, KernelSpec
 from ..target import cpu_signature
 from .tune import load_tuned, tune_path
@@ -153,7 +153,7 @@ def render(families: list[Family], target: str, abi: str, modes: tuple[str, ...]
         files[f"{f.stem}.S"] = f.kernel.asm
         files[f"{f.stem}.h"] = f.kernel.header
         f.smoke_cases = smoke.cases_for(f.spec.modes, f.spec.functions)
-    env = _env()
+    env = template_environment()
     context = {
         "version": __version__, "provenance": provenance(),
         "command": export_command(target, abi, modes, verify, dropin or {}), "dropin": families[0].spec,
