@@ -5,6 +5,7 @@ x^8+x^4+x^3+x+1, then the FIPS-197 affine map), not pasted.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 
 AES_POLY = 0x11B
@@ -90,26 +91,28 @@ def inv_mix_columns(s: list[int]) -> list[int]:
     return _mix(s, (14, 11, 13, 9))
 
 
+def _round(state: int, key: int, box: tuple[int, ...], rows: Callable[[list[int]], list[int]],
+           mix: Callable[[list[int]], list[int]] | None) -> int:
+    """One AES-NI round: the rows shifted, each byte through the S-box, the columns mixed
+    (none in a last round), the round key added."""
+    s = [box[b] for b in rows(_bytes(state))]
+    return _int(mix(s) if mix else s) ^ key
+
+
 def aesenc(state: int, key: int) -> int:
-    s = _bytes(state)
-    s = mix_columns([sbox()[b] for b in shift_rows(s)])
-    return _int(s) ^ key
+    return _round(state, key, sbox(), shift_rows, mix_columns)
 
 
 def aesenclast(state: int, key: int) -> int:
-    s = _bytes(state)
-    return _int([sbox()[b] for b in shift_rows(s)]) ^ key
+    return _round(state, key, sbox(), shift_rows, None)
 
 
 def aesdec(state: int, key: int) -> int:
-    s = _bytes(state)
-    s = inv_mix_columns([inv_sbox()[b] for b in inv_shift_rows(s)])
-    return _int(s) ^ key
+    return _round(state, key, inv_sbox(), inv_shift_rows, inv_mix_columns)
 
 
 def aesdeclast(state: int, key: int) -> int:
-    s = _bytes(state)
-    return _int([inv_sbox()[b] for b in inv_shift_rows(s)]) ^ key
+    return _round(state, key, inv_sbox(), inv_shift_rows, None)
 
 
 def aesimc(state: int) -> int:

@@ -1,22 +1,25 @@
 """What the AEAD families' checks share (GCM, GCM-SIV, OCB, OTR and the hashes GHASH, POLYVAL).
 
 - the lengths a differential sweeps (`text_lengths`, `aad_len`);
-- how one call is judged against the reference (`aead_errors`, `sealed_mismatch`);
+- how one call is judged against the reference (`aead_errors`, `sealed_mismatch`), or judged as
+  refused (`refusal_errors`);
 - the check bodies whose loop is the same for several families, given the family's own calls:
-  `tamper` (a flipped bit is refused and the output zeroed), `diff_hash` (an accumulating hash
-  in one call and continued over two), `check_key_sizes` (key setup refuses bad sizes);
+  `diff_aead` (encryption or decryption vs the reference), `tamper` (a flipped bit is refused and the output
+  zeroed), `diff_hash` (an accumulating hash in one call and continued over two),
+  `check_key_sizes` (key setup refuses bad sizes), `check_refusals` (bad arguments are refused);
 - `hash_scene_call`, the ABI/guard/simulator scene of a hash once its key is chosen.
 """
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from aesgen.verify import signatures
 from aesgen.verify.build import Kernel
 from aesgen.verify.harness.isolation import Probe
 from aesgen.verify.harness.memory import HeapMem, Region
-from aesgen.verify.harness.scene import Invocation, Scene, invoke, make_key, out_if_placed
+from aesgen.verify.harness.scene import Invocation, Scene, invoke, key_or_raise, make_key, out_if_placed
 from aesgen.verify.results import CheckResult, first_diff, verdict
 
 # Key sizes a 128/192/256-bit key setup must refuse with -1.
@@ -71,60 +74,129 @@ def sealed_mismatch(v, ret: int | None, out: bytes, tag: bytes, returned: str = 
     return []
 
 
+@dataclass(frozen=True)
+class Message:
+    """One differential case of an AEAD family: the message and the reference's answer."""
+
+    key: bytes
+    iv: bytes  # or nonce
+    aad: bytes
+    pt: bytes
+    ct: bytes
+    tag: bytes
+    what: str = ""  # the parameters it varies besides the lengths, e.g. "ivlen=12 taglen=16"
+    oracle: str = ""  # which reference answered, where the family has several
+    problems: tuple[str, ...] = ()  # where the family's references disagree with each other
+
+
+def diff_aead(kernel: Kernel, fn: str, bits: int, probe: Probe, setup: str,
+              message: Callable[[random.Random, int, int], Message], call: Opener, *,
+              lengths: Callable[[random.Random], list[int]], quick: bool, seed: int,
+              summary: Callable[[int, list[int], set[str]], str]) -> CheckResult:
+    """An AEAD encryption or decryption vs the reference: message(rng, j, length) for each text
+    length (from lengths(rng)), in separate buffers and in place (quick: in place for every
+    other length; j numbers the calls, for the parameters the family cycles); the key from
+    `setup`; call(kernel, mem, fn, key region, iv, aad, text, tag or tag length, rng=, in_place=).
+    summary(calls, lengths, oracles) is the detail of a pass."""
+    name = f"diff {fn} {bits}"
+    rng = random.Random(f"{seed}:{name}")
+    decrypt = fn.endswith("_decrypt")
+    errors: list[str] = []
+    oracles: set[str] = set()
+    sizes = lengths(rng)
+    cases = [(2 * i + in_place, length, in_place) for i, length in enumerate(sizes)
+             for in_place in (False, True) if not (quick and in_place and i % 2)]
+    for j, length, in_place in cases:
+        m = message(rng, j, length)
+        mem = HeapMem(rng)
+        k = key_or_raise(kernel, mem, setup, m.key)
+        oracles.add(m.oracle)
+        what = " ".join(filter(None, (f"len={length} aadlen={len(m.aad)}", m.what, "in-place" * in_place)))
+        probe.note(name, what)
+        errors += [f"{what}: {p}" for p in m.problems]
+        inv = call(kernel, mem, fn, k, m.iv, m.aad, m.ct if decrypt else m.pt, m.tag if decrypt else len(m.tag),
+                   rng=rng, in_place=in_place)
+        errors += aead_errors(inv, decrypt, what, m.pt, m.ct, m.tag, f" ({m.oracle})" if m.oracle else "")
+        if len(errors) >= 3:
+            return verdict(name, errors, "")
+    return verdict(name, errors, summary(len(cases), sizes, oracles - {""}))
+
+
+def refusal_errors(inv, what: str, length: int, zeroed: bool = True) -> list[str]:
+    """What is wrong with a call that must return -1 (zeroed: and leave all `length` bytes of out
+    zero) and write nothing else."""
+    errors: list[str] = []
+    if inv.ret != -1:
+        errors.append(f"{what}: returned {inv.ret}, want -1")
+    elif zeroed and inv.out("out") != bytes(length):
+        nz = sum(1 for b in inv.out("out") if b)
+        errors.append(f"{what}: returned -1 but {nz} of {length} out bytes are not zero")
+    return errors + [f"{what}: {d}" for d in inv.damage]
+
+
 # (kernel, rng, mem, key, aad, plaintext, case index) -> (key region, iv/nonce, ciphertext, tag), from the reference
 Sealer = Callable[[Kernel, random.Random, HeapMem, bytes, bytes, bytes, int], tuple[Region, bytes, bytes, bytes]]
 # the family's decryption call: (kernel, mem, fn, key region, iv/nonce, aad, ciphertext, tag, rng=, in_place=)
 Opener = Callable[..., Invocation]
 
 
+def tamper_lengths(n: int, quick: bool, rng: random.Random) -> list[int]:
+    """The text lengths tamper tries by default: the edges of 0..16n+15 and a sample."""
+    return sorted({0, 1, 15, 16, 17, 16 * n, 16 * n + 15} | set(rng.sample(range(16 * n + 16), 8 if quick else 24)))
+
+
 def tamper(kernel: Kernel, fn: str, bits: int, probe: Probe, seal: Sealer, open_: Opener, *, n: int,
-           quick: bool, seed: int) -> CheckResult:
+           quick: bool, seed: int, lengths: Callable[[random.Random], list[int]] | None = None,
+           aad_length: Callable[[int, random.Random], int] | None = None, iv: str = "IV") -> CheckResult:
     """A flipped bit in the tag, ciphertext, AAD or IV/nonce: -1 and all len bytes of out zeroed
-    (separate buffers and in place), nothing else written."""
+    (separate buffers and in place), nothing else written. The family may choose the text
+    lengths (default tamper_lengths) and the AAD length of call j (default aad_len); `iv` is
+    what it calls the IV."""
     name = f"tamper {fn} {bits}"
     rng = random.Random(f"{seed}:{name}")
     errors: list[str] = []
     calls = 0
-    lengths = sorted({0, 1, 15, 16, 17, 16 * n, 16 * n + 15} | set(rng.sample(range(16 * n + 16), 8 if quick else 24)))
-    for i, length in enumerate(lengths):
-        for target in ("tag", "ct", "aad", "iv"):
-            j = 4 * i + ("tag", "ct", "aad", "iv").index(target)
-            aadlen = max(aad_len(j, n, rng), 1 if target == "aad" else 0)
+    targets = ("tag", "ct", "aad", iv.lower())
+    for i, length in enumerate(lengths(rng) if lengths else tamper_lengths(n, quick, rng)):
+        for t, target in enumerate(targets):
+            j = 4 * i + t
+            aadlen = max(aad_length(j, rng) if aad_length else aad_len(j, n, rng), 1 if target == "aad" else 0)
             if target == "ct" and length == 0:
                 continue
             key, pt, aad = rng.randbytes(bits // 8), rng.randbytes(length), rng.randbytes(aadlen)
             in_place = bool(j % 2)
             mem = HeapMem(rng)
-            k, iv, ct, tag = seal(kernel, rng, mem, key, aad, pt, j)
-
-            def flip(b: bytes) -> bytes:
-                x = bytearray(b)
-                bit = rng.randrange(8 * len(x))
-                x[bit // 8] ^= 1 << (bit % 8)
-                return bytes(x)
-
-            if target == "tag":
-                tag = flip(tag)
-            elif target == "ct":
-                ct = flip(ct)
-            elif target == "aad":
-                aad = flip(aad)
-            else:
-                iv = flip(iv)
+            k, nonce, ct, tag = seal(kernel, rng, mem, key, aad, pt, j)
+            fields = [tag, ct, aad, nonce]
+            x = bytearray(fields[t])
+            bit = rng.randrange(8 * len(x))
+            x[bit // 8] ^= 1 << (bit % 8)
+            tag, ct, aad, nonce = fields[:t] + [bytes(x)] + fields[t + 1:]
             what = f"{target} bit flipped, len={length} aadlen={aadlen}{' in-place' if in_place else ''}"
             probe.note(name, what)
-            inv = open_(kernel, mem, fn, k, iv, aad, ct, tag, rng=rng, in_place=in_place)
+            inv = open_(kernel, mem, fn, k, nonce, aad, ct, tag, rng=rng, in_place=in_place)
             calls += 1
-            out = inv.out("out")
-            if inv.ret != -1:
-                errors.append(f"{what}: returned {inv.ret}, want -1")
-            elif out != bytes(length):
-                nz = sum(1 for b in out if b)
-                errors.append(f"{what}: returned -1 but {nz} of {length} out bytes are not zero")
-            errors += [f"{what}: {d}" for d in inv.damage]
+            errors += refusal_errors(inv, what, length)
             if len(errors) >= 3:
                 return verdict(name, errors, "")
-    return verdict(name, errors, f"{calls} calls: tag/ciphertext/AAD/IV bit flips rejected, out zeroed")
+    return verdict(name, errors, f"{calls} calls: tag/ciphertext/AAD/{iv} bit flips rejected, out zeroed")
+
+
+# (rng, mem, key region) -> each call that must be refused: (what it passes, its invocation, the text length)
+Refusals = Callable[[random.Random, HeapMem, Region], Iterator[tuple[str, Invocation, int]]]
+
+
+def check_refusals(kernel: Kernel, fn: str, probe: Probe, setup: str, refusals: Refusals, rejected: str, *,
+                   zeroed: bool, seed: int) -> CheckResult:
+    """Bad arguments: with a key from `setup`, every call refusals() makes to `fn` returns -1
+    (zeroed: and leaves all of out zero) and writes nothing else; `rejected` says what they pass."""
+    name = f"badargs {fn}"
+    rng = random.Random(f"{seed}:{name}")
+    mem = HeapMem(rng)
+    probe.note(name, "")
+    key = key_or_raise(kernel, mem, setup, rng.randbytes(16))
+    errors = [e for what, inv, length in refusals(rng, mem, key) for e in refusal_errors(inv, what, length, zeroed)]
+    return verdict(name, errors, f"{rejected} rejected" + (", out zeroed" if zeroed else ""))
 
 
 # (kernel, rng, mem, nblocks, round) -> (the key arguments, (data, acc) -> the reference's acc)

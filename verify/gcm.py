@@ -28,7 +28,8 @@ from collections.abc import Callable, Iterator, Sequence
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from aesgen.verify import vectors
-from aesgen.verify.aead_checks import (BAD_KEY_BITS, aad_len, aead_errors, check_key_sizes, diff_hash,
+from aesgen.verify.aead_checks import (BAD_KEY_BITS, Message, aad_len, check_key_sizes, check_refusals, diff_aead,
+                                       diff_hash,
                                        hash_scene_call, sealed_mismatch, tamper, text_lengths)
 from aesgen.verify.build import Kernel
 from aesgen.verify.harness.isolation import Probe, Unit
@@ -171,22 +172,22 @@ def gcm_stream(kernel: Kernel, mem, gkey: Region, iv: bytes, aad: bytes, data: b
 # ================================================================ known answers
 
 
-def _gcm_files(kind: str) -> list[vectors.AeadFile]:
-    files = list(vectors.gcm_cavp(kind))
-    return files
-
-
-def _cryptopp_skip(name: str) -> CheckResult:
-    return CheckResult(name, "skip", f"crypto++ test vectors not installed ({vectors.CRYPTOPP_GCM}; "
-                       "Debian package libcrypto++-utils, see APT_PACKAGES in the Makefile)")
+def _gcm_files(kind: str, check: str) -> tuple[list[vectors.AeadFile], list[CheckResult]]:
+    """The CAVP files of one kind, then crypto++'s McGrew-Viega cases; where crypto++ is not
+    installed, the skip of `check` on those instead."""
+    files, cpp = list(vectors.gcm_cavp(kind)), vectors.gcm_cryptopp()
+    if cpp is not None:
+        return files + [cpp], []
+    return files, [CheckResult(f"{check} McGrew-Viega", "skip", "crypto++ test vectors not installed "
+                               f"({vectors.CRYPTOPP_GCM}; Debian package libcrypto++-utils, see APT_PACKAGES "
+                               "in the Makefile)")]
 
 
 def kat_gcm(kernel: Kernel, fn: str, probe: Probe, *, quick: bool, seed: int) -> Iterator[CheckResult]:
     """One-shot gcm_encrypt / gcm_decrypt over the CAVP files and the McGrew-Viega cases."""
     decrypt = fn == "gcm_decrypt"
-    files = _gcm_files("gcmDecrypt" if decrypt else "gcmEncryptExtIV")
-    cpp = vectors.gcm_cryptopp()
-    for vf in files + ([cpp] if cpp else []):
+    files, skipped = _gcm_files("gcmDecrypt" if decrypt else "gcmEncryptExtIV", f"kat {fn}")
+    for vf in files:
         name = f"kat {fn} {vf.name}"
         rng = random.Random(f"{seed}:{name}")
         mem = HeapMem(None)
@@ -216,17 +217,15 @@ def kat_gcm(kernel: Kernel, fn: str, probe: Probe, *, quick: bool, seed: int) ->
         extra = f", {rejected} with a wrong tag" if decrypt else ""
         yield (verdict(name, errors, f"{len(cases)} vectors{extra}") if cases
                else CheckResult(name, "fail", "no vectors parsed"))
-    if cpp is None:
-        yield _cryptopp_skip(f"kat {fn} McGrew-Viega")
+    yield from skipped
 
 
 def kat_gcm_stream(kernel: Kernel, fn: str, probe: Probe, *, quick: bool, seed: int) -> Iterator[CheckResult]:
     """The GCM vectors through start/aad/update/finish with random chunkings (every parameter
     group; 3 cases of each, 1 when quick: the one-shot KAT runs every case)."""
     decrypt = fn == "gcm_decrypt_update"
-    files = _gcm_files("gcmDecrypt" if decrypt else "gcmEncryptExtIV")
-    cpp = vectors.gcm_cryptopp()
-    for vf in files + ([cpp] if cpp else []):
+    files, skipped = _gcm_files("gcmDecrypt" if decrypt else "gcmEncryptExtIV", f"kat {fn}")
+    for vf in files:
         name = f"kat {fn} {vf.name}"
         rng = random.Random(f"{seed}:{name}")
         mem = HeapMem(rng)
@@ -256,15 +255,14 @@ def kat_gcm_stream(kernel: Kernel, fn: str, probe: Probe, *, quick: bool, seed: 
                 errors += sealed_mismatch(v, ret, out, tag[:t], "gcm_start returned")
             errors += [f"COUNT={v.count}: {d}" for d in damage]
         yield verdict(name, errors, f"{len(cases)} vectors, random chunkings")
-    if cpp is None:
-        yield _cryptopp_skip(f"kat {fn} McGrew-Viega")
+    yield from skipped
 
 
 def kat_ghash(kernel: Kernel, probe: Probe, *, quick: bool, seed: int) -> Iterator[CheckResult]:
     """GHASH answers derived from published GCM cases with a 96-bit IV:
     MSB_t(GHASH_H(A || C || len)) = tag xor MSB_t(E_K(J0)), E_K from cryptography's AES."""
-    cpp = vectors.gcm_cryptopp()
-    for vf in _gcm_files("gcmEncryptExtIV") + ([cpp] if cpp else []):
+    files, skipped = _gcm_files("gcmEncryptExtIV", "kat ghash")
+    for vf in files:
         name = f"kat ghash {vf.name}"
         mem = HeapMem(None)
         errors: list[str] = []
@@ -282,8 +280,7 @@ def kat_ghash(kernel: Kernel, probe: Probe, *, quick: bool, seed: int) -> Iterat
                 errors.append(f"COUNT={v.count}: GHASH {got.hex()} want {want.hex()} (first {t} bytes)")
             errors += [f"COUNT={v.count}: {d}" for d in inv.damage]
         yield verdict(name, errors, f"{len(cases)} vectors (96-bit IVs), GHASH = tag xor E_K(J0)")
-    if cpp is None:
-        yield _cryptopp_skip("kat ghash McGrew-Viega")
+    yield from skipped
 
 
 # ================================================================ differential
@@ -291,39 +288,19 @@ def kat_ghash(kernel: Kernel, probe: Probe, *, quick: bool, seed: int) -> Iterat
 
 def diff_gcm(kernel: Kernel, fn: str, bits: int, probe: Probe, *, n: int, quick: bool,
              seed: int) -> CheckResult:
-    name = f"diff {fn} {bits}"
-    rng = random.Random(f"{seed}:{name}")
-    decrypt = fn == "gcm_decrypt"
-    errors: list[str] = []
-    calls = 0
-    oracles: set[str] = set()
-    for i, length in enumerate(text_lengths(n, quick, rng)):
-        for in_place in (False, True):
-            if quick and in_place and i % 2:
-                continue
-            j = 2 * i + in_place
-            ivlen, taglen = _iv_len(j), 4 + j % 13
-            aadlen = aad_len(j, n, rng)
-            key, iv, aad, pt = (rng.randbytes(bits // 8), rng.randbytes(ivlen), rng.randbytes(aadlen),
-                                rng.randbytes(length))
-            mem = HeapMem(rng)
-            gkey = key_or_raise(kernel, mem, "gcm_set_key", key)
-            ct, tag, oracle = gcm_reference(key, iv, aad, pt, taglen)
-            oracles.add(oracle)
-            what = (f"len={length} aadlen={aadlen} ivlen={ivlen} taglen={taglen}"
-                    f"{' in-place' if in_place else ''}")
-            probe.note(name, what)
-            if decrypt:
-                inv = gcm_call(kernel, mem, fn, gkey, iv, aad, ct, tag, rng=rng, in_place=in_place)
-            else:
-                inv = gcm_call(kernel, mem, fn, gkey, iv, aad, pt, taglen, rng=rng, in_place=in_place)
-            errors += aead_errors(inv, decrypt, what, pt, ct, tag, f" ({oracle})")
-            calls += 1
-            if len(errors) >= 3:
-                return verdict(name, errors, "")
+    def message(rng: random.Random, j: int, length: int) -> Message:
+        ivlen, taglen = _iv_len(j), 4 + j % 13
+        aadlen = aad_len(j, n, rng)
+        key, iv, aad, pt = (rng.randbytes(bits // 8), rng.randbytes(ivlen), rng.randbytes(aadlen),
+                            rng.randbytes(length))
+        ct, tag, oracle = gcm_reference(key, iv, aad, pt, taglen)
+        return Message(key, iv, aad, pt, ct, tag, f"ivlen={ivlen} taglen={taglen}", oracle)
+
     top = 16 * n + 15
-    return verdict(name, errors, f"{calls} calls, len<={top}, AAD 0..{top}, IV lengths "
-                   f"{sorted(set(IV_LENGTHS))}, taglen 4..16, misaligned, in-place; vs {'+'.join(sorted(oracles))}")
+    return diff_aead(kernel, fn, bits, probe, "gcm_set_key", message, gcm_call,
+                     lengths=lambda rng: text_lengths(n, quick, rng), quick=quick, seed=seed,
+                     summary=lambda calls, lengths, oracles: f"{calls} calls, len<={top}, AAD 0..{top}, IV lengths "
+                     f"{sorted(set(IV_LENGTHS))}, taglen 4..16, misaligned, in-place; vs {'+'.join(sorted(oracles))}")
 
 
 def ghash_key(kernel: Kernel, rng: random.Random, mem: HeapMem, nb: int, r: int) -> tuple[dict, Callable]:
@@ -411,32 +388,25 @@ def stream_gcm(kernel: Kernel, bits: int, probe: Probe, *, n: int, quick: bool, 
 def badargs(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResult:
     if fn == "gcm_set_key":
         return check_key_sizes(kernel, fn, probe, BAD_KEY_BITS, seed=seed)
-    name = f"badargs {fn}"
-    rng = random.Random(f"{seed}:{name}")
-    mem = HeapMem(rng)
-    errors: list[str] = []
-    probe.note(name, "")
-    gkey = key_or_raise(kernel, mem, "gcm_set_key", rng.randbytes(16))
-    if fn == "gcm_start":
-        ctx = mem.place("ctx", fill(rng, kernel.spec.gcm_ctx_bytes), aligned=True)
-        inv = invoke(kernel, fn, mem, {"ctx": ctx, "gkey": gkey, "iv": rng.randbytes(12), "ivlen": 0})
-        if inv.ret != -1:
-            errors.append(f"ivlen=0 returned {inv.ret}, want -1")
-        return verdict(name, errors + inv.damage, "ivlen 0 rejected")
     decrypt = fn == "gcm_decrypt"
-    for label, ivlen, taglen in [("ivlen=0", 0, 16)] + [(f"taglen={t}", 12, t) for t in BAD_TAGLENS]:
-        for length in (0, 33):
-            iv, aad, data = rng.randbytes(12), rng.randbytes(20), rng.randbytes(length)
-            tag = rng.randbytes(max(taglen, 16))
-            inv = gcm_call(kernel, mem, fn, gkey, iv, aad, data, tag if decrypt else max(taglen, 16),
-                           rng=rng, ivlen=ivlen, taglen=taglen)
-            if inv.ret != -1:
-                errors.append(f"{label} len={length}: returned {inv.ret}, want -1")
-            elif decrypt and inv.out("out") != bytes(length):
-                errors.append(f"{label} len={length}: returned -1 but out is not zeroed")
-            errors += [f"{label}: {d}" for d in inv.damage]
-    what = "ivlen 0, taglen " + ", ".join(map(str, BAD_TAGLENS)) + " rejected" + (", out zeroed" if decrypt else "")
-    return verdict(name, errors, what)
+
+    def start(rng: random.Random, mem: HeapMem, gkey: Region) -> Iterator[tuple[str, Invocation, int]]:
+        ctx = mem.place("ctx", fill(rng, kernel.spec.gcm_ctx_bytes), aligned=True)
+        yield "ivlen=0", invoke(kernel, fn, mem, {"ctx": ctx, "gkey": gkey, "iv": rng.randbytes(12), "ivlen": 0}), 0
+
+    def oneshot(rng: random.Random, mem: HeapMem, gkey: Region) -> Iterator[tuple[str, Invocation, int]]:
+        for label, ivlen, taglen in [("ivlen=0", 0, 16)] + [(f"taglen={t}", 12, t) for t in BAD_TAGLENS]:
+            for length in (0, 33):
+                iv, aad, data = rng.randbytes(12), rng.randbytes(20), rng.randbytes(length)
+                tag = rng.randbytes(max(taglen, 16))
+                yield f"{label} len={length}", gcm_call(kernel, mem, fn, gkey, iv, aad, data,
+                                                        tag if decrypt else max(taglen, 16), rng=rng, ivlen=ivlen,
+                                                        taglen=taglen), length
+
+    if fn == "gcm_start":
+        return check_refusals(kernel, fn, probe, "gcm_set_key", start, "ivlen 0", zeroed=False, seed=seed)
+    return check_refusals(kernel, fn, probe, "gcm_set_key", oneshot,
+                          "ivlen 0, taglen " + ", ".join(map(str, BAD_TAGLENS)), zeroed=decrypt, seed=seed)
 
 
 # ================================================================ scenes for abi, guard and simulate

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from cryptography.hazmat.primitives.ciphers.aead import AESGCMSIV
 
 from aesgen.verify import vectors
-from aesgen.verify.aead_checks import (aad_len, aead_errors, check_key_sizes, diff_hash, hash_scene_call,
+from aesgen.verify.aead_checks import (Message, aad_len, check_key_sizes, diff_aead, diff_hash, hash_scene_call,
                                        sealed_mismatch, tamper, text_lengths)
 from aesgen.verify.build import Kernel
 from aesgen.verify.harness.isolation import Probe, Unit
@@ -45,10 +45,11 @@ def gcmsiv_reference(key: bytes, nonce: bytes, aad: bytes, pt: bytes) -> tuple[b
 
 
 def gcmsiv_call(kernel: Kernel, mem, fn: str, skey: Region, nonce: bytes, aad: bytes, data: bytes,
-                tag: bytes | None, *, rng: random.Random, in_place: bool = False,
+                tag: bytes | int, *, rng: random.Random, in_place: bool = False,
                 caller: Caller | None = None) -> Invocation:
+    """gcmsiv_encrypt (tag: its length, 16) or gcmsiv_decrypt (tag: the bytes), junk-filled outputs."""
     args = {"skey": skey, "nonce": nonce, "aad": aad, "aadlen": len(aad), "in": data,
-            "out": fill(rng, len(data)), "len": len(data), "tag": tag if tag is not None else fill(rng, 16)}
+            "out": fill(rng, len(data)), "len": len(data), "tag": tag if isinstance(tag, bytes) else fill(rng, tag)}
     return invoke(kernel, fn, mem, args, caller=caller, alias={"out": "in"} if in_place else None)
 
 
@@ -116,7 +117,7 @@ def kat_gcmsiv(kernel: Kernel, fn: str, probe: Probe, *, quick: bool, seed: int)
                 elif inv.out("out") != pt:
                     errors.append(f"COUNT={v.count}: plaintext {first_diff(inv.out('out'), pt)}")
             else:
-                inv = gcmsiv_call(kernel, mem, fn, skey, v.iv, v.aad, pt, None, rng=rng)
+                inv = gcmsiv_call(kernel, mem, fn, skey, v.iv, v.aad, pt, 16, rng=rng)
                 errors += sealed_mismatch(v, inv.ret, inv.out("out"), inv.out("tag"))
             errors += [f"COUNT={v.count}: {d}" for d in inv.damage]
         yield verdict(name, errors, f"{len(vf.vectors)} vectors (Appendix C, incl. counter wrap)")
@@ -127,34 +128,15 @@ def kat_gcmsiv(kernel: Kernel, fn: str, probe: Probe, *, quick: bool, seed: int)
 
 def diff_gcmsiv(kernel: Kernel, fn: str, bits: int, probe: Probe, *, n: int, quick: bool,
                 seed: int) -> CheckResult:
-    name = f"diff {fn} {bits}"
-    rng = random.Random(f"{seed}:{name}")
-    decrypt = fn == "gcmsiv_decrypt"
-    errors: list[str] = []
-    calls = 0
-    for i, length in enumerate(text_lengths(n, quick, rng)):
-        for in_place in (False, True):
-            if quick and in_place and i % 2:
-                continue
-            j = 2 * i + in_place
-            aadlen = aad_len(j, n, rng)
-            key, nonce, aad, pt = rng.randbytes(bits // 8), rng.randbytes(12), rng.randbytes(aadlen), \
-                rng.randbytes(length)
-            mem = HeapMem(rng)
-            skey = key_or_raise(kernel, mem, "gcmsiv_set_key", key)
-            ct, tag = gcmsiv_reference(key, nonce, aad, pt)
-            what = f"len={length} aadlen={aadlen}{' in-place' if in_place else ''}"
-            probe.note(name, what)
-            if decrypt:
-                inv = gcmsiv_call(kernel, mem, fn, skey, nonce, aad, ct, tag, rng=rng, in_place=in_place)
-            else:
-                inv = gcmsiv_call(kernel, mem, fn, skey, nonce, aad, pt, None, rng=rng, in_place=in_place)
-            errors += aead_errors(inv, decrypt, what, pt, ct, tag)
-            calls += 1
-            if len(errors) >= 3:
-                return verdict(name, errors, "")
-    return verdict(name, errors, f"{calls} calls, len<={16 * n + 15}, AAD 0..{16 * n + 15}, "
-                   "misaligned, in-place; vs AESGCMSIV")
+    def message(rng: random.Random, j: int, length: int) -> Message:
+        aadlen = aad_len(j, n, rng)
+        key, nonce, aad, pt = rng.randbytes(bits // 8), rng.randbytes(12), rng.randbytes(aadlen), rng.randbytes(length)
+        return Message(key, nonce, aad, pt, *gcmsiv_reference(key, nonce, aad, pt))
+
+    return diff_aead(kernel, fn, bits, probe, "gcmsiv_set_key", message, gcmsiv_call,
+                     lengths=lambda rng: text_lengths(n, quick, rng), quick=quick, seed=seed,
+                     summary=lambda calls, lengths, oracles: f"{calls} calls, len<={16 * n + 15}, "
+                     f"AAD 0..{16 * n + 15}, misaligned, in-place; vs AESGCMSIV")
 
 
 def polyval_key(kernel: Kernel, rng: random.Random, mem: HeapMem, nb: int, r: int) -> tuple[dict, Callable]:

@@ -151,6 +151,14 @@ def block_counts(kernel: Kernel, n: int, quick: bool) -> list[int]:
     return [0, 1, 2, 3, 5, 8] if quick else [0, 1, 2, 3, 4, 5, 7, 8, 9, 16, 17, n]
 
 
+def sweep(kernel: Kernel, mode: str, n: int, quick: bool, phase: int) -> list[tuple[int, int, bool]]:
+    """(count, blocks, in place) for a differential of `mode`: every key / stream count with every
+    block count, one call in three in place (the i-th block count where (count + i) % 3 == phase)."""
+    lanes, depth = _lanes_depth(kernel, mode)
+    return [(count, blocks, (count + i) % 3 == phase) for count in counts(lanes, depth, quick)
+            for i, blocks in enumerate(block_counts(kernel, n, quick))]
+
+
 # ================================================================ checks
 
 
@@ -266,23 +274,20 @@ def diff_set_keys(kernel: Kernel, bits: int, probe: Probe, *, quick: bool, seed:
 def diff_multikey(kernel: Kernel, bits: int, probe: Probe, *, n: int, quick: bool, seed: int) -> CheckResult:
     name = f"diff ecb_encrypt_multikey {bits}"
     rng = random.Random(f"{seed}:{name}")
-    lanes, depth = _lanes_depth(kernel, "multikey")
     errors: list[str] = []
-    calls = 0
-    for nkeys in counts(lanes, depth, quick):
-        for i, bpk in enumerate(block_counts(kernel, n, quick)):
-            keys = [rng.randbytes(bits // 8) for _ in range(nkeys)]
-            data = rng.randbytes(16 * nkeys * bpk)
-            sc = Scene(kernel, HeapMem(rng), rng, in_place=(nkeys + i) % 3 == 2)
-            what = f"nkeys={nkeys} blocks_per_key={bpk}{' in-place' if sc.in_place else ''}"
-            probe.note(name, what)
-            got = multikey_call(sc, keys, bits, data, bpk)
-            want = b"".join(aes_ecb(k, data[16 * bpk * j:16 * bpk * (j + 1)]) for j, k in enumerate(keys))
-            errors += [f"{what}: {e}" for e in _diff(got, want, len(data))] + [f"{what}: {d}" for d in sc.damage]
-            calls += 1
-            if len(errors) >= 3:
-                return verdict(name, errors, "")
-    return verdict(name, errors, f"{calls} calls: key counts and blocks per key vs cryptography's ECB per key, "
+    cases = sweep(kernel, "multikey", n, quick, 2)
+    for nkeys, bpk, in_place in cases:
+        keys = [rng.randbytes(bits // 8) for _ in range(nkeys)]
+        data = rng.randbytes(16 * nkeys * bpk)
+        sc = Scene(kernel, HeapMem(rng), rng, in_place=in_place)
+        what = f"nkeys={nkeys} blocks_per_key={bpk}{' in-place' if in_place else ''}"
+        probe.note(name, what)
+        got = multikey_call(sc, keys, bits, data, bpk)
+        want = b"".join(aes_ecb(k, data[16 * bpk * j:16 * bpk * (j + 1)]) for j, k in enumerate(keys))
+        errors += [f"{what}: {e}" for e in _diff(got, want, len(data))] + [f"{what}: {d}" for d in sc.damage]
+        if len(errors) >= 3:
+            return verdict(name, errors, "")
+    return verdict(name, errors, f"{len(cases)} calls: key counts and blocks per key vs cryptography's ECB per key, "
                    "misaligned, in place")
 
 
@@ -306,28 +311,25 @@ def diff_hash(kernel: Kernel, bits: int, probe: Probe, *, n: int, quick: bool, s
 def diff_multi_cbc(kernel: Kernel, bits: int, probe: Probe, *, n: int, quick: bool, seed: int) -> CheckResult:
     name = f"diff cbc_encrypt_multi {bits}"
     rng = random.Random(f"{seed}:{name}")
-    lanes, depth = _lanes_depth(kernel, "cbc-multi")
     errors: list[str] = []
-    calls = 0
-    for nstreams in counts(lanes, depth, quick):
-        for i, nblocks in enumerate(block_counts(kernel, n, quick)):
-            keys = [rng.randbytes(bits // 8) for _ in range(nstreams)]
-            ivs = [rng.randbytes(16) for _ in range(nstreams)]
-            texts = [rng.randbytes(16 * nblocks) for _ in range(nstreams)]
-            sc = Scene(kernel, HeapMem(rng), rng, in_place=(nstreams + i) % 3 == 1)
-            what = f"nstreams={nstreams} nblocks={nblocks}{' in-place' if sc.in_place else ''}"
-            probe.note(name, what)
-            outs, got_ivs = multi_cbc_call(sc, keys, ivs, texts)
-            for s in range(nstreams):
-                want = aes_cbc(keys[s], ivs[s], texts[s])
-                errors += [f"{what}: stream {s}: {e}" for e in _diff(outs[s], want, len(want))]
-                if got_ivs[s] != (want[-16:] if nblocks else ivs[s]):
-                    errors.append(f"{what}: stream {s}: iv on return is not the last ciphertext block")
-            errors += [f"{what}: {d}" for d in sc.damage]
-            calls += 1
-            if len(errors) >= 3:
-                return verdict(name, errors[:3], "")
-    return verdict(name, errors, f"{calls} calls: stream counts and lengths vs cryptography's CBC per stream, "
+    cases = sweep(kernel, "cbc-multi", n, quick, 1)
+    for nstreams, nblocks, in_place in cases:
+        keys = [rng.randbytes(bits // 8) for _ in range(nstreams)]
+        ivs = [rng.randbytes(16) for _ in range(nstreams)]
+        texts = [rng.randbytes(16 * nblocks) for _ in range(nstreams)]
+        sc = Scene(kernel, HeapMem(rng), rng, in_place=in_place)
+        what = f"nstreams={nstreams} nblocks={nblocks}{' in-place' if in_place else ''}"
+        probe.note(name, what)
+        outs, got_ivs = multi_cbc_call(sc, keys, ivs, texts)
+        for s in range(nstreams):
+            want = aes_cbc(keys[s], ivs[s], texts[s])
+            errors += [f"{what}: stream {s}: {e}" for e in _diff(outs[s], want, len(want))]
+            if got_ivs[s] != (want[-16:] if nblocks else ivs[s]):
+                errors.append(f"{what}: stream {s}: iv on return is not the last ciphertext block")
+        errors += [f"{what}: {d}" for d in sc.damage]
+        if len(errors) >= 3:
+            return verdict(name, errors[:3], "")
+    return verdict(name, errors, f"{len(cases)} calls: stream counts and lengths vs cryptography's CBC per stream, "
                    "misaligned, in place")
 
 

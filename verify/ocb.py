@@ -10,8 +10,8 @@ Check names:
                                 16-byte tags), else this module's reference (cross-checked with
                                 AESOCB3 on every message where both apply)
   tamper ocb_decrypt <bits>     a flipped tag/ciphertext/AAD/nonce bit: -1 and out zeroed
-  badargs ocb_set_key|ocb_encrypt|ocb_decrypt  bits 0/64/127/512; nonce length 0 and 16, tag
-                                length 0 and 17 (decrypt: out zeroed)
+  badargs ocb_set_key|ocb_encrypt|ocb_decrypt  bad key sizes (aead_checks.check_key_sizes); nonce
+                                length 0 and 16, tag length 0 and 17 (decrypt: out zeroed)
   abi / guard / simulate        through the scenes below (SCENES, collected by verify/scenes.py)
 
 The reference follows RFC 7253 section 4 step by step (Stretch, the L_i by doubling, Offset_i =
@@ -27,18 +27,18 @@ from pathlib import Path
 from cryptography.hazmat.primitives.ciphers.aead import AESOCB3
 
 from aesgen.verify import vectors
-from aesgen.verify.aead_checks import aad_len, aead_errors, text_lengths
+from aesgen.verify.aead_checks import (BAD_KEY_BITS, Message, aad_len, aead_errors, check_key_sizes, check_refusals,
+                                       diff_aead, tamper, text_lengths)
 from aesgen.verify.build import Kernel
 from aesgen.verify.harness.isolation import Probe, Unit
 from aesgen.verify.harness.memory import HeapMem, Region
-from aesgen.verify.harness.scene import (Invocation, Scene, SceneError, fill, invoke, io_alias, make_key,
+from aesgen.verify.harness.scene import (Invocation, Scene, fill, invoke, io_alias, key_or_raise, make_key,
                                          out_if_placed)
 from aesgen.verify.reference.aes import aes_ecb
 from aesgen.verify.results import CheckResult, verdict
 from aesgen.verify.xts import double_be
 
 CRYPTOPP_OCB = Path("/usr/share/crypto++/TestVectors/ocb.txt")
-OCB_BAD_BITS = (0, 64, 127, 512)
 BAD_NONCE_LENGTHS = (0, 16)
 BAD_TAG_LENGTHS = (0, 17)
 AESOCB3_NONCES = range(12, 16)  # what cryptography's AESOCB3 accepts (16-byte tags only)
@@ -197,10 +197,6 @@ def ocb_files() -> tuple[tuple[str, tuple[vectors.AeadVector, ...]], ...]:
 # ================================================================ calls
 
 
-def make_ocb_key(kernel: Kernel, mem, key: bytes, *, caller=None, bits: int | None = None) -> tuple[int, Region]:
-    return make_key(kernel, mem, "ocb_set_key", key, bits=bits, caller=caller)
-
-
 def ocb_call(kernel: Kernel, mem, fn: str, okey: Region, nonce: bytes, aad: bytes, data: bytes,
              tag: bytes | int, *, rng: random.Random, in_place: bool = False, noncelen: int | None = None,
              taglen: int | None = None, caller=None) -> Invocation:
@@ -210,13 +206,6 @@ def ocb_call(kernel: Kernel, mem, fn: str, okey: Region, nonce: bytes, aad: byte
             "aad": aad, "aadlen": len(aad), "in": data, "out": fill(rng, len(data)), "len": len(data),
             "tag": tag_bytes, "taglen": len(tag_bytes) if taglen is None else taglen}
     return invoke(kernel, fn, mem, args, caller=caller, alias={"out": "in"} if in_place else None)
-
-
-def _key(kernel: Kernel, mem, key: bytes) -> Region:
-    ret, okey = make_ocb_key(kernel, mem, key)
-    if ret != 0:
-        raise SceneError(f"ocb_set_key(bits={8 * len(key)}) returned {ret}")
-    return okey
 
 
 # ================================================================ checks
@@ -231,7 +220,7 @@ def kat_ocb(kernel: Kernel, fn: str, probe: Probe, *, quick: bool, seed: int) ->
         mem = HeapMem(rng)
         errors: list[str] = []
         for k, v in enumerate(cases):
-            okey = _key(kernel, mem, v.key)
+            okey = key_or_raise(kernel, mem, "ocb_set_key", v.key)
             if decrypt:
                 inv = ocb_call(kernel, mem, fn, okey, v.iv, v.aad, v.ciphertext, v.tag, rng=rng, in_place=k % 2 == 1)
             else:
@@ -254,117 +243,54 @@ def _tag_len(j: int) -> int:
 
 def diff_ocb(kernel: Kernel, fn: str, bits: int, probe: Probe, *, n: int, quick: bool,
              seed: int) -> CheckResult:
-    name = f"diff {fn} {bits}"
-    rng = random.Random(f"{seed}:{name}")
-    decrypt = fn == "ocb_decrypt"
-    errors: list[str] = []
-    calls = 0
-    oracles: set[str] = set()
     group = kernel.spec.ocb_batch_blocks
-    # beyond N: a few messages that reach batches at 4B and 8B (Q_ntz with more trailing zeros)
-    lengths = text_lengths(n, quick, rng) + [16 * rng.randrange(4 * group, 9 * group + 2) + rng.randrange(16)
+
+    def lengths(rng: random.Random) -> list[int]:
+        # beyond N: a few messages that reach batches at 4B and 8B (Q_ntz with more trailing zeros)
+        return text_lengths(n, quick, rng) + [16 * rng.randrange(4 * group, 9 * group + 2) + rng.randrange(16)
                                               for _ in range(3)]
-    for i, length in enumerate(lengths):
-        for in_place in (False, True):
-            if quick and in_place and i % 2:
-                continue
-            j = 2 * i + in_place
-            noncelen, taglen, aadlen = _nonce_len(j), _tag_len(j), aad_len(j, n, rng)
-            key, nonce, aad, pt = (rng.randbytes(bits // 8), rng.randbytes(noncelen), rng.randbytes(aadlen),
-                                   rng.randbytes(length))
-            mem = HeapMem(rng)
-            okey = _key(kernel, mem, key)
-            ct, tag, oracle = ocb_oracle(key, nonce, aad, pt, taglen)
-            oracles.add(oracle)
-            what = f"len={length} aadlen={aadlen} noncelen={noncelen} taglen={taglen}{' in-place' if in_place else ''}"
-            probe.note(name, what)
-            if j % 16 == 0:
-                bad = cross_check(key, nonce, aad, pt)
-                if bad:
-                    errors.append(f"{what}: {bad}")
-            if decrypt:
-                inv = ocb_call(kernel, mem, fn, okey, nonce, aad, ct, tag, rng=rng, in_place=in_place)
-            else:
-                inv = ocb_call(kernel, mem, fn, okey, nonce, aad, pt, taglen, rng=rng, in_place=in_place)
-            errors += aead_errors(inv, decrypt, what, pt, ct, tag, f" ({oracle})")
-            calls += 1
-            if len(errors) >= 3:
-                return verdict(name, errors, "")
-    return verdict(name, errors, f"{calls} calls, len<={max(lengths)}, AAD 0..{16 * n + 15}, nonce 1..15 "
-                   f"bytes, tags 1..16 bytes, misaligned, in-place; vs {'+'.join(sorted(oracles))}")
+
+    def message(rng: random.Random, j: int, length: int) -> Message:
+        noncelen, taglen, aadlen = _nonce_len(j), _tag_len(j), aad_len(j, n, rng)
+        key, nonce, aad, pt = (rng.randbytes(bits // 8), rng.randbytes(noncelen), rng.randbytes(aadlen),
+                               rng.randbytes(length))
+        ct, tag, oracle = ocb_oracle(key, nonce, aad, pt, taglen)
+        bad = cross_check(key, nonce, aad, pt) if j % 16 == 0 else None
+        return Message(key, nonce, aad, pt, ct, tag, f"noncelen={noncelen} taglen={taglen}", oracle,
+                       (bad,) if bad else ())
+
+    return diff_aead(kernel, fn, bits, probe, "ocb_set_key", message, ocb_call, lengths=lengths, quick=quick,
+                     seed=seed, summary=lambda calls, lengths, oracles: f"{calls} calls, len<={max(lengths)}, "
+                     f"AAD 0..{16 * n + 15}, nonce 1..15 bytes, tags 1..16 bytes, misaligned, in-place; "
+                     f"vs {'+'.join(sorted(oracles))}")
 
 
-def tamper_ocb(kernel: Kernel, bits: int, probe: Probe, *, n: int, quick: bool, seed: int) -> CheckResult:
-    """A flipped bit in the tag, ciphertext, AAD or nonce: -1, all len bytes of out zeroed."""
-    fn = "ocb_decrypt"
-    name = f"tamper {fn} {bits}"
-    rng = random.Random(f"{seed}:{name}")
-    errors: list[str] = []
-    calls = 0
-    targets = ("tag", "ct", "aad", "nonce")
-    lengths = sorted({0, 1, 15, 16, 17, 16 * n, 16 * n + 15} | set(rng.sample(range(16 * n + 16), 8 if quick else 24)))
-    for i, length in enumerate(lengths):
-        for target in targets:
-            if target == "ct" and length == 0:
-                continue
-            j = 4 * i + targets.index(target)
-            aadlen = max(aad_len(j, n, rng), 1 if target == "aad" else 0)
-            key, nonce = rng.randbytes(bits // 8), rng.randbytes(_nonce_len(j))
-            pt, aad = rng.randbytes(length), rng.randbytes(aadlen)
-            mem = HeapMem(rng)
-            okey = _key(kernel, mem, key)
-            ct, tag, _ = ocb_oracle(key, nonce, aad, pt, _tag_len(j))
-            fields = {"tag": tag, "ct": ct, "aad": aad, "nonce": nonce}
-            x = bytearray(fields[target])
-            bit = rng.randrange(8 * len(x))
-            x[bit // 8] ^= 1 << (bit % 8)
-            fields[target] = bytes(x)
-            in_place = bool(j % 2)
-            what = f"{target} bit flipped, len={length} aadlen={aadlen}{' in-place' if in_place else ''}"
-            probe.note(name, what)
-            inv = ocb_call(kernel, mem, fn, okey, fields["nonce"], fields["aad"], fields["ct"], fields["tag"],
-                           rng=rng, in_place=in_place)
-            calls += 1
-            out = inv.out("out")
-            if inv.ret != -1:
-                errors.append(f"{what}: returned {inv.ret}, want -1")
-            elif out != bytes(length):
-                errors.append(f"{what}: returned -1 but {sum(1 for b in out if b)} of {length} out bytes are not zero")
-            errors += [f"{what}: {d}" for d in inv.damage]
-            if len(errors) >= 3:
-                return verdict(name, errors, "")
-    return verdict(name, errors, f"{calls} calls: tag/ciphertext/AAD/nonce bit flips rejected, out zeroed")
+def tamper_seal(kernel: Kernel, rng: random.Random, mem: HeapMem, key: bytes, aad: bytes, pt: bytes,
+                j: int) -> tuple[Region, bytes, bytes, bytes]:
+    """tamper's valid message: a nonce of 1..15 bytes and a tag of 1..16, as the differential cycles them."""
+    nonce = rng.randbytes(_nonce_len(j))
+    ct, tag, _ = ocb_oracle(key, nonce, aad, pt, _tag_len(j))
+    return key_or_raise(kernel, mem, "ocb_set_key", key), nonce, ct, tag
 
 
 def badargs_ocb(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResult:
-    name = f"badargs {fn}"
-    rng = random.Random(f"{seed}:{name}")
-    mem = HeapMem(rng)
-    errors: list[str] = []
-    probe.note(name, "")
     if fn == "ocb_set_key":
-        for bits in OCB_BAD_BITS:
-            ret, _ = make_ocb_key(kernel, mem, rng.randbytes(64), bits=bits)
-            if ret != -1:
-                errors.append(f"bits={bits} returned {ret}, want -1")
-        return verdict(name, errors, f"bits {', '.join(map(str, OCB_BAD_BITS))} rejected")
+        return check_key_sizes(kernel, fn, probe, BAD_KEY_BITS, seed=seed)
     decrypt = fn == "ocb_decrypt"
-    okey = _key(kernel, mem, rng.randbytes(16))
-    cases = [(f"noncelen={k}", k, 16) for k in BAD_NONCE_LENGTHS] + [(f"taglen={t}", 12, t) for t in BAD_TAG_LENGTHS]
-    for label, noncelen, taglen in cases:
-        for length in (0, 33):
-            nonce, aad, data = rng.randbytes(16), rng.randbytes(20), rng.randbytes(length)
-            tag = rng.randbytes(17)
-            inv = ocb_call(kernel, mem, fn, okey, nonce, aad, data, tag if decrypt else 17, rng=rng,
-                           noncelen=noncelen, taglen=taglen)
-            if inv.ret != -1:
-                errors.append(f"{label} len={length}: returned {inv.ret}, want -1")
-            elif decrypt and inv.out("out") != bytes(length):
-                errors.append(f"{label} len={length}: returned -1 but out is not zeroed")
-            errors += [f"{label}: {d}" for d in inv.damage]
-    what = (f"nonce lengths {', '.join(map(str, BAD_NONCE_LENGTHS))}, tag lengths "
-            f"{', '.join(map(str, BAD_TAG_LENGTHS))} rejected" + (", out zeroed" if decrypt else ""))
-    return verdict(name, errors, what)
+
+    def refusals(rng: random.Random, mem: HeapMem, okey: Region) -> Iterator[tuple[str, Invocation, int]]:
+        cases = [(f"noncelen={k}", k, 16) for k in BAD_NONCE_LENGTHS] + [(f"taglen={t}", 12, t) for t in BAD_TAG_LENGTHS]
+        for label, noncelen, taglen in cases:
+            for length in (0, 33):
+                nonce, aad, data = rng.randbytes(16), rng.randbytes(20), rng.randbytes(length)
+                tag = rng.randbytes(17)
+                yield f"{label} len={length}", ocb_call(kernel, mem, fn, okey, nonce, aad, data,
+                                                        tag if decrypt else 17, rng=rng, noncelen=noncelen,
+                                                        taglen=taglen), length
+
+    rejected = (f"nonce lengths {', '.join(map(str, BAD_NONCE_LENGTHS))}, tag lengths "
+                f"{', '.join(map(str, BAD_TAG_LENGTHS))}")
+    return check_refusals(kernel, fn, probe, "ocb_set_key", refusals, rejected, zeroed=decrypt, seed=seed)
 
 
 # ================================================================ scenes for abi, guard and simulate
@@ -372,7 +298,7 @@ def badargs_ocb(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckRes
 
 def scene_ocb_set_key(sc: Scene, fn: str, size: int, aux: int) -> tuple:
     bits = (128, 192, 256)[size % 3]
-    ret, okey = make_ocb_key(sc.kernel, sc.mem, sc.rng.randbytes(bits // 8), caller=sc.caller)
+    ret, okey = make_key(sc.kernel, sc.mem, "ocb_set_key", sc.rng.randbytes(bits // 8), caller=sc.caller)
     return ret, okey.read()
 
 
@@ -417,7 +343,8 @@ def units(kernel: Kernel, *, n: int, quick: bool, seed: int) -> list[tuple[str, 
                 diff_ocb(kernel, fn, b, p, n=n, quick=quick, seed=seed) for b in (128, 192, 256))))
     if "ocb_decrypt" in have:
         out.append(("tamper ocb_decrypt", lambda p: (
-            tamper_ocb(kernel, b, p, n=n, quick=quick, seed=seed) for b in (128, 192, 256))))
+            tamper(kernel, "ocb_decrypt", b, p, tamper_seal, ocb_call, n=n, quick=quick, seed=seed, iv="nonce")
+            for b in (128, 192, 256))))
     bad = [fn for fn in ("ocb_set_key", "ocb_encrypt", "ocb_decrypt") if fn in have]
     out.append(("badargs ocb", lambda p: (badargs_ocb(kernel, fn, p, seed=seed) for fn in bad)))
     return out

@@ -19,11 +19,11 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from aesgen.verify.aead_checks import BAD_KEY_BITS, aead_errors, check_key_sizes
+from aesgen.verify.aead_checks import BAD_KEY_BITS, aead_errors, check_key_sizes, check_refusals, tamper
 from aesgen.verify.build import Kernel
 from aesgen.verify.harness.isolation import Probe, Unit
 from aesgen.verify.harness.memory import HeapMem, Region
-from aesgen.verify.harness.scene import (Invocation, Scene, SceneError, fill, invoke, io_alias, make_key,
+from aesgen.verify.harness.scene import (Invocation, Scene, fill, invoke, io_alias, key_or_raise, make_key,
                                          out_if_placed)
 from aesgen.verify.reference.otr import NONCE_SIZES, load_vectors, otr_encrypt
 from aesgen.verify.results import CheckResult, verdict
@@ -33,13 +33,6 @@ TAG = 16
 
 
 # ================================================================ calls
-
-
-def key_or_raise(kernel: Kernel, mem, key: bytes) -> Region:
-    ret, tkey = make_key(kernel, mem, "otr_set_key", key)
-    if ret != 0:
-        raise SceneError(f"otr_set_key(bits={8 * len(key)}) returned {ret}")
-    return tkey
 
 
 def otr_call(kernel: Kernel, mem, fn: str, tkey: Region, nonce: bytes, aad: bytes, data: bytes,
@@ -100,7 +93,7 @@ def kat_otr(kernel: Kernel, fn: str, probe: Probe, *, quick: bool, seed: int) ->
         mem = HeapMem(rng)
         errors: list[str] = []
         for k, v in enumerate(mine):
-            tkey = key_or_raise(kernel, mem, v.key)
+            tkey = key_or_raise(kernel, mem, "otr_set_key", v.key)
             src = v.ciphertext if decrypt else v.plaintext
             inv = otr_call(kernel, mem, fn, tkey, v.nonce, v.aad, src, v.tag if decrypt else None, rng=rng,
                            in_place=k % 2 == 1)
@@ -119,7 +112,7 @@ def diff_otr(kernel: Kernel, fn: str, bits: int, probe: Probe, *, quick: bool, s
         aad, pt = rng.randbytes(aad_length(i, kernel, rng)), rng.randbytes(length)
         in_place = i % 3 == 2
         mem = HeapMem(rng)
-        tkey = key_or_raise(kernel, mem, key)
+        tkey = key_or_raise(kernel, mem, "otr_set_key", key)
         ct, tag = otr_encrypt(key, nonce, aad, pt)
         what = f"len={length} aadlen={len(aad)} noncelen={len(nonce)}{' in-place' if in_place else ''}"
         probe.note(name, what)
@@ -132,69 +125,35 @@ def diff_otr(kernel: Kernel, fn: str, bits: int, probe: Probe, *, quick: bool, s
                    "AAD around vector and batch sizes, misaligned, in place; vs reference/otr.py")
 
 
-def tamper_otr(kernel: Kernel, bits: int, probe: Probe, *, quick: bool, seed: int) -> CheckResult:
-    """A flipped bit in the tag, ciphertext, AAD or nonce: -1 and all len bytes of out zeroed."""
-    fn = "otr_decrypt"
-    name = f"tamper {fn} {bits}"
-    rng = random.Random(f"{seed}:{name}")
-    errors: list[str] = []
-    calls = 0
+def tamper_lengths(kernel: Kernel, quick: bool, rng: random.Random) -> list[int]:
+    """The edges of a chunk and of a batch, and a random few up to two batches."""
     batch = batch_bytes(kernel)
-    lengths = sorted({0, 1, 16, 17, 32, 33, batch, batch + 31} | {rng.randrange(2 * batch) for _ in range(4 if quick else 12)})
-    targets = ("tag", "ct", "aad", "nonce")
-    for i, length in enumerate(lengths):
-        for target in targets:
-            if target == "ct" and length == 0:
-                continue
-            key, pt = rng.randbytes(bits // 8), rng.randbytes(length)
-            nonce, aad = rng.randbytes(1 + i % 15), rng.randbytes(max(aad_length(i, kernel, rng), int(target == "aad")))
-            ct, tag = otr_encrypt(key, nonce, aad, pt)
-            fields = {"tag": tag, "ct": ct, "aad": aad, "nonce": nonce}
-            x = bytearray(fields[target])
-            bit = rng.randrange(8 * len(x))
-            x[bit // 8] ^= 1 << (bit % 8)
-            fields[target] = bytes(x)
-            in_place = (i + len(target)) % 2 == 1
-            mem = HeapMem(rng)
-            tkey = key_or_raise(kernel, mem, key)
-            what = f"{target} bit {bit} flipped, len={length} aadlen={len(aad)}{' in-place' if in_place else ''}"
-            probe.note(name, what)
-            inv = otr_call(kernel, mem, fn, tkey, fields["nonce"], fields["aad"], fields["ct"], fields["tag"],
-                           rng=rng, in_place=in_place)
-            calls += 1
-            if inv.ret != -1:
-                errors.append(f"{what}: returned {inv.ret}, want -1")
-            elif inv.out("out") != bytes(length):
-                errors.append(f"{what}: returned -1 but out is not zeroed")
-            errors += [f"{what}: {d}" for d in inv.damage]
-            if len(errors) >= 3:
-                return verdict(name, errors, "")
-    return verdict(name, errors, f"{calls} calls: tag/ciphertext/AAD/nonce bit flips rejected, out zeroed")
+    return sorted({0, 1, 16, 17, 32, 33, batch, batch + 31} | {rng.randrange(2 * batch) for _ in range(4 if quick else 12)})
+
+
+def tamper_seal(kernel: Kernel, rng: random.Random, mem: HeapMem, key: bytes, aad: bytes, pt: bytes,
+                j: int) -> tuple[Region, bytes, bytes, bytes]:
+    """tamper's valid message: a nonce of 1..15 bytes."""
+    nonce = rng.randbytes(1 + j % 15)
+    ct, tag = otr_encrypt(key, nonce, aad, pt)
+    return key_or_raise(kernel, mem, "otr_set_key", key), nonce, ct, tag
 
 
 def badargs_otr(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResult:
     """Nonce lengths 0 and 16: -1, and decrypting, out zeroed (otr_set_key: aead_checks.check_key_sizes)."""
     if fn == "otr_set_key":
         return check_key_sizes(kernel, fn, probe, BAD_KEY_BITS, seed=seed)
-    name = f"badargs {fn}"
-    probe.note(name, "")
-    rng = random.Random(f"{seed}:{name}")
     decrypt = fn == "otr_decrypt"
-    mem = HeapMem(rng)
-    tkey = key_or_raise(kernel, mem, rng.randbytes(16))
-    errors: list[str] = []
-    for noncelen in BAD_NONCE_LENGTHS:
-        for length in (0, 33):
-            inv = otr_call(kernel, mem, fn, tkey, rng.randbytes(16), rng.randbytes(20), rng.randbytes(length),
-                           rng.randbytes(TAG) if decrypt else None, rng=rng, noncelen=noncelen)
-            what = f"noncelen={noncelen} len={length}"
-            if inv.ret != -1:
-                errors.append(f"{what}: returned {inv.ret}, want -1")
-            elif decrypt and inv.out("out") != bytes(length):
-                errors.append(f"{what}: returned -1 but out is not zeroed")
-            errors += [f"{what}: {d}" for d in inv.damage]
-    lengths = ", ".join(map(str, BAD_NONCE_LENGTHS))
-    return verdict(name, errors, f"nonce lengths {lengths} rejected" + (", out zeroed" if decrypt else ""))
+
+    def refusals(rng: random.Random, mem: HeapMem, tkey: Region) -> Iterator[tuple[str, Invocation, int]]:
+        for noncelen in BAD_NONCE_LENGTHS:
+            for length in (0, 33):
+                yield f"noncelen={noncelen} len={length}", otr_call(
+                    kernel, mem, fn, tkey, rng.randbytes(16), rng.randbytes(20), rng.randbytes(length),
+                    rng.randbytes(TAG) if decrypt else None, rng=rng, noncelen=noncelen), length
+
+    rejected = "nonce lengths " + ", ".join(map(str, BAD_NONCE_LENGTHS))
+    return check_refusals(kernel, fn, probe, "otr_set_key", refusals, rejected, zeroed=decrypt, seed=seed)
 
 
 # ================================================================ scenes for abi, guard and simulate
@@ -243,7 +202,9 @@ def units(kernel: Kernel, *, n: int, quick: bool, seed: int) -> list[tuple[str, 
                 diff_otr(kernel, fn, b, p, quick=quick, seed=seed) for b in (128, 192, 256))))
     if "otr_decrypt" in have:
         out.append(("tamper otr_decrypt", lambda p: (
-            tamper_otr(kernel, b, p, quick=quick, seed=seed) for b in (128, 192, 256))))
+            tamper(kernel, "otr_decrypt", b, p, tamper_seal, otr_call, n=n, quick=quick, seed=seed, iv="nonce",
+                   lengths=lambda rng: tamper_lengths(kernel, quick, rng),
+                   aad_length=lambda j, rng: aad_length(j, kernel, rng)) for b in (128, 192, 256))))
     bad = [fn for fn in ("otr_set_key", "otr_encrypt", "otr_decrypt") if fn in have]
     out.append(("badargs otr", lambda p: (badargs_otr(kernel, fn, p, seed=seed) for fn in bad)))
     return out

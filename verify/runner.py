@@ -105,28 +105,12 @@ def verify_kernel(
     if "cpu_supported" in kernel.fn:
         units.append(("cpu_supported", lambda p: [_cpu_supported(kernel)]))
     units.append(("keyschedule", lambda p: kat.check_key_schedule(kernel, p, seed=seed, quick=quick)))
-    for unit in kat.units(kernel, quick=quick):
-        units.append(unit)
-    for unit in differential.units(kernel, n=n, quick=quick, seed=seed):
-        units.append(unit)
-    for unit in gcm.units(kernel, n=n, quick=quick, seed=seed):
-        units.append(unit)
-    for unit in gcmsiv.units(kernel, n=n, quick=quick, seed=seed):
-        units.append(unit)
-    for unit in xts.units(kernel, n=n, quick=quick, seed=seed):
-        units.append(unit)
-    for unit in ocb.units(kernel, n=n, quick=quick, seed=seed):
-        units.append(unit)
-    for unit in otr.units(kernel, n=n, quick=quick, seed=seed):
-        units.append(unit)
-    for unit in mpc.units(kernel, n=n, quick=quick, seed=seed):
-        units.append(unit)
-    for unit in wideblock.units(kernel, n=n, quick=quick, seed=seed):
-        units.append(unit)
+    units += kat.units(kernel, quick=quick)
+    for family in (differential, gcm, gcmsiv, xts, ocb, otr, mpc, wideblock):
+        units += family.units(kernel, n=n, quick=quick, seed=seed)
     units.append(("simulate", lambda p: simcheck.check(kernel, p, seed=seed)))
     units.append(("abi", lambda p: abi.check(kernel, p, n=n, quick=quick, seed=seed)))
-    for unit in guard.units(kernel, n=n, quick=quick, seed=seed):
-        units.append(unit)
+    units += guard.units(kernel, n=n, quick=quick, seed=seed)
 
     for i, (label, unit) in enumerate(units):
         if progress:

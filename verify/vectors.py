@@ -6,6 +6,7 @@ Sources: `cryptography_vectors` (NIST CAVP ECB/CBC KAT + MMT, RFC 3686 CTR),
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -85,35 +86,47 @@ def pycryptodome_vectors_dir() -> Path:
 _LINE = re.compile(r"^\s*([A-Za-z]+)\s*=\s*(\S*)\s*$")
 
 
-def parse_rsp(path: Path) -> dict[str, list[dict[str, str]]]:
-    """Sections ("ENCRYPT"/"DECRYPT") of a CAVP-style file, each a list of records."""
-    sections: dict[str, list[dict[str, str]]] = {}
-    current: list[dict[str, str]] | None = None
-    record: dict[str, str] = {}
+def kv_records(path: Path) -> Iterator[tuple[str, int, dict[str, str]]]:
+    """The `KEY = value` records of a CAVP-style vector file (keys upper-cased), a new one at each
+    COUNT, each with the bracketed header above it (upper-cased, "" before the first) and the
+    number of its group of headers (headers in a row are one group, 0 before the first); a bare
+    `FAIL` line is the entry FAIL."""
+    rec: dict[str, str] = {}
+    section, group, in_header = "", 0, False
     for raw in path.read_text(encoding="ascii").splitlines():
         line = raw.strip()
         if not line or line.startswith("#"):
-            if record and current is not None:
-                current.append(record)
-            record = {}
             continue
-        if line.startswith("[") and line.endswith("]"):
-            if record and current is not None:
-                current.append(record)
-            record = {}
-            current = sections.setdefault(line[1:-1].strip().upper(), [])
+        if line.startswith("["):
+            if rec:
+                yield section, group, rec
+                rec = {}
+            section = line.strip("[]").strip().upper()
+            group += not in_header
+            in_header = True
+            continue
+        in_header = False
+        if line == "FAIL":
+            rec["FAIL"] = ""
             continue
         m = _LINE.match(line)
         if not m:
             raise ValueError(f"{path}: cannot parse line {raw!r}")
         key = m.group(1).upper()
-        if key == "COUNT" and record:
-            if current is not None:
-                current.append(record)
-            record = {}
-        record[key] = m.group(2)
-    if record and current is not None:
-        current.append(record)
+        if key == "COUNT" and rec:
+            yield section, group, rec
+            rec = {}
+        rec[key] = m.group(2)
+    if rec:
+        yield section, group, rec
+
+
+def parse_rsp(path: Path) -> dict[str, list[dict[str, str]]]:
+    """Sections ("ENCRYPT"/"DECRYPT") of a CAVP-style file, each a list of records."""
+    sections: dict[str, list[dict[str, str]]] = {}
+    for section, _, rec in kv_records(path):
+        if section:
+            sections.setdefault(section, []).append(rec)
     return sections
 
 
@@ -199,44 +212,12 @@ CRYPTOPP_GCM = Path("/usr/share/crypto++/TestVectors/gcm.txt")  # Debian package
 
 def parse_gcm_rsp(path: Path) -> tuple[AeadVector, ...]:
     """CAVP GCM files: bracketed parameter headers, `Count = n` records, `FAIL` lines."""
-    out: list[AeadVector] = []
-    rec: dict[str, str] = {}
-    group, in_header = 0, False
-
-    def flush() -> None:
-        if not rec:
-            return
-        fail = "FAIL" in rec
-        out.append(AeadVector(
-            count=int(rec["COUNT"]), key=bytes.fromhex(rec["KEY"]), iv=bytes.fromhex(rec["IV"]),
-            aad=bytes.fromhex(rec.get("AAD", "")),
-            plaintext=None if fail else bytes.fromhex(rec["PT"]),
-            ciphertext=bytes.fromhex(rec["CT"]), tag=bytes.fromhex(rec["TAG"]), group=group))
-        rec.clear()
-
-    for raw in path.read_text(encoding="ascii").splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("["):
-            flush()
-            if not in_header:
-                group += 1
-            in_header = True
-            continue
-        in_header = False
-        if line == "FAIL":
-            rec["FAIL"] = ""
-            continue
-        m = _LINE.match(line)
-        if not m:
-            raise ValueError(f"{path}: cannot parse line {raw!r}")
-        key = m.group(1).upper()
-        if key == "COUNT":
-            flush()
-        rec[key] = m.group(2)
-    flush()
-    return tuple(out)
+    return tuple(AeadVector(
+        count=int(rec["COUNT"]), key=bytes.fromhex(rec["KEY"]), iv=bytes.fromhex(rec["IV"]),
+        aad=bytes.fromhex(rec.get("AAD", "")),
+        plaintext=None if "FAIL" in rec else bytes.fromhex(rec["PT"]),
+        ciphertext=bytes.fromhex(rec["CT"]), tag=bytes.fromhex(rec["TAG"]), group=group)
+        for _, group, rec in kv_records(path))
 
 
 @lru_cache(maxsize=None)
@@ -256,31 +237,11 @@ def gcm_cavp(kind: str) -> tuple[AeadFile, ...]:
 
 def parse_kv_txt(path: Path) -> tuple[AeadVector, ...]:
     """The `KEY = value` AEAD files of cryptography-vectors (GCM-SIV): COUNT, Key, IV, AAD, ..."""
-    out: list[AeadVector] = []
-    rec: dict[str, str] = {}
-
-    def flush() -> None:
-        if rec:
-            out.append(AeadVector(
-                count=int(rec["COUNT"]), key=bytes.fromhex(rec["KEY"]), iv=bytes.fromhex(rec["IV"]),
-                aad=bytes.fromhex(rec.get("AAD", "")), plaintext=bytes.fromhex(rec["PLAINTEXT"]),
-                ciphertext=bytes.fromhex(rec["CIPHERTEXT"]), tag=bytes.fromhex(rec["TAG"]),
-                group=int(rec["COUNT"])))
-            rec.clear()
-
-    for raw in path.read_text(encoding="ascii").splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        m = _LINE.match(line)
-        if not m:
-            raise ValueError(f"{path}: cannot parse line {raw!r}")
-        key = m.group(1).upper()
-        if key == "COUNT":
-            flush()
-        rec[key] = m.group(2)
-    flush()
-    return tuple(out)
+    return tuple(AeadVector(
+        count=int(rec["COUNT"]), key=bytes.fromhex(rec["KEY"]), iv=bytes.fromhex(rec["IV"]),
+        aad=bytes.fromhex(rec.get("AAD", "")), plaintext=bytes.fromhex(rec["PLAINTEXT"]),
+        ciphertext=bytes.fromhex(rec["CIPHERTEXT"]), tag=bytes.fromhex(rec["TAG"]), group=int(rec["COUNT"]))
+        for _, _, rec in kv_records(path))
 
 
 # RFC 8452 Appendix C.1/C.2, first case of each: empty plaintext and AAD (the OpenSSL-derived

@@ -15,7 +15,7 @@ through the trampoline and collects what it reports.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from aesgen.verify import signatures
 from aesgen.verify.build import Kernel, harness
@@ -73,26 +73,25 @@ def call(fn: int, args: Sequence[int] = (), mask32: int = 0, seed: int = 0,
     return bad, ctx
 
 
+# One failure bit each: what the sentence says about it, from the observations.
+FINDINGS: tuple[tuple[int, Callable[[AbiCtx], str]], ...] = (
+    (BAD_RSP, lambda c: f"rsp changed by {c.rsp_after - c.rsp_before:+d}"),
+    (BAD_DF, lambda c: "DF set on return"),
+    (BAD_MXCSR, lambda c: f"MXCSR {c.mxcsr_before:#x} -> {c.mxcsr_after:#x}"),
+    (BAD_FCW, lambda c: f"x87 control word {c.fcw_before:#x} -> {c.fcw_after:#x}"),
+    (BAD_YMM, lambda c: "YMM upper halves left dirty (missing vzeroupper)"),
+    (BAD_ZMM, lambda c: "ZMM_Hi256 left dirty (missing vzeroupper)"),
+    (BAD_RDI, lambda c: f"rdi clobbered ({c.w64_seeded[0]:#x} -> {c.w64_after[0]:#x})"),
+    (BAD_RSI, lambda c: f"rsi clobbered ({c.w64_seeded[1]:#x} -> {c.w64_after[1]:#x})"),
+)
+
+
 def describe(bad: int, ctx: AbiCtx) -> str:
     parts = []
     for i, reg in enumerate(CALLEE_SAVED):
         if bad & (1 << i):
             parts.append(f"{reg} clobbered ({ctx.seeded[i]:#x} -> {ctx.after[i]:#x})")
-    if bad & BAD_RSP:
-        parts.append(f"rsp changed by {ctx.rsp_after - ctx.rsp_before:+d}")
-    if bad & BAD_DF:
-        parts.append("DF set on return")
-    if bad & BAD_MXCSR:
-        parts.append(f"MXCSR {ctx.mxcsr_before:#x} -> {ctx.mxcsr_after:#x}")
-    if bad & BAD_FCW:
-        parts.append(f"x87 control word {ctx.fcw_before:#x} -> {ctx.fcw_after:#x}")
-    if bad & BAD_YMM:
-        parts.append("YMM upper halves left dirty (missing vzeroupper)")
-    if bad & BAD_ZMM:
-        parts.append("ZMM_Hi256 left dirty (missing vzeroupper)")
-    for bit, reg in ((BAD_RDI, 0), (BAD_RSI, 1)):
-        if bad & bit:
-            parts.append(f"{('rdi', 'rsi')[reg]} clobbered ({ctx.w64_seeded[reg]:#x} -> {ctx.w64_after[reg]:#x})")
+    parts += [finding(ctx) for bit, finding in FINDINGS if bad & bit]
     xmm = [f"xmm{6 + i}" for i in range(10) if bad & (BAD_XMM6 << i)]
     if xmm:
         parts.append(f"{', '.join(xmm)} clobbered (callee-saved on win64)")
