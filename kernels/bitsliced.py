@@ -422,7 +422,8 @@ def cbc_decrypt_function(b: FunctionBuilder) -> None:
     b.s("mov.r64.r64", BATCH_BYTES, n)
     b.s("shl.r64.imm", BATCH_BYTES, imm=4)
     b.label(have)
-    bt.vec("vload", x(15), Mem(inp, -16, index=BATCH_BYTES), width=128, comment="next chaining value: the batch's last C")
+    bt.vec("vload", x(15), Mem(inp, -16, index=BATCH_BYTES), width=128,
+           comment="next chaining value: the batch's last C")
     b.s("mov.r64.r64", INDEX, BATCH_BYTES)
     b.s("sub.r64.imm", INDEX, imm=16)
     b.branch("e", first)
@@ -532,7 +533,8 @@ def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
     else:
         b.s("mov.r64.r64", PLANES_AT, KEY_OUT)
     vb = W // 8
-    b.s("lea.r64.m", TABLE_AT, bitslice.key_table(decrypt, W), comment="per round key: into plane order and its coordinate")
+    b.s("lea.r64.m", TABLE_AT, bitslice.key_table(decrypt, W),
+        comment="per round key: into plane order and its coordinate")
     if decrypt:
         b.s("mov.r64.r64", I_MOD_NK, NR)
         b.s("shl.r64.imm", I_MOD_NK, imm=vb.bit_length() - 1)

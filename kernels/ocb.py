@@ -379,7 +379,8 @@ class Ocb(Gcm):
         b.s("and.r64.imm", AAD_REST, imm=15, comment="bytes of a partial AAD block")
         b.branch("e", skip)
         with b.at_width(128):
-            a = self.padded(self.load_partial(AAD_IN, AAD_REST), AAD_REST)  # first: no value may live across its gather loop
+            # first: no value may live across its gather loop
+            a = self.padded(self.load_partial(AAD_IN, AAD_REST), AAD_REST)
             off = b.v("vxor", b.v("vload", PAD), self.l_star(), comment="Offset_* = Offset_m ^ L_*")
             s = encrypt_rounds(b, b.v("vxor", a, off), nr)
             b.store(SUM, b.v("vxor", s, b.v("vload", SUM)), comment="Sum ^= E(A_* || 1 0.. ^ Offset_*)")
