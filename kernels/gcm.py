@@ -196,12 +196,26 @@ class Gcm:
             b.s("mov.m64.r64", Mem(dst.base, dst.disp + off, bits=64), SCRATCH)
 
     # -- the function -----------------------------------------------------------
-    def entry(self) -> None:
+    def take_stack_args(self) -> None:
+        """The prologue: the callee-saved pushes, the stack arguments into OUT, LEN, TAG_PTR
+        and TAGLEN, the frame."""
         b = self.b
         push_saved(b)
         for reg, name in ((OUT, "out"), (LEN, "len"), (TAG_PTR, "tag"), (TAGLEN, "taglen")):
             b.s("mov.r64.m64", reg, b.stack_arg(name, pushed=len(CALLEE_SAVED)))
-        open_frame(b, FRAME)
+        open_frame(b, self.frame)
+
+    def refuse_tag_length(self, shortest: int) -> None:
+        """To bad_args unless shortest <= TAGLEN <= 16."""
+        b = self.b
+        b.s("cmp.r64.imm", TAGLEN, imm=shortest, comment=f"tag length {shortest}..16")
+        b.branch("b", self.bad)
+        b.s("cmp.r64.imm", TAGLEN, imm=16)
+        b.branch("a", self.bad)
+
+    def entry(self) -> None:
+        b = self.b
+        self.take_stack_args()
         b.s("mov.m64.r64", Mem(AAD_PTR.base, AAD_PTR.disp, bits=64), b.reg["aad"])
         b.s("mov.m64.r64", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), b.reg["aadlen"])
         for reg, name in ((OUT, "out"), (LEN, "len"), (TAG_PTR, "tag")):
@@ -210,10 +224,7 @@ class Gcm:
         self.exit = b.label_name("exit")
         b.s("test.r64.r64", IVLEN, IVLEN, comment="an empty IV is refused")
         b.branch("e", self.bad)
-        b.s("cmp.r64.imm", TAGLEN, imm=4, comment="tag length 4..16")
-        b.branch("b", self.bad)
-        b.s("cmp.r64.imm", TAGLEN, imm=16)
-        b.branch("a", self.bad)
+        self.refuse_tag_length(4)
 
     def path(self, nr: int) -> None:
         b = self.b

@@ -33,11 +33,11 @@ from aesgen.ir import XOR3, Const, Mem, Schedule, VReg
 
 from .aes import encrypt_rounds, expand_schedule, finish, key_size_paths
 from . import gcm
-from .frame import CALLEE_SAVED, aligned, open_frame, push_saved
+from .frame import aligned
 from .gcm import (AAD_LEN, BLOCK, BYTE, BYTES_HI, BYTES_LO, LEN, OUT, SCRATCH, TAG, TAG_PTR, TAGLEN, Gcm,
                   gather_partial, load_qwords)
 from .gfdouble import double_be
-from .modes import MASK, MASK_BITS, qword_mask_for_blocks
+from .modes import byte_mask, qword_mask_for_blocks
 from .regs import RESULT, arg, r32
 
 def _q(m: Mem, disp: int = 0) -> Mem:
@@ -351,10 +351,7 @@ class Ocb(Gcm):
 
     def entry(self) -> None:
         b = self.b
-        push_saved(b)
-        for reg, name in ((OUT, "out"), (LEN, "len"), (TAG_PTR, "tag"), (TAGLEN, "taglen")):
-            b.s("mov.r64.m64", reg, b.stack_arg(name, pushed=len(CALLEE_SAVED)))
-        open_frame(b, FRAME)
+        self.take_stack_args()
         b.s("mov.r64.r64", AAD_IN, AAD_ARG, comment="aad (rcx becomes the Stretch shift count)")
         for slot, reg in ((OUT_SAVE, OUT), (LEN_SAVE, LEN), (AADLEN_SAVE, AADLEN_ARG)):
             b.s("mov.m64.r64", slot, reg)
@@ -362,10 +359,7 @@ class Ocb(Gcm):
         b.branch("b", self.bad)
         b.s("cmp.r64.imm", NONCE_LEN, imm=15)
         b.branch("a", self.bad)
-        b.s("cmp.r64.imm", TAGLEN, imm=1, comment="tag length 1..16")
-        b.branch("b", self.bad)
-        b.s("cmp.r64.imm", TAGLEN, imm=16)
-        b.branch("a", self.bad)
+        self.refuse_tag_length(1)
 
     # -- path 1: the nonce and HASH(A) ------------------------------------------
     def prelude(self, nr: int) -> None:
@@ -440,7 +434,7 @@ class Ocb(Gcm):
         """The count (1..15) bytes at src, zero-padded (xmm); no byte past them is read."""
         b = self.b
         if self.spec.isa == "avx512":
-            return b.v("vload", Mem(src, 0), width=128, mask=self.byte_mask(count), mask_elem="b")
+            return b.v("vload", Mem(src, 0), width=128, mask=byte_mask(b, count), mask_elem="b")
         b.s("mov.r64.r64", SCRATCH, count)
         gather_partial(b, src, SCRATCH, BLOCK)
         return load_qwords(b, BLOCK)
@@ -449,17 +443,10 @@ class Ocb(Gcm):
         """The first count bytes of v to dst (the TAG slot is free until the tag)."""
         b = self.b
         if self.spec.isa == "avx512":
-            b.store(Mem(dst, 0), v, width=128, mask=self.byte_mask(count), mask_elem="b")
+            b.store(Mem(dst, 0), v, width=128, mask=byte_mask(b, count), mask_elem="b")
             return
         b.store(TAG, v, width=128)
         self.copy_bytes_out(dst, count)
-
-    def byte_mask(self, count: str) -> str:
-        b = self.b
-        b.s("mov.r64.imm", MASK_BITS, imm=-1)
-        b.s("bzhi.r64.r64.r64", MASK_BITS, MASK_BITS, count, comment="one bit per byte to touch")
-        b.s("kmovq.k.r64", MASK, MASK_BITS)
-        return MASK
 
     def table_at(self, table: Const, count: str) -> Mem:
         """16 bytes of a 32-byte table from 16 - count."""
@@ -506,7 +493,7 @@ class Ocb(Gcm):
             if self.decrypt or self.spec.isa != "avx512":
                 b.store(TAG, tag)
             else:
-                b.store(Mem(TAG_PTR, 0), tag, mask=self.byte_mask(TAGLEN), mask_elem="b", comment="taglen bytes")
+                b.store(Mem(TAG_PTR, 0), tag, mask=byte_mask(b, TAGLEN), mask_elem="b", comment="taglen bytes")
         if self.decrypt:
             self._check_tag()
         else:
