@@ -2,7 +2,8 @@
 
 Scalar kernel code names each GPR it uses by what it holds (`PARTIAL = "r9"`, `COUNT63 =
 "r11"`, ...), once per module or function with a short comment, as the Linux kernel's AES
-sources do; these give the 32- and 8-bit names of such a 64-bit role.
+sources do; r32 and r8 give the 32- and 8-bit names of such a 64-bit role, and `arg` the
+register a C argument arrives in (from the function registry, never restated).
 """
 from __future__ import annotations
 
