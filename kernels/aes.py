@@ -11,7 +11,7 @@ from typing import Callable
 from aesgen.dsl import FunctionBuilder, key
 from aesgen.ir import Mem, Operand, VReg
 
-from .regs import r32
+from .regs import RESULT, r32
 
 
 def finish(b: FunctionBuilder) -> None:
@@ -181,7 +181,7 @@ def key_size_paths(b: FunctionBuilder, decrypt: bool = False,
     for kb, lab in labels.items():
         b.s("cmp.r32.imm", r32(b.reg["bits"]), imm=kb)
         b.branch("e", lab)
-    b.s("mov.r32.imm", "eax", imm=-1, comment="unsupported key size")
+    b.s("mov.r32.imm", r32(RESULT), imm=-1, comment="unsupported key size")
     b.s("ret")
     for kb, lab in labels.items():
         nr = ROUNDS_BY_BITS[kb]
@@ -194,7 +194,7 @@ def key_size_paths(b: FunctionBuilder, decrypt: bool = False,
             if then is not None:
                 then(nr)
             else:
-                b.s("xor.r32.r32", "eax", "eax")
+                b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
                 finish(b)
 
         b.single_path(nr, body, lab)

@@ -13,12 +13,10 @@ runs the same S-box circuit on one block (8 copies of it transposed: every plane
 (key i at i * width bytes; the round count at 15 * width). set_decrypt_key stores the same
 keys in reverse order: decryption is the straightforward inverse cipher.
 
-GPR roles. Modes: rax round counter / copy index, r10 round-key pointer, r8 (ECB, CTR) or r11
-(CBC) the round's shuffle controls (ShiftRows drifts: bitslice.drift_entry); in CTR r11
-carries secret bytes and nothing else (not r9: win64's wrapper reads it). rsp is never copied into another register (the
-static constant-time check would then distrust every stack reload, win64's stack
-arguments included).
-Key setup: r11 is the only secret GPR (the word being computed).
+GPR roles: the constants below. In CTR, DATA carries secret bytes and nothing else. rsp is never
+copied into another register (the static constant-time check would then distrust every stack
+reload, win64's stack arguments included).
+Key setup: TEMP is the only secret GPR (the word being computed).
 """
 from __future__ import annotations
 
@@ -34,11 +32,35 @@ from aesgen.spec import BITSLICED_MODES, KernelSpec
 
 from .aes import ROUNDS_BY_BITS, finish
 from .frame import aligned, drop_frame, leave_frame, open_frame
-from .modes import block_cipher_functions, return_if_zero
+from .modes import DATA, SCRATCH, block_cipher_functions, return_if_zero
+from .regs import RESULT, arg, r8, r32
 
 BLOCK_REGS = list(range(PLANES))
 T = TypeVar("T")
 WORDS = 64  # key setup: room for the 60 words of an AES-256 schedule
+
+# Register roles of the modes beside the arguments (b.reg); all public but DATA (kernels/modes.py:
+# CTR's counter word, then keystream bytes). SCRATCH (modes' too) holds CTR's block count and a
+# copy's length in bytes.
+ROUNDS_LEFT = "rax"  # the rounds loop's count (from the schedule)
+INDEX = "rax"  # a byte offset: of a copy, of CTR's tail byte, of CBC's chaining pass
+ROUND_KEY = "r10"  # the round keys' pointer
+# The round's shuffle controls (ShiftRows drifts: bitslice.drift_entry): a GPR no argument still
+# needs during the batch (not r9: win64's wrapper reads it).
+CONTROLS = "r8"  # ECB; CTR (its ctr argument is read and written at entry)
+CBC_CONTROLS = "r11"  # CBC (r8 keeps iv)
+BATCH_BYTES = CBC_CONTROLS  # CBC decryption, after the batch: 16 x its blocks, the chaining pass's limit
+# Key setup (set_encrypt_key's arguments, set_decrypt_key's the same), then its roles.
+USER, BITS, KEY_OUT = (arg("set_encrypt_key", a) for a in ("user_key", "bits", "key"))
+NR = BITS  # Nr, once a path has checked the bits
+NK = "r8"  # Nk: words of the user key
+WORD_COUNT = "r9"  # 4 (Nr + 1): the schedule's words (then their bytes)
+WORD_INDEX = "rcx"  # the word index i (then the byte offset of a round key's words)
+I_NK = USER  # i - Nk (the user key is copied by then)
+I_MOD_NK = "rax"  # i mod Nk (then scratch)
+RCON = "r10"  # the round constant
+TEMP = "r11"  # the word being computed (secret)
+PLANES_AT, TABLE_AT = "r10", "r8"  # the conversion: the round key's planes; its shuffle table entry
 
 
 @dataclass(frozen=True)
@@ -144,17 +166,17 @@ class Batch:
         b.label(done)
 
     def copy_blocks(self, src: Mem, dst: Mem, count: str) -> None:
-        """count (> 0) blocks from src to dst, 16 bytes at a time (rax, r10 clobbered)."""
+        """count (> 0) blocks from src to dst, 16 bytes at a time (INDEX, SCRATCH clobbered)."""
         b = self.b
         top = b.label_name("copy")
-        b.s("mov.r64.r64", "r10", count)
-        b.s("shl.r64.imm", "r10", imm=4)
-        b.s("xor.r32.r32", "eax", "eax")
+        b.s("mov.r64.r64", SCRATCH, count)
+        b.s("shl.r64.imm", SCRATCH, imm=4)
+        b.s("xor.r32.r32", r32(INDEX), r32(INDEX))
         b.label(top)
-        self.vec("vload", x(0), Mem(src.base, src.disp, index="rax"), width=128)
-        self.vec("vstore", Mem(dst.base, dst.disp, index="rax"), x(0), width=128)
-        b.s("add.r64.imm", "rax", imm=16)
-        b.s("cmp.r64.r64", "rax", "r10")
+        self.vec("vload", x(0), Mem(src.base, src.disp, index=INDEX), width=128)
+        self.vec("vstore", Mem(dst.base, dst.disp, index=INDEX), x(0), width=128)
+        b.s("add.r64.imm", INDEX, imm=16)
+        b.s("cmp.r64.r64", INDEX, SCRATCH)
         b.branch("b", top)
 
     # -- the batch ----------------------------------------------------------------------
@@ -177,10 +199,10 @@ class Batch:
     def temps(p: Planes, used: list[int]) -> list[int]:
         return [n for n in range(p.nregs) if n not in used][:4]
 
-    def run(self, decrypt: bool, key: str = "rdi") -> list[list[int]]:
+    def run(self, decrypt: bool) -> list[list[int]]:
         """Blocks in registers 0..7 of every set -> the output blocks (their local registers, per set)."""
         self.each(lambda p: p.to_planes(BLOCK_REGS, self.temps(p, BLOCK_REGS)))
-        outs = self.rounds(decrypt, key)
+        outs = self.rounds(decrypt, self.b.reg["key"])
         way_out = Mem(self.controls, 2 * self.vbytes)  # the last round's coordinate, then memory order
         self.each(lambda p: p.from_planes(outs[self.sets.index(p)], self.temps(p, outs[self.sets.index(p)]), way_out))
         return outs
@@ -188,27 +210,27 @@ class Batch:
     def rounds(self, decrypt: bool, key: str) -> list[list[int]]:
         b, W, stride = self.b, self.width, self.spec.key_stride
         top, last = b.label_name("round"), b.label_name("last_round")
-        rk = Mem("r10", 0)
-        b.s("mov.r32.m32", "eax", Mem(key, self.spec.rounds_offset, bits=32), comment="round count (public)")
-        b.s("mov.r64.r64", "r10", key, comment="round-key pointer")
+        rk = Mem(ROUND_KEY, 0)
+        b.s("mov.r32.m32", r32(ROUNDS_LEFT), Mem(key, self.spec.rounds_offset, bits=32), comment="round count (public)")
+        b.s("mov.r64.r64", ROUND_KEY, key, comment="round-key pointer")
         entry = 3 * self.vbytes
         c = self.controls
         b.s("lea.r64.m", c, bitslice.drift_table(decrypt, W), comment="per round: rot1, rot2, way out")
         b.s("add.r64.imm", c, imm=entry, comment="round 1's")
         rot = (Mem(c, 0), Mem(c, self.vbytes))
         self.each(lambda p: p.add_round_key(BLOCK_REGS, rk))
-        b.s("add.r64.imm", "r10", imm=stride)
+        b.s("add.r64.imm", ROUND_KEY, imm=stride)
         b.label(top)
         # (no ShiftRows: the planes' byte order drifts with it, see bitslice.drift_entry)
         if decrypt:
             outs = self.each(lambda p: p.sbox(inverse=True))
             self.each(lambda p: p.add_round_key(outs[self.sets.index(p)], rk))
-            b.s("sub.r64.imm", "rax", imm=1)
+            b.s("sub.r64.imm", ROUNDS_LEFT, imm=1)
             b.branch("e", last)
             res = self.each(lambda p: p.inv_mix_columns(outs[self.sets.index(p)], rot))
         else:
             outs = self.each(lambda p: p.sbox())
-            b.s("sub.r64.imm", "rax", imm=1)
+            b.s("sub.r64.imm", ROUNDS_LEFT, imm=1)
             b.branch("e", last)
             res = self.each(lambda p: p.mix_columns(outs[self.sets.index(p)], rot, key=rk))
 
@@ -217,7 +239,7 @@ class Batch:
             spare = next((n for n in range(p.nregs) if n not in r and n not in BLOCK_REGS), -1)
             p.permute(r, BLOCK_REGS, spare)
         self.each(back)
-        b.s("add.r64.imm", "r10", imm=stride, comment="next round key")
+        b.s("add.r64.imm", ROUND_KEY, imm=stride, comment="next round key")
         b.s("add.r64.imm", c, imm=entry)
         b.branch("jmp", top)
         b.label(last)
@@ -228,7 +250,7 @@ class Batch:
 
 # ----------------------------------------------------------------------------- ECB
 def ecb_function(b: FunctionBuilder, decrypt: bool) -> None:
-    bt = Batch(b, "r8")
+    bt = Batch(b, CONTROLS)
     inp, outp, n = (b.reg[a] for a in ("in", "out", "nblocks"))
     top, full, body, tail, done = (b.label_name(s) for s in ("batch", "full", "body", "tail_out", "done"))
     return_if_zero(b, n)
@@ -262,7 +284,7 @@ def ecb_function(b: FunctionBuilder, decrypt: bool) -> None:
 
 # ----------------------------------------------------------------------------- CTR32
 def ctr32_function(b: FunctionBuilder) -> None:
-    bt = Batch(b, "r8")  # (ctr is read and written at entry)
+    bt = Batch(b, CONTROLS)
     inp, outp, length, ctr = (b.reg[a] for a in ("in", "out", "len", "ctr"))
     L, W = bt.lanes, bt.width
     top, tail, done = (b.label_name(s) for s in ("batch", "tail", "done"))
@@ -273,14 +295,14 @@ def ctr32_function(b: FunctionBuilder) -> None:
     bt.vec("pshufb", x(0), x(0), bswap_mask(1), width=128, comment="byte-reversed: the counter in dword 0")
     bt.vec("vstore", chain, x(0), width=128)
     # The counter after the last block used, written back now (ceil(len / 16) blocks).
-    b.s("mov.r32.m32", "r11d", Mem(ctr, 12, bits=32))
-    b.s("bswap.r32", "r11d")
-    b.s("mov.r64.r64", "r10", length)
-    b.s("add.r64.imm", "r10", imm=15)
-    b.s("shr.r64.imm", "r10", imm=4)
-    b.s("add.r32.r32", "r11d", "r10d")
-    b.s("bswap.r32", "r11d")
-    b.s("mov.m32.r32", Mem(ctr, 12, bits=32), "r11d", comment="ctr += blocks (mod 2^32)")
+    b.s("mov.r32.m32", r32(DATA), Mem(ctr, 12, bits=32))
+    b.s("bswap.r32", r32(DATA))
+    b.s("mov.r64.r64", SCRATCH, length)
+    b.s("add.r64.imm", SCRATCH, imm=15)
+    b.s("shr.r64.imm", SCRATCH, imm=4)
+    b.s("add.r32.r32", r32(DATA), r32(SCRATCH))
+    b.s("bswap.r32", r32(DATA))
+    b.s("mov.m32.r32", Mem(ctr, 12, bits=32), r32(DATA), comment="ctr += blocks (mod 2^32)")
     b.label(top)
     base = x(8)
     if W == 128:
@@ -321,13 +343,13 @@ def ctr32_function(b: FunctionBuilder) -> None:
     b.label(tail)
     bt.store(outs, Mem("rsp", bt.frame.buf))
     loop = b.label_name("tail_byte")
-    b.s("xor.r32.r32", "eax", "eax")
+    b.s("xor.r32.r32", r32(INDEX), r32(INDEX))
     b.label(loop)
-    b.s("movzx.r32.m8", "r11d", Mem("rsp", bt.frame.buf, index="rax", bits=8), comment="keystream byte")
-    b.s("xor.r8.m8", "r11b", Mem(inp, 0, index="rax", bits=8))
-    b.s("mov.m8.r8", Mem(outp, 0, index="rax", bits=8), "r11b")
-    b.s("add.r64.imm", "rax", imm=1)
-    b.s("cmp.r64.r64", "rax", length)
+    b.s("movzx.r32.m8", r32(DATA), Mem("rsp", bt.frame.buf, index=INDEX, bits=8), comment="keystream byte")
+    b.s("xor.r8.m8", r8(DATA), Mem(inp, 0, index=INDEX, bits=8))
+    b.s("mov.m8.r8", Mem(outp, 0, index=INDEX, bits=8), r8(DATA))
+    b.s("add.r64.imm", INDEX, imm=1)
+    b.s("cmp.r64.r64", INDEX, length)
     b.branch("b", loop)
     b.label(done)
     bt.leave()
@@ -337,7 +359,7 @@ def ctr32_function(b: FunctionBuilder) -> None:
 def cbc_encrypt_function(b: FunctionBuilder) -> None:
     """Serial: each block is one xmm batch (8 blocks) of which only block 0 counts (correct,
     not fast)."""
-    bt = Batch(b, "r11", single=True)
+    bt = Batch(b, CBC_CONTROLS, single=True)
     inp, outp, n, iv = (b.reg[a] for a in ("in", "out", "nblocks", "iv"))
     top = b.label_name("block")
     return_if_zero(b, n)
@@ -369,7 +391,7 @@ def cbc_encrypt_function(b: FunctionBuilder) -> None:
 def cbc_decrypt_function(b: FunctionBuilder) -> None:
     """Parallel: a batch of ciphertext decrypted into the buffer, then P_j = D(C_j) ^ C_(j-1),
     last block first (in == out: C_(j-1) is read before P_(j-1) overwrites it)."""
-    bt = Batch(b, "r11")  # (r11 is the chaining pass's limit, after the batch)
+    bt = Batch(b, CBC_CONTROLS)
     inp, outp, n, iv = (b.reg[a] for a in ("in", "out", "nblocks", "iv"))
     top, full, body, short, have, chained, first, done = (b.label_name(s) for s in (
         "batch", "full", "body", "short", "have", "chained", "first", "done"))
@@ -391,25 +413,26 @@ def cbc_decrypt_function(b: FunctionBuilder) -> None:
     b.label(body)
     out = bt.run(True)
     bt.store(out, buf)
-    # r11 = 16 * min(n, blocks per batch)
+    # BATCH_BYTES = 16 * min(n, blocks per batch)
     b.s("cmp.r64.imm", n, imm=bt.blocks)
     b.branch("b", short)
-    b.s("mov.r64.imm", "r11", imm=16 * bt.blocks)
+    b.s("mov.r64.imm", BATCH_BYTES, imm=16 * bt.blocks)
     b.branch("jmp", have)
     b.label(short)
-    b.s("mov.r64.r64", "r11", n)
-    b.s("shl.r64.imm", "r11", imm=4)
+    b.s("mov.r64.r64", BATCH_BYTES, n)
+    b.s("shl.r64.imm", BATCH_BYTES, imm=4)
     b.label(have)
-    bt.vec("vload", x(15), Mem(inp, -16, index="r11"), width=128, comment="next chaining value: the batch's last C")
-    b.s("mov.r64.r64", "rax", "r11")
-    b.s("sub.r64.imm", "rax", imm=16)
+    bt.vec("vload", x(15), Mem(inp, -16, index=BATCH_BYTES), width=128,
+           comment="next chaining value: the batch's last C")
+    b.s("mov.r64.r64", INDEX, BATCH_BYTES)
+    b.s("sub.r64.imm", INDEX, imm=16)
     b.branch("e", first)
     b.label(chained)
-    bt.vec("vload", x(0), Mem("rsp", bt.frame.buf, index="rax"), width=128)
-    bt.vec("vload", x(1), Mem(inp, -16, index="rax"), width=128)
+    bt.vec("vload", x(0), Mem("rsp", bt.frame.buf, index=INDEX), width=128)
+    bt.vec("vload", x(1), Mem(inp, -16, index=INDEX), width=128)
     bt.vec("vxor", x(0), x(0), x(1), width=128, comment="P_j = D(C_j) ^ C_(j-1)")
-    bt.vec("vstore", Mem(outp, 0, index="rax"), x(0), width=128)
-    b.s("sub.r64.imm", "rax", imm=16)
+    bt.vec("vstore", Mem(outp, 0, index=INDEX), x(0), width=128)
+    b.s("sub.r64.imm", INDEX, imm=16)
     b.branch("ne", chained)
     b.label(first)
     bt.vec("vload", x(0), buf, width=128)
@@ -442,109 +465,110 @@ def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
     go, loop, not_first, sub, no_sub, done_words, conv = (b.label_name(s) for s in (
         "expand", "word", "not_first", "subword", "no_subword", "words_done", "planes"))
     for bits, lab in labels.items():
-        b.s("cmp.r32.imm", "esi", imm=bits)
+        b.s("cmp.r32.imm", r32(BITS), imm=bits)
         b.branch("e", lab)
-    b.s("mov.r32.imm", "eax", imm=-1, comment="unsupported key size")
+    b.s("mov.r32.imm", r32(RESULT), imm=-1, comment="unsupported key size")
     b.s("ret")
     for bits, lab in labels.items():
         b.label(lab)
-        b.s("mov.r32.imm", "r8d", imm=bits // 32, comment="Nk: words of the user key")
-        b.s("mov.r32.imm", "esi", imm=ROUNDS_BY_BITS[bits], comment="Nr")
+        b.s("mov.r32.imm", r32(NK), imm=bits // 32, comment="Nk: words of the user key")
+        b.s("mov.r32.imm", r32(NR), imm=ROUNDS_BY_BITS[bits], comment="Nr")
         b.branch("jmp", go)
     b.label(go)
     open_frame(b, size, comment="frame: schedule words, SubWord block, spill slots")
     words = lambda disp, index: Mem("rsp", words_at + disp, index=index, scale=4, bits=32)  # noqa: E731
-    b.s("mov.r64.r64", "r9", "rsi")
-    b.s("add.r64.imm", "r9", imm=1)
-    b.s("shl.r64.imm", "r9", imm=2, comment="4 (Nr + 1) words")
+    b.s("mov.r64.r64", WORD_COUNT, NR)
+    b.s("add.r64.imm", WORD_COUNT, imm=1)
+    b.s("shl.r64.imm", WORD_COUNT, imm=2, comment="4 (Nr + 1) words")
     copy = b.label_name("user_words")
-    b.s("xor.r32.r32", "ecx", "ecx")
+    b.s("xor.r32.r32", r32(WORD_INDEX), r32(WORD_INDEX))
     b.label(copy)
-    b.s("mov.r32.m32", "r11d", Mem("rdi", 0, index="rcx", scale=4, bits=32))
-    b.s("mov.m32.r32", words(0, "rcx"), "r11d")
-    b.s("add.r64.imm", "rcx", imm=1)
-    b.s("cmp.r64.r64", "rcx", "r8")
+    b.s("mov.r32.m32", r32(TEMP), Mem(USER, 0, index=WORD_INDEX, scale=4, bits=32))
+    b.s("mov.m32.r32", words(0, WORD_INDEX), r32(TEMP))
+    b.s("add.r64.imm", WORD_INDEX, imm=1)
+    b.s("cmp.r64.r64", WORD_INDEX, NK)
     b.branch("b", copy)
-    b.s("xor.r32.r32", "edi", "edi", comment="i - Nk")
-    b.s("xor.r32.r32", "eax", "eax", comment="i mod Nk")
-    b.s("mov.r32.imm", "r10d", imm=1, comment="rcon")
+    b.s("xor.r32.r32", r32(I_NK), r32(I_NK), comment="i - Nk")
+    b.s("xor.r32.r32", r32(I_MOD_NK), r32(I_MOD_NK), comment="i mod Nk")
+    b.s("mov.r32.imm", r32(RCON), imm=1, comment="rcon")
     b.label(loop)
-    b.s("cmp.r64.r64", "rcx", "r9")
+    b.s("cmp.r64.r64", WORD_INDEX, WORD_COUNT)
     b.branch("ae", done_words)
-    b.s("mov.r32.m32", "r11d", words(-4, "rcx"), comment="temp = w[i-1]")
-    b.s("test.r64.r64", "rax", "rax")
+    b.s("mov.r32.m32", r32(TEMP), words(-4, WORD_INDEX), comment="temp = w[i-1]")
+    b.s("test.r64.r64", I_MOD_NK, I_MOD_NK)
     b.branch("ne", not_first)
-    b.s("ror.r32.imm", "r11d", imm=8, comment="RotWord")
+    b.s("ror.r32.imm", r32(TEMP), imm=8, comment="RotWord")
     b.branch("jmp", sub)
     b.label(not_first)
-    b.s("cmp.r64.imm", "rax", imm=4)
+    b.s("cmp.r64.imm", I_MOD_NK, imm=4)
     b.branch("ne", no_sub)
-    b.s("cmp.r64.imm", "r8", imm=8)
+    b.s("cmp.r64.imm", NK, imm=8)
     b.branch("ne", no_sub)
     b.label(sub)
     sub_word(b, Mem("rsp", word_slot), slots)
-    b.s("test.r64.r64", "rax", "rax")
+    b.s("test.r64.r64", I_MOD_NK, I_MOD_NK)
     b.branch("ne", no_sub)
-    b.s("xor.r32.r32", "r11d", "r10d", comment="^ rcon")
-    b.s("add.r64.r64", "r10", "r10", comment="rcon = x * rcon")
-    b.s("cmp.r64.imm", "r10", imm=0x100)
+    b.s("xor.r32.r32", r32(TEMP), r32(RCON), comment="^ rcon")
+    b.s("add.r64.r64", RCON, RCON, comment="rcon = x * rcon")
+    b.s("cmp.r64.imm", RCON, imm=0x100)
     b.branch("b", no_sub)
-    b.s("xor.r32.imm", "r10d", imm=0x11B, comment="reduce by x^8 + x^4 + x^3 + x + 1")
+    b.s("xor.r32.imm", r32(RCON), imm=0x11B, comment="reduce by x^8 + x^4 + x^3 + x + 1")
     b.label(no_sub)
-    b.s("xor.r32.m32", "r11d", words(0, "rdi"), comment="^ w[i-Nk]")
-    b.s("mov.m32.r32", words(0, "rcx"), "r11d")
-    b.s("add.r64.imm", "rcx", imm=1)
-    b.s("add.r64.imm", "rdi", imm=1)
-    b.s("add.r64.imm", "rax", imm=1)
-    b.s("cmp.r64.r64", "rax", "r8")
+    b.s("xor.r32.m32", r32(TEMP), words(0, I_NK), comment="^ w[i-Nk]")
+    b.s("mov.m32.r32", words(0, WORD_INDEX), r32(TEMP))
+    b.s("add.r64.imm", WORD_INDEX, imm=1)
+    b.s("add.r64.imm", I_NK, imm=1)
+    b.s("add.r64.imm", I_MOD_NK, imm=1)
+    b.s("cmp.r64.r64", I_MOD_NK, NK)
     b.branch("ne", loop)
-    b.s("xor.r32.r32", "eax", "eax")
+    b.s("xor.r32.r32", r32(I_MOD_NK), r32(I_MOD_NK))
     b.branch("jmp", loop)
     b.label(done_words)
     # Round keys as planes: key i at [key + i * W] (encryption) or [key + (Nr - i) * W].
-    b.s("shl.r64.imm", "r9", imm=2, comment="bytes of the schedule words")
+    b.s("shl.r64.imm", WORD_COUNT, imm=2, comment="bytes of the schedule words")
     if decrypt:
-        b.s("mov.r64.r64", "r10", "rsi")
-        b.s("shl.r64.imm", "r10", imm=W.bit_length() - 1, comment="Nr * key stride")
-        b.s("add.r64.r64", "r10", "rdx")
+        b.s("mov.r64.r64", PLANES_AT, NR)
+        b.s("shl.r64.imm", PLANES_AT, imm=W.bit_length() - 1, comment="Nr * key stride")
+        b.s("add.r64.r64", PLANES_AT, KEY_OUT)
     else:
-        b.s("mov.r64.r64", "r10", "rdx")
+        b.s("mov.r64.r64", PLANES_AT, KEY_OUT)
     vb = W // 8
-    b.s("lea.r64.m", "r8", bitslice.key_table(decrypt, W), comment="per round key: into plane order and its coordinate")
+    b.s("lea.r64.m", TABLE_AT, bitslice.key_table(decrypt, W),
+        comment="per round key: into plane order and its coordinate")
     if decrypt:
-        b.s("mov.r64.r64", "rax", "rsi")
-        b.s("shl.r64.imm", "rax", imm=vb.bit_length() - 1)
-        b.s("add.r64.r64", "r8", "rax", comment="key Nr's (stored first)")
-    b.s("xor.r32.r32", "ecx", "ecx")
+        b.s("mov.r64.r64", I_MOD_NK, NR)
+        b.s("shl.r64.imm", I_MOD_NK, imm=vb.bit_length() - 1)
+        b.s("add.r64.r64", TABLE_AT, I_MOD_NK, comment="key Nr's (stored first)")
+    b.s("xor.r32.r32", r32(WORD_INDEX), r32(WORD_INDEX))
     p = Planes(b, spec, W, slots)
     b.label(conv)
-    src = Mem("rsp", words_at, index="rcx")
+    src = Mem("rsp", words_at, index=WORD_INDEX)
     b.emit(Insn("vload_bcast" if W > 128 else "vload", x(0), (src,), width=W,
                          comment="round key, every lane"))
     for j in BLOCK_REGS[1:]:
         p.move(x(j), x(0))
-    p.to_planes(BLOCK_REGS, [8, 9, 10, 11], Mem("r8", 0))
+    p.to_planes(BLOCK_REGS, [8, 9, 10, 11], Mem(TABLE_AT, 0))
     for j in BLOCK_REGS:
-        b.emit(Insn("vstore_key", Mem("r10", j * W // 8), (x(j),), width=W,
+        b.emit(Insn("vstore_key", Mem(PLANES_AT, j * W // 8), (x(j),), width=W,
                              comment=f"plane {j} (bit {7 - j})"))
-    b.s("add.r64.imm", "rcx", imm=16)
-    b.s("sub.r64.imm" if decrypt else "add.r64.imm", "r10", imm=W)
-    b.s("sub.r64.imm" if decrypt else "add.r64.imm", "r8", imm=vb)
-    b.s("cmp.r64.r64", "rcx", "r9")
+    b.s("add.r64.imm", WORD_INDEX, imm=16)
+    b.s("sub.r64.imm" if decrypt else "add.r64.imm", PLANES_AT, imm=W)
+    b.s("sub.r64.imm" if decrypt else "add.r64.imm", TABLE_AT, imm=vb)
+    b.s("cmp.r64.r64", WORD_INDEX, WORD_COUNT)
     b.branch("b", conv)
-    b.s("mov.m32.r32", Mem("rdx", spec.rounds_offset, bits=32), "esi", comment="round count")
+    b.s("mov.m32.r32", Mem(KEY_OUT, spec.rounds_offset, bits=32), r32(NR), comment="round count")
     b.emit(Insn("vzero", x(0), (), width=W, comment="wipe the frame"))
     for off in range(0, payload, W // 8):
         b.emit(Insn("vstore", Mem("rsp", off), (x(0),), width=W))
     drop_frame(b, size)
-    b.s("xor.r32.r32", "eax", "eax")
+    b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
     finish(b)
 
 
 def sub_word(b: FunctionBuilder, slot: Mem, slots: int) -> None:
-    """r11d = SubWord(r11d): the S-box circuit on 8 copies of one xmm block."""
+    """TEMP = SubWord(TEMP) (32 bits): the S-box circuit on 8 copies of one xmm block."""
     p = Planes(b, b.spec, 128, slots)
-    b.s("mov.m32.r32", Mem(slot.base, slot.disp, bits=32), "r11d")
+    b.s("mov.m32.r32", Mem(slot.base, slot.disp, bits=32), r32(TEMP))
     p.op("vload", x(0), slot, comment="SubWord: the word as a block")
     for j in BLOCK_REGS[1:]:
         p.move(x(j), x(0))
@@ -552,7 +576,7 @@ def sub_word(b: FunctionBuilder, slot: Mem, slots: int) -> None:
     out = p.sbox()
     p.from_planes(out, [n for n in range(16) if n not in out][:4])
     p.op("vstore", slot, x(out[0]))
-    b.s("mov.r32.m32", "r11d", Mem(slot.base, slot.disp, bits=32))
+    b.s("mov.r32.m32", r32(TEMP), Mem(slot.base, slot.disp, bits=32))
 
 
 FUNCTIONS = block_cipher_functions(set_key_function, ecb_function, ctr32_function, cbc_encrypt_function,

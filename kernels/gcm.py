@@ -24,15 +24,15 @@ from .aes import encrypt_rounds
 from .frame import CALLEE_SAVED, aligned, leave_frame, open_frame, push_saved
 from .ghash import HashCore, Products, dot, multiply
 from .modes import MASK, counter_base, ctr_stream
-from .regs import RESULT, r8, r32
+from .regs import RESULT, arg, r8, r32
 
 # The slots below (gcm_stream's end at 120), in 128 bytes under the six callee-saved
 # registers (kernels/frame.py: rsp 16-byte aligned, never copied into another register).
 FRAME = aligned(128)
-# Register roles. The arguments are the SysV ones (b.reg: gkey rdi, iv rsi, ivlen rdx, aad
-# rcx, aadlen r8, in r9); the stack arguments move to OUT, LEN, TAG_PTR, TAGLEN at entry.
-KEY, IN = "rdi", "r9"  # the gkey (schedule, then the powers of H); the input
-IV, IVLEN = "rsi", "rdx"  # the nonce, until J0 is made
+# Register roles. The arguments are in their SysV registers (regs.arg; gcm_decrypt's are
+# gcm_encrypt's); the stack arguments move to OUT, LEN, TAG_PTR, TAGLEN at entry.
+KEY, IN = (arg("gcm_encrypt", a) for a in ("key", "in"))  # the gkey (schedule, then the powers of H); the input
+IV, IVLEN = (arg("gcm_encrypt", a) for a in ("iv", "ivlen"))  # the nonce, until J0 is made
 AAD, AAD_LEN_REG = "rsi", "rdx"  # then the AAD, as hashed (after the text: REST)
 OUT, LEN, TAG_PTR, TAGLEN = "r12", "r13", "r14", "r15"  # TAGLEN: the verdict of a tag check
 HASH_PTR, HASH_BLOCKS = "rbx", "rcx"  # hash_bytes: the next block; whole blocks, partial bytes
@@ -196,12 +196,26 @@ class Gcm:
             b.s("mov.m64.r64", Mem(dst.base, dst.disp + off, bits=64), SCRATCH)
 
     # -- the function -----------------------------------------------------------
-    def entry(self) -> None:
+    def take_stack_args(self) -> None:
+        """The prologue: the callee-saved pushes, the stack arguments into OUT, LEN, TAG_PTR
+        and TAGLEN, the frame."""
         b = self.b
         push_saved(b)
-        for reg, arg in ((OUT, "out"), (LEN, "len"), (TAG_PTR, "tag"), (TAGLEN, "taglen")):
-            b.s("mov.r64.m64", reg, b.stack_arg(arg, pushed=len(CALLEE_SAVED)))
-        open_frame(b, FRAME)
+        for reg, name in ((OUT, "out"), (LEN, "len"), (TAG_PTR, "tag"), (TAGLEN, "taglen")):
+            b.s("mov.r64.m64", reg, b.stack_arg(name, pushed=len(CALLEE_SAVED)))
+        open_frame(b, self.frame)
+
+    def refuse_tag_length(self, shortest: int) -> None:
+        """To bad_args unless shortest <= TAGLEN <= 16."""
+        b = self.b
+        b.s("cmp.r64.imm", TAGLEN, imm=shortest, comment=f"tag length {shortest}..16")
+        b.branch("b", self.bad)
+        b.s("cmp.r64.imm", TAGLEN, imm=16)
+        b.branch("a", self.bad)
+
+    def entry(self) -> None:
+        b = self.b
+        self.take_stack_args()
         b.s("mov.m64.r64", Mem(AAD_PTR.base, AAD_PTR.disp, bits=64), b.reg["aad"])
         b.s("mov.m64.r64", Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), b.reg["aadlen"])
         for reg, name in ((OUT, "out"), (LEN, "len"), (TAG_PTR, "tag")):
@@ -210,10 +224,7 @@ class Gcm:
         self.exit = b.label_name("exit")
         b.s("test.r64.r64", IVLEN, IVLEN, comment="an empty IV is refused")
         b.branch("e", self.bad)
-        b.s("cmp.r64.imm", TAGLEN, imm=4, comment="tag length 4..16")
-        b.branch("b", self.bad)
-        b.s("cmp.r64.imm", TAGLEN, imm=16)
-        b.branch("a", self.bad)
+        self.refuse_tag_length(4)
 
     def path(self, nr: int) -> None:
         b = self.b
@@ -288,7 +299,7 @@ class Gcm:
         finish_j0(j)
         b.branch("jmp", have_j0)
         b.label(general)
-        b.s("xor.r32.r32", PUBLIC_COUNTER + "d", PUBLIC_COUNTER + "d", comment="J0 depends on H: no public counter")
+        b.s("xor.r32.r32", r32(PUBLIC_COUNTER), r32(PUBLIC_COUNTER), comment="J0 depends on H: no public counter")
         b.v("vzero", dst=acc, width=128)
         self.hash_final(acc, IV, IVLEN, None, IVLEN)  # IV || pad || 0^64 || [len(IV)]_64
         with b.at_width(128):

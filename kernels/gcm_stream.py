@@ -25,7 +25,7 @@ from .aes import encrypt_rounds
 from .frame import open_frame, push_saved
 from .gcm import BLOCK, BYTE, BYTES_HI, EKJ0, FRAME, IN, IV, IVLEN, KEY, LEN, OUT, REST, SCRATCH, Gcm, Stitch
 from .modes import counter_base, ctr_stream
-from .regs import RESULT, r8, r32
+from .regs import RESULT, arg, r8, r32
 
 CTX = "r14"
 GKEY, AAD_BYTES, TEXT_BYTES, IN_TEXT = (Mem(CTX, o, bits=64) for o in (0, 8, 16, 24))
@@ -41,7 +41,7 @@ PUBLIC = "r8"
 POS = SCRATCH  # bytes already in the partial block (public)
 BLOCKS = OUT  # gcm_aad: whole AAD blocks
 SUFFIX_LEN = "r15"  # an update: bytes left for a new partial block
-SUFFIX_SRC, SUFFIX_DST = "rsi", "rdx"  # an update: where they start (in, out)
+SUFFIX_SRC, SUFFIX_DST = (arg("gcm_encrypt_update", a) for a in ("in", "out"))  # an update: where they start
 
 
 def _byte(field: Mem, index: str) -> Mem:

@@ -30,6 +30,8 @@ from aesgen.dsl import BuildError, FunctionBuilder
 from aesgen.gf128 import doubling_reduction
 from aesgen.ir import XOR3, Const, Mem, VReg
 
+from .regs import r32
+
 A_XOR_B_AND_C = 0xF0 ^ (0xCC & 0xAA)  # vpternlogd truth table of a ^ (b & c)
 
 
@@ -63,14 +65,18 @@ def lane_shifts(lanes: int, right: bool) -> Const:
 
 
 # ----------------------------------------------------------------------------- one doubling
+# The table method's GPRs (public: an index into the carry table, its address).
+TABLE_INDEX, TABLE_AT = "r10", "r11"
+
+
 def double(b: FunctionBuilder, t: VReg, method: str, width: int | None = None,
-           scratch: tuple[str, str] = ("r10", "r11")) -> VReg:
+           scratch: tuple[str, str] = (TABLE_INDEX, TABLE_AT)) -> VReg:
     """t * x in every lane (le convention) by a serial method."""
     w = width or b.width
     lanes = w // 128
     if method == "table":
         idx, table = scratch
-        b.s("movmskpd.r32.x", f"{idx}d", t, comment="bits 63 and 127 (data-dependent index: not constant-time)")
+        b.s("movmskpd.r32.x", r32(idx), t, comment="bits 63 and 127 (data-dependent index: not constant-time)")
         b.s("shl.r64.imm", idx, imm=4, comment="16-byte table entries")
         b.s("lea.r64.m", table, carry_table())
         d = b.v("paddq", t, t, width=w, comment="both qwords << 1")

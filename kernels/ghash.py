@@ -20,6 +20,11 @@ from aesgen.ir import XOR3, Mem, VReg
 from .aes import encrypt_rounds, finish, key_size_paths
 from .frame import aligned, drop_frame, open_frame
 from .modes import qword_mask_for_blocks, return_if_zero
+from .regs import RESULT, r32
+
+# Register roles of HashCore's tail (public; the callers keep theirs elsewhere).
+POWER_AT = "r10"  # the next powers of H: their address, or their offset in the table (walk_by_index)
+MASK_LEN = "r11"  # AVX-512: the qword count of the last vector's mask (POWER_AT is busy)
 
 
 @dataclass
@@ -108,7 +113,7 @@ class HashCore:
     def __init__(self, b: FunctionBuilder, *, reflect: bool, table: Mem, k_max: int, karatsuba: bool,
                  halves: int | None = None, walk_by_index: bool = False) -> None:
         """`halves`: bytes from a power to its Karatsuba halves-xor (default: a table of k_max).
-        `walk_by_index`: the tail addresses the table as table + r10 (r10 an offset), never
+        `walk_by_index`: the tail addresses the table as table + POWER_AT (an offset), never
         copying the table's base register: for a table in a stack frame, so that rsp is never
         copied into another register (the static check then tracks every stack slot)."""
         self.b, self.reflect, self.table, self.k_max, self.karatsuba = b, reflect, table, k_max, karatsuba
@@ -119,7 +124,7 @@ class HashCore:
 
     def power(self, entry_offset: int, width: int, base: str | None = None, mask: str | None = None):
         """Powers vector at table entry offset (bytes); and its Karatsuba halves-xor.
-        `base`: the register walking the table (the tail's r10)."""
+        `base`: the register walking the table (the tail's POWER_AT)."""
         b, t = self.b, self.table
         if base and self.walk_by_index:
             mem = Mem(t.base, t.disp + entry_offset, index=base)
@@ -179,14 +184,14 @@ class HashCore:
         done = b.label_name("hash_done")
         b.s("test.r64.r64", n, n)
         b.branch("e", done)
-        # r10 walks the powers table from entry k_max - n (- 1 with `last`).
-        b.s("mov.r64.imm", "r10", imm=self.k_max - (1 if last else 0))
-        b.s("sub.r64.r64", "r10", n)
-        b.s("shl.r64.imm", "r10", imm=4)
+        # POWER_AT walks the powers table from entry k_max - n (- 1 with `last`).
+        b.s("mov.r64.imm", POWER_AT, imm=self.k_max - (1 if last else 0))
+        b.s("sub.r64.r64", POWER_AT, n)
+        b.s("shl.r64.imm", POWER_AT, imm=4)
         if not self.walk_by_index:
-            b.s("add.r64.r64", "r10", self.table.base)
+            b.s("add.r64.r64", POWER_AT, self.table.base)
             if self.table.disp:
-                b.s("add.r64.imm", "r10", imm=self.table.disp)
+                b.s("add.r64.imm", POWER_AT, imm=self.table.disp)
         if self._sums is None:
             self._sums = Products(b.pinned("SUM_LO"), b.pinned("SUM_MI"), b.pinned("SUM_HI"))
         sums = self._sums
@@ -199,7 +204,7 @@ class HashCore:
             b.branch("b", out)
             self._tail_step(sums, acc, data, W, None)
             b.s("add.r64.imm", data, imm=16 * L)
-            b.s("add.r64.imm", "r10", imm=16 * L)
+            b.s("add.r64.imm", POWER_AT, imm=16 * L)
             b.s("sub.r64.imm", n, imm=L)
             b.branch("jmp", top)
             b.label(out)
@@ -207,8 +212,7 @@ class HashCore:
             b.s("test.r64.r64", n, n)
             b.branch("e", skip)
             if isa == "avx512":
-                # (r10 walks the powers here: the mask's count goes through r11)
-                self._tail_step(sums, acc, data, W, qword_mask_for_blocks(b, n, scratch="r11"))
+                self._tail_step(sums, acc, data, W, qword_mask_for_blocks(b, n, scratch=MASK_LEN))
             else:  # one block left of a ymm vector
                 self._tail_step(sums, acc, data, 128, None)
             b.label(skip)
@@ -217,7 +221,7 @@ class HashCore:
             b.label(top)
             self._tail_step(sums, acc, data, 128, None)
             b.s("add.r64.imm", data, imm=16)
-            b.s("add.r64.imm", "r10", imm=16)
+            b.s("add.r64.imm", POWER_AT, imm=16)
             b.s("sub.r64.imm", n, imm=1)
             b.branch("ne", top)
         if last:
@@ -230,7 +234,7 @@ class HashCore:
         x = self.block(data, 0, width, mask)
         x = b.v("vxor", x, acc, width=width, comment="the running hash joins the first block")
         b.v("vzero", dst=acc, width=128)  # folded in: later vectors add nothing
-        p, px = self.power(0, width, base="r10", mask=mask)
+        p, px = self.power(0, width, base=POWER_AT, mask=mask)
         prod = multiply(b, x, p, px, self.karatsuba, width)
         accumulate(b, sums, prod, W, into=sums)
 
@@ -289,7 +293,7 @@ def gcm_set_key_function(b: FunctionBuilder) -> None:
                 p = b.v("vload", entry(i))
                 px = b.v("vxor", p, b.v("pshufd", p, imm=0x4E))
                 b.store(Mem(out, table + halves + 16 * (K - i)), px, comment=f"H^{i} halves-xor")
-        b.s("xor.r32.r32", "eax", "eax")
+        b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
         finish(b)
 
     b.single_path(None, power_table, powers)

@@ -173,10 +173,16 @@ def qword_mask_for_blocks(b: FunctionBuilder, nblocks: str, scratch: str = SCRAT
     return _bzhi_mask(b, scratch)
 
 
-def _bzhi_mask(b: FunctionBuilder, nbits: str) -> str:
-    b.s("mov.r64.imm", MASK_BITS, imm=-1)
-    b.s("bzhi.r64.r64.r64", MASK_BITS, MASK_BITS, nbits, comment="low bits set: the elements to touch")
-    b.s("kmovq.k.r64", MASK, MASK_BITS)
+def byte_mask(b: FunctionBuilder, count: str, scratch: str = MASK_BITS) -> str:
+    """MASK = one bit per byte of the first `count` (a byte-exact AVX-512 load or store)."""
+    return _bzhi_mask(b, count, scratch, "one bit per byte to touch")
+
+
+def _bzhi_mask(b: FunctionBuilder, nbits: str, scratch: str = MASK_BITS,
+               comment: str = "low bits set: the elements to touch") -> str:
+    b.s("mov.r64.imm", scratch, imm=-1)
+    b.s("bzhi.r64.r64.r64", scratch, scratch, nbits, comment=comment)
+    b.s("kmovq.k.r64", MASK, scratch)
     return MASK
 
 

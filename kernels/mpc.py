@@ -33,6 +33,14 @@ from .modes import ecb_function, return_if_zero
 from .regs import r32
 
 ROW = 16  # one round key of one key
+# Register roles beside the arguments (b.reg); all public (pointers, counts, offsets).
+LANE = "r11"  # set_encrypt_keys: the next key's lane in its group
+STRIDE = "r9"  # ecb_encrypt_multikey (five arguments): bytes of one key's blocks
+BLOCKS_LEFT = "rax"  # ecb_encrypt_multikey: blocks of each key of the batch still to go
+IN_AT, OUT_AT = "r10", "r11"  # ecb_encrypt_multikey: a lane's block, one key (STRIDE) per lane on
+STREAM_AT = "r10"  # cbc_encrypt_multi: a pointer read from an array (keys, in, out, ivs)
+STEP_END = STREAM_AT  # cbc_encrypt_multi: the offset past a step's blocks (before any pointer is read)
+OFFSET = "rax"  # cbc_encrypt_multi: the offset of the block in every stream
 
 
 def zero_extend(b: FunctionBuilder, reg: str) -> None:
@@ -129,7 +137,7 @@ def set_encrypt_keys_function(b: FunctionBuilder) -> None:
 
     def expand(bits: int, nr: int) -> None:
         top, done = b.label_name("key"), b.label_name("keys_done")
-        b.s("xor.r32.r32", "r11d", "r11d", comment="lane of the next key in its group")
+        b.s("xor.r32.r32", r32(LANE), r32(LANE), comment="lane of the next key in its group")
         b.label(top)
         b.s("test.r64.r64", n, n)
         b.branch("e", done)
@@ -139,10 +147,10 @@ def set_encrypt_keys_function(b: FunctionBuilder) -> None:
         b.s("add.r64.imm", col, imm=ROW, comment="the next key's column")
         if L > 1:
             same = b.label_name("same_group")
-            b.s("add.r64.imm", "r11", imm=1)
-            b.s("cmp.r64.imm", "r11", imm=L)
+            b.s("add.r64.imm", LANE, imm=1)
+            b.s("cmp.r64.imm", LANE, imm=L)
             b.branch("b", same)
-            b.s("xor.r32.r32", "r11d", "r11d")
+            b.s("xor.r32.r32", r32(LANE), r32(LANE))
             b.s("add.r64.imm", col, imm=(MULTIKEY_BYTES - ROW) * L, comment="the next group")
             b.label(same)
         else:
@@ -171,9 +179,8 @@ def ecb_multikey_function(b: FunctionBuilder) -> None:
     zero_extend(b, n)
     return_if_zero(b, n)
     return_if_zero(b, bpk)
-    stride = "r9"
-    b.s("mov.r64.r64", stride, bpk)
-    b.s("shl.r64.imm", stride, imm=4, comment="bytes of one key's blocks")
+    b.s("mov.r64.r64", STRIDE, bpk)
+    b.s("shl.r64.imm", STRIDE, imm=4, comment="bytes of one key's blocks")
 
     def walk(ptr: str, start: str):
         """Lane m's block: one key further (stride bytes) than lane m - 1's."""
@@ -181,7 +188,7 @@ def ecb_multikey_function(b: FunctionBuilder) -> None:
             if m == 0 and t == 0:
                 b.s("mov.r64.r64", ptr, start)
             elif t == 0:
-                b.s("add.r64.r64", ptr, stride, comment="the next key's block")
+                b.s("add.r64.r64", ptr, STRIDE, comment="the next key's block")
             return Mem(ptr, 16 * t)
         return at
 
@@ -200,32 +207,32 @@ def ecb_multikey_function(b: FunctionBuilder) -> None:
     def next_batch(g: int) -> None:
         """in/out moved on by one key's blocks in the loop; the batch's other keys' now."""
         for _ in range(g * L - 1):
-            b.s("add.r64.r64", inp, stride)
-            b.s("add.r64.r64", outp, stride)
+            b.s("add.r64.r64", inp, STRIDE)
+            b.s("add.r64.r64", outp, STRIDE)
         b.s("add.r64.imm", keys, imm=g * group)
         b.s("sub.r64.imm", n, imm=g * L)
 
     def block_batch(nr: int, g: int, resident: list[list[VReg]] = (), blocks_left: bool = False) -> None:
         """g vectors of L keys, one block of each key at a time (all the blocks, or with
-        `blocks_left` the rax < L left by whole_line_batches)."""
+        `blocks_left` the BLOCKS_LEFT < L left by whole_line_batches)."""
         top, out = b.label_name(f"keys{g}x_"), b.label_name(f"keys_end{g}x_")
         if not blocks_left:
             b.label(top)
             b.s("cmp.r64.imm", n, imm=g * L)
             b.branch("b", out)
-            b.s("mov.r64.r64", "rax", bpk)
+            b.s("mov.r64.r64", BLOCKS_LEFT, bpk)
         blocks, end = b.label_name("block"), b.label_name("blocks_end")
         b.label(blocks)
-        b.s("test.r64.r64", "rax", "rax")
+        b.s("test.r64.r64", BLOCKS_LEFT, BLOCKS_LEFT)
         b.branch("e", end)
-        xs = gather_lanes(b, walk("r10", inp), g, L)[0]
+        xs = gather_lanes(b, walk(IN_AT, inp), g, L)[0]
         ys: list[VReg] = []
         b.groups(g, lambda j: ys.append(encrypt_rounds(b, xs[j], nr, key_at=rows(j, resident))),
                  comment=f"{g} vector(s) of {L} keys, one block each")
-        scatter_lanes(b, [ys], L, walk("r11", outp))
+        scatter_lanes(b, [ys], L, walk(OUT_AT, outp))
         b.s("add.r64.imm", inp, imm=16)
         b.s("add.r64.imm", outp, imm=16)
-        b.s("sub.r64.imm", "rax", imm=1)
+        b.s("sub.r64.imm", BLOCKS_LEFT, imm=1)
         b.branch("jmp", blocks)
         b.label(end)
         if not blocks_left:
@@ -246,22 +253,22 @@ def ecb_multikey_function(b: FunctionBuilder) -> None:
         for j, regs in enumerate(resident):
             for r, reg in enumerate(regs):
                 b.v("vload_key", Mem(keys, j * group + ROW * L * r), dst=reg, comment=f"keys of vector {j}: round {r}")
-        b.s("mov.r64.r64", "rax", bpk)
+        b.s("mov.r64.r64", BLOCKS_LEFT, bpk)
         lines, lines_end = b.label_name("lines"), b.label_name("lines_end")
         b.label(lines)
-        b.s("cmp.r64.imm", "rax", imm=L)
+        b.s("cmp.r64.imm", BLOCKS_LEFT, imm=L)
         b.branch("b", lines_end)
-        xs = gather_rows(b, walk("r10", inp), K, L)
+        xs = gather_rows(b, walk(IN_AT, inp), K, L)
         ys: list[list[VReg]] = [[] for _ in range(L)]
 
         def block(m: int) -> None:
             t, j = divmod(m, K)
             ys[t].append(encrypt_rounds(b, xs[t][j], nr, key_at=rows(j, resident)))
         b.groups(K * L, block, comment=f"{K} vector(s) of {L} keys, {L} blocks of each")
-        scatter_rows(b, ys, L, walk("r11", outp))
+        scatter_rows(b, ys, L, walk(OUT_AT, outp))
         b.s("add.r64.imm", inp, imm=16 * L)
         b.s("add.r64.imm", outp, imm=16 * L)
-        b.s("sub.r64.imm", "rax", imm=L)
+        b.s("sub.r64.imm", BLOCKS_LEFT, imm=L)
         b.branch("jmp", lines)
         b.label(lines_end)
         block_batch(nr, K, resident, blocks_left=True)
@@ -280,12 +287,12 @@ def tail_keys(b: FunctionBuilder, nr: int, keys: str, n: str, inp: str, outp: st
     b.label(top)
     b.s("test.r64.r64", n, n)
     b.branch("e", done)
-    b.s("mov.r64.r64", "rax", bpk)
+    b.s("mov.r64.r64", BLOCKS_LEFT, bpk)
     with b.at_width(128):
         for g in ((D, 1) if D > 1 else (1,)):
             loop, end = b.label_name(f"tail{g}x_"), b.label_name(f"tail_end{g}x_")
             b.label(loop)
-            b.s("cmp.r64.imm", "rax", imm=g)
+            b.s("cmp.r64.imm", BLOCKS_LEFT, imm=g)
             b.branch("b", end)
 
             def block(j: int) -> None:
@@ -296,7 +303,7 @@ def tail_keys(b: FunctionBuilder, nr: int, keys: str, n: str, inp: str, outp: st
             b.groups(g, block, comment=f"{g} block(s) of one key")
             b.s("add.r64.imm", inp, imm=16 * g)
             b.s("add.r64.imm", outp, imm=16 * g)
-            b.s("sub.r64.imm", "rax", imm=g)
+            b.s("sub.r64.imm", BLOCKS_LEFT, imm=g)
             b.branch("jmp", loop)
             b.label(end)
     b.s("add.r64.imm", keys, imm=ROW, comment="the next key's column")
@@ -348,7 +355,7 @@ def cbc_multi_function(b: FunctionBuilder) -> None:
     zero_extend(b, ns)
     return_if_zero(b, n)
     return_if_zero(b, ns)
-    public_pointer(b, "r10", Mem(keys, 0))
+    public_pointer(b, STREAM_AT, Mem(keys, 0))
 
     def path(nr: int) -> None:
         chains = [b.pinned(f"CHAIN{j}") for j in range(D)]
@@ -366,7 +373,7 @@ def cbc_multi_function(b: FunctionBuilder) -> None:
             b.store(Mem("rsp", off), z, comment="leave no round keys behind" if off == 0 else "")
         leave_frame(b, frame)
 
-    b.key_paths("r10", path)
+    b.key_paths(STREAM_AT, path)
 
 
 def batch_sizes(depth: int) -> list[int]:
@@ -415,8 +422,8 @@ def stream_batch(b: FunctionBuilder, nr: int, chains: list[VReg], resident: list
     def pointer(array: str, index: str | None = None):
         def at(m: int, t: int) -> Mem:
             if t == 0:
-                public_pointer(b, "r10", Mem(array, 8 * m))
-            return Mem("r10", 16 * t, index=index)
+                public_pointer(b, STREAM_AT, Mem(array, 8 * m))
+            return Mem(STREAM_AT, 16 * t, index=index)
         return at
 
     def row(j: int, r: int) -> Mem | VReg:
@@ -427,9 +434,9 @@ def stream_batch(b: FunctionBuilder, nr: int, chains: list[VReg], resident: list
     b.branch("b", out)
     for s in range(g * lanes):  # the round keys, transposed
         j, lane = divmod(s, lanes)
-        public_pointer(b, "r10", Mem(keys, 8 * s))
+        public_pointer(b, STREAM_AT, Mem(keys, 8 * s))
         for r in range(nr + 1):
-            k = b.v("vload", Mem("r10", r * b.spec.key_stride), width=128)
+            k = b.v("vload", Mem(STREAM_AT, r * b.spec.key_stride), width=128)
             b.store(Mem("rsp", j * span + ROW * lanes * r + ROW * lane), k, width=128,
                     comment=f"stream {s}: round key {r}" if r == 0 else "")
     for j, regs in enumerate(resident[:g]):
@@ -437,17 +444,17 @@ def stream_batch(b: FunctionBuilder, nr: int, chains: list[VReg], resident: list
             b.v("vload", Mem("rsp", j * span + ROW * lanes * r), dst=reg, comment=f"vector {j}: round key {r}")
     for j, iv in enumerate(gather_lanes(b, pointer(ivs), g, lanes)[0]):
         b.assign(chains[j], iv, comment="chain = iv")
-    b.s("xor.r32.r32", "eax", "eax", comment="offset of the block in every stream")
+    b.s("xor.r32.r32", r32(OFFSET), r32(OFFSET), comment="offset of the block in every stream")
     steps = steps_for(b, g, len(resident) * (nr + 1))
     for u in STEPS[STEPS.index(steps):]:
         loop, done = b.label_name(f"blocks{u}x_"), b.label_name(f"blocks_end{u}x_")
         b.label(loop)
-        b.s("lea.r64.m", "r10", Mem("rax", 16 * u))
-        b.s("cmp.r64.r64", "r10", n)
+        b.s("lea.r64.m", STEP_END, Mem(OFFSET, 16 * u))
+        b.s("cmp.r64.r64", STEP_END, n)
         b.branch("a", done)
         whole = u == lanes > 1  # a stream's u blocks are one vector: read whole and transposed
-        ps = gather_rows(b, pointer(ins, "rax"), g, lanes) if whole else \
-            gather_lanes(b, pointer(ins, "rax"), g, lanes, steps=u)
+        ps = gather_rows(b, pointer(ins, OFFSET), g, lanes) if whole else \
+            gather_lanes(b, pointer(ins, OFFSET), g, lanes, steps=u)
         ys: list[list[VReg]] = []
         for t in range(u):
             last = t == u - 1
@@ -461,10 +468,10 @@ def stream_batch(b: FunctionBuilder, nr: int, chains: list[VReg], resident: list
                 ys[t].append(encrypt_rounds(b, x, nr, whiten=False, dst=dst, key_at=lambda r: row(j, r)))
             b.groups(g, block, comment=f"{g} vector(s) of {lanes} stream(s): block {t} of {u}")
         if whole:
-            scatter_rows(b, ys, lanes, pointer(outs, "rax"))
+            scatter_rows(b, ys, lanes, pointer(outs, OFFSET))
         else:
-            scatter_lanes(b, ys, lanes, pointer(outs, "rax"))
-        b.s("add.r64.imm", "rax", imm=16 * u)
+            scatter_lanes(b, ys, lanes, pointer(outs, OFFSET))
+        b.s("add.r64.imm", OFFSET, imm=16 * u)
         b.branch("jmp", loop)
         b.label(done)
     scatter_lanes(b, [chains], lanes, pointer(ivs))

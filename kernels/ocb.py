@@ -22,9 +22,9 @@ cl: no branch or address depends on the nonce.
 
 Code: a path per round count for the nonce and HASH (encryption schedule), one for the text
 (the decryption schedule when decrypting), one for the partial block and the tag; values cross
-paths through the frame. Secret-carrying GPRs are rax, rbp and r11; rcx holds `bottom`, the
-nonce's last 6 bits (declassified: the nonce is public); the others hold public pointers,
-lengths and block counts.
+paths through the frame. Secret-carrying GPRs are GCM's data GPRs (HI, LO, EXTRA below); SHIFT
+holds `bottom`, the nonce's last 6 bits (declassified: the nonce is public); the others hold
+public pointers, lengths and block counts.
 """
 from __future__ import annotations
 
@@ -33,10 +33,12 @@ from aesgen.ir import XOR3, Const, Mem, Schedule, VReg
 
 from .aes import encrypt_rounds, expand_schedule, finish, key_size_paths
 from . import gcm
-from .frame import CALLEE_SAVED, aligned, open_frame, push_saved
-from .gcm import AAD_LEN, BLOCK, TAG, Gcm, gather_partial, load_qwords
+from .frame import aligned
+from .gcm import (AAD_LEN, BLOCK, BYTE, BYTES_HI, BYTES_LO, LEN, OUT, SCRATCH, TAG, TAG_PTR, TAGLEN, Gcm,
+                  gather_partial, load_qwords)
 from .gfdouble import double_be
-from .modes import qword_mask_for_blocks
+from .modes import byte_mask, qword_mask_for_blocks
+from .regs import RESULT, arg, r32
 
 def _q(m: Mem, disp: int = 0) -> Mem:
     return Mem(m.base, m.disp + disp, bits=64)
@@ -50,9 +52,27 @@ AREA = (gcm.FRAME + 63) // 64 * 64
 OFFSET, SUM, CHECKSUM, PAD = (Mem("rsp", AREA + 16 * k) for k in range(4))
 FRAME = aligned(AREA + 64)
 OUT_SAVE, LEN_SAVE, AADLEN_SAVE = gcm.SAVED_ARGS["out"], gcm.SAVED_ARGS["len"], _q(AAD_LEN)
+# Register roles. The arguments (ocb_decrypt's are ocb_encrypt's) are in their SysV registers at
+# entry; the stack arguments move to GCM's OUT, LEN, TAG_PTR and TAGLEN (kernels/gcm.py), which
+# its tag check, byte copies and argument errors use; SCRATCH (GCM's too) is public scratch: a
+# byte index, a table's address, a copy of a count.
+OKEY, NONCE, NONCE_LEN, AAD_ARG, AADLEN_ARG, IN = (
+    arg("ocb_encrypt", a) for a in ("okey", "nonce", "noncelen", "aad", "aadlen", "in"))
+AAD_IN = "rbx"  # the AAD (AAD_ARG's register becomes SHIFT)
+SHIFT = "rcx"  # bottom, the nonce's last 6 bits: shld takes a variable count in cl only
+# The nonce block, Ktop and Offset_0 as big-endian halves (HI: bits 127..64), and a third
+# 64-bit value (a nonce byte, the tag length field, Stretch bits 128..191): secrets, so in
+# GCM's data GPRs, which never address memory or decide a branch.
+HI, LO, EXTRA = BYTES_LO, BYTES_HI, BYTE
+AAD_REST = "r8"  # bytes of a partial AAD block (public)
 # Registers of a pass over whole blocks: blocks left, index of the current batch's first block,
 # 16 x the next block's position in its batch, scratch for the batch step's table index.
 LEFT, BATCH_START, POS, STEP = "rsi", "rdx", "r8", "r10"
+HEAD = "r10"  # before the first step: the blocks 1..B-1 that exist
+MASK_LEN = "r11"  # the tail mask's qword count (the count of blocks may be in HEAD)
+# ocb_set_key, beside its arguments (b.reg): public pointers and a loop count.
+DECRYPT_SCHEDULE = "r10"  # where the decryption schedule goes
+L_AT, Q_AT, ITERATIONS = "r10", "r9", "r11"  # the next L_i (read or written), Q_k; the loop's count
 
 
 def ntz(j: int) -> int:
@@ -88,8 +108,8 @@ def ocb_set_key_function(b: FunctionBuilder) -> None:
 
     def expand(bits: int, nr: int) -> None:
         expand_schedule(b, bits, user, out, decrypt=False)
-        b.s("lea.r64.m", "r10", Mem(out, spec.key_bytes), comment="the decryption schedule")
-        expand_schedule(b, bits, user, "r10", decrypt=True)
+        b.s("lea.r64.m", DECRYPT_SCHEDULE, Mem(out, spec.key_bytes), comment="the decryption schedule")
+        expand_schedule(b, bits, user, DECRYPT_SCHEDULE, decrypt=True)
         with b.at_width(128):
             z = b.v("vzero")
             star = encrypt_rounds(b, z, nr, key_at=lambda i: Mem(out, i * spec.key_stride))
@@ -111,10 +131,10 @@ def _tables(b: FunctionBuilder, out: str) -> None:
 
     def loop(body, count: int, stem: str) -> None:
         top = b.label_name(stem)
-        b.s("mov.r64.imm", "r11", imm=count)
+        b.s("mov.r64.imm", ITERATIONS, imm=count)
         b.label(top)
         body()
-        b.s("sub.r64.imm", "r11", imm=1)
+        b.s("sub.r64.imm", ITERATIONS, imm=1)
         b.branch("ne", top)
 
     with b.at_width(128):
@@ -122,12 +142,12 @@ def _tables(b: FunctionBuilder, out: str) -> None:
         b.v("vload", Mem(out, lo), dst=cur)
         b.assign(cur, double_be(b, cur, method, 128))
         b.store(Mem(out, lo + 16), cur, comment="L_$ = double(L_*)")
-        b.s("lea.r64.m", "r10", l_at(0))
+        b.s("lea.r64.m", L_AT, l_at(0))
 
         def next_l() -> None:
             b.assign(cur, double_be(b, cur, method, 128))
-            b.store(Mem("r10", 0), cur, comment="L_i = double(L_{i-1})")
-            b.s("add.r64.imm", "r10", imm=16)
+            b.store(Mem(L_AT, 0), cur, comment="L_i = double(L_{i-1})")
+            b.s("add.r64.imm", L_AT, imm=16)
 
         loop(next_l, 64, "l_")
         t = b.v("vzero")
@@ -140,16 +160,16 @@ def _tables(b: FunctionBuilder, out: str) -> None:
         zero = b.v("vzero")
         for j in range(B, B + lanes - 1):
             b.store(Mem(out, spec.ocb_table_offset + 16 * j), zero, comment="padding for unaligned loads")
-        b.s("lea.r64.m", "r10", l_at(0))
-        b.s("lea.r64.m", "r9", Mem(out, spec.ocb_step_offset))
+        b.s("lea.r64.m", L_AT, l_at(0))
+        b.s("lea.r64.m", Q_AT, Mem(out, spec.ocb_step_offset))
 
         def next_q() -> None:
-            b.store(Mem("r9", 0), b.v("vxor", last, Mem("r10", 0)), comment="Q_k = T_{B-1} ^ L_k")
-            b.s("add.r64.imm", "r10", imm=16)
-            b.s("add.r64.imm", "r9", imm=16)
+            b.store(Mem(Q_AT, 0), b.v("vxor", last, Mem(L_AT, 0)), comment="Q_k = T_{B-1} ^ L_k")
+            b.s("add.r64.imm", L_AT, imm=16)
+            b.s("add.r64.imm", Q_AT, imm=16)
 
         loop(next_q, 64, "q_")
-    b.s("xor.r32.r32", "eax", "eax")
+    b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
     finish(b)
 
 
@@ -162,7 +182,7 @@ class OffsetPass:
 
     def __init__(self, b: FunctionBuilder, nr: int, kind: str, src: str, dst: str | None) -> None:
         self.b, self.nr, self.kind, self.src, self.dst = b, nr, kind, src, dst
-        self.okey = b.fn.key_base or "rdi"
+        self.okey = b.fn.key_base or OKEY
         self.L, self.B = b.lanes, b.spec.ocb_batch_blocks
         self.table = b.spec.ocb_table_offset
 
@@ -179,16 +199,16 @@ class OffsetPass:
         b.v("vzero", dst=self.acc)
         self.rekey()
         b.s("mov.r64.imm", POS, imm=16, comment="block 1 is at position 1 of the batch at 0")
-        b.s("xor.r32.r32", "edx", "edx", comment="BATCH_START: the batch at block 0")
+        b.s("xor.r32.r32", r32(BATCH_START), r32(BATCH_START), comment="BATCH_START: the batch at block 0")
         if B > 1:  # blocks 1..B-1
             short = b.label_name("head_short")
-            b.s("mov.r64.r64", "r10", LEFT)
-            b.s("cmp.r64.imm", "r10", imm=B - 1)
+            b.s("mov.r64.r64", HEAD, LEFT)
+            b.s("cmp.r64.imm", HEAD, imm=B - 1)
             b.branch("be", short)
-            b.s("mov.r64.imm", "r10", imm=B - 1)
+            b.s("mov.r64.imm", HEAD, imm=B - 1)
             b.label(short)
-            b.s("sub.r64.r64", LEFT, "r10")
-            self.some_blocks("r10")
+            b.s("sub.r64.r64", LEFT, HEAD)
+            self.some_blocks(HEAD)
         top, end, done = b.label_name(f"batch{B}_"), b.label_name("batches_done"), b.label_name("pass_done")
         b.label(top)
         b.s("cmp.r64.imm", LEFT, imm=B)
@@ -204,7 +224,7 @@ class OffsetPass:
         b.s("test.r64.r64", LEFT, LEFT)
         b.branch("e", done)
         self.step()
-        b.s("xor.r32.r32", POS + "d", POS + "d", comment="from position 0 of the new batch")
+        b.s("xor.r32.r32", r32(POS), r32(POS), comment="from position 0 of the new batch")
         self.some_blocks(LEFT)
         b.label(done)
         width = b.width
@@ -264,7 +284,7 @@ class OffsetPass:
             b.s("test.r64.r64", count, count)
             b.branch("e", out)
             if b.spec.isa == "avx512":
-                one(mask=qword_mask_for_blocks(b, count, scratch="r11"))
+                one(mask=qword_mask_for_blocks(b, count, scratch=MASK_LEN))
             else:  # VAES ymm without AVX-512: one block is left
                 one(width=128)
             b.s("shl.r64.imm", count, imm=4)
@@ -321,8 +341,8 @@ class Ocb(Gcm):
     def function(self) -> None:
         b, spec = self.b, self.spec
         self.entry()
-        b.key_paths("okey", self.prelude, scratch="r10d")  # rax carries data bytes
-        text_keys = Schedule("rdi", spec.key_bytes, spec.key_stride, aligned=True) if self.decrypt else None
+        b.key_paths("okey", self.prelude, scratch=r32(SCRATCH))  # EXTRA (rax) carries data bytes
+        text_keys = Schedule(OKEY, spec.key_bytes, spec.key_stride, aligned=True) if self.decrypt else None
         for nr in (10, 12, 14):
             b.single_path(nr, lambda nr=nr: self.text(nr), self.text_label[nr], text_keys)
         for nr in (10, 12, 14):
@@ -331,21 +351,15 @@ class Ocb(Gcm):
 
     def entry(self) -> None:
         b = self.b
-        push_saved(b)
-        for reg, arg in (("r12", "out"), ("r13", "len"), ("r14", "tag"), ("r15", "taglen")):
-            b.s("mov.r64.m64", reg, b.stack_arg(arg, pushed=len(CALLEE_SAVED)))
-        open_frame(b, FRAME)
-        b.s("mov.r64.r64", "rbx", "rcx", comment="aad (rcx becomes the Stretch shift count)")
-        for slot, reg in ((OUT_SAVE, "r12"), (LEN_SAVE, "r13"), (AADLEN_SAVE, "r8")):
+        self.take_stack_args()
+        b.s("mov.r64.r64", AAD_IN, AAD_ARG, comment="aad (rcx becomes the Stretch shift count)")
+        for slot, reg in ((OUT_SAVE, OUT), (LEN_SAVE, LEN), (AADLEN_SAVE, AADLEN_ARG)):
             b.s("mov.m64.r64", slot, reg)
-        b.s("cmp.r64.imm", "rdx", imm=1, comment="nonce length 1..15")
+        b.s("cmp.r64.imm", NONCE_LEN, imm=1, comment="nonce length 1..15")
         b.branch("b", self.bad)
-        b.s("cmp.r64.imm", "rdx", imm=15)
+        b.s("cmp.r64.imm", NONCE_LEN, imm=15)
         b.branch("a", self.bad)
-        b.s("cmp.r64.imm", "r15", imm=1, comment="tag length 1..16")
-        b.branch("b", self.bad)
-        b.s("cmp.r64.imm", "r15", imm=16)
-        b.branch("a", self.bad)
+        self.refuse_tag_length(1)
 
     # -- path 1: the nonce and HASH(A) ------------------------------------------
     def prelude(self, nr: int) -> None:
@@ -353,13 +367,14 @@ class Ocb(Gcm):
         self.offset_zero(nr)
         b.s("mov.r64.m64", LEFT, AADLEN_SAVE)
         b.s("shr.r64.imm", LEFT, imm=4, comment="whole AAD blocks")
-        OffsetPass(b, nr, "hash", "rbx", None).run(None, PAD, SUM)
+        OffsetPass(b, nr, "hash", AAD_IN, None).run(None, PAD, SUM)
         skip = b.label_name("aad_whole")
-        b.s("mov.r64.m64", "r8", AADLEN_SAVE)
-        b.s("and.r64.imm", "r8", imm=15, comment="bytes of a partial AAD block")
+        b.s("mov.r64.m64", AAD_REST, AADLEN_SAVE)
+        b.s("and.r64.imm", AAD_REST, imm=15, comment="bytes of a partial AAD block")
         b.branch("e", skip)
         with b.at_width(128):
-            a = self.padded(self.load_partial("rbx", "r8"), "r8")  # first: no value may live across its gather loop
+            # first: no value may live across its gather loop
+            a = self.padded(self.load_partial(AAD_IN, AAD_REST), AAD_REST)
             off = b.v("vxor", b.v("vload", PAD), self.l_star(), comment="Offset_* = Offset_m ^ L_*")
             s = encrypt_rounds(b, b.v("vxor", a, off), nr)
             b.store(SUM, b.v("vxor", s, b.v("vload", SUM)), comment="Sum ^= E(A_* || 1 0.. ^ Offset_*)")
@@ -367,42 +382,42 @@ class Ocb(Gcm):
         b.branch("jmp", self.text_label[nr])
 
     def offset_zero(self, nr: int) -> None:
-        """OFFSET = Offset_0 from the nonce (rsi, rdx bytes) and the tag length (r15)."""
+        """OFFSET = Offset_0 from the nonce (NONCE, NONCE_LEN bytes) and the tag length (TAGLEN)."""
         b = self.b
         top = b.label_name("nonce_byte")
-        b.s("xor.r32.r32", "ebp", "ebp", comment="Nonce bits 127..64 (big-endian)")
-        b.s("mov.r32.imm", "r11d", imm=1, comment="bits 63..0: the 1 bit before N")
-        b.s("xor.r32.r32", "r10d", "r10d")
+        b.s("xor.r32.r32", r32(HI), r32(HI), comment="Nonce bits 127..64 (big-endian)")
+        b.s("mov.r32.imm", r32(LO), imm=1, comment="bits 63..0: the 1 bit before N")
+        b.s("xor.r32.r32", r32(SCRATCH), r32(SCRATCH))
         b.label(top)
-        b.s("shld.r64.r64.imm", "rbp", "r11", imm=8, comment="Nonce <<= 8 (128 bits)")
-        b.s("shl.r64.imm", "r11", imm=8)
-        b.s("movzx.r32.m8", "eax", Mem("rsi", 0, index="r10", bits=8))
-        b.s("or.r64.r64", "r11", "rax", comment="next nonce byte")
-        b.s("add.r64.imm", "r10", imm=1)
-        b.s("cmp.r64.r64", "r10", "rdx")
+        b.s("shld.r64.r64.imm", HI, LO, imm=8, comment="Nonce <<= 8 (128 bits)")
+        b.s("shl.r64.imm", LO, imm=8)
+        b.s("movzx.r32.m8", r32(EXTRA), Mem(NONCE, 0, index=SCRATCH, bits=8))
+        b.s("or.r64.r64", LO, EXTRA, comment="next nonce byte")
+        b.s("add.r64.imm", SCRATCH, imm=1)
+        b.s("cmp.r64.r64", SCRATCH, NONCE_LEN)
         b.branch("b", top)
-        b.s("mov.r64.r64", "rax", "r15")
-        b.s("and.r64.imm", "rax", imm=15)
-        b.s("shl.r64.imm", "rax", imm=60, comment="TAGLEN mod 128 (bits) in the top 7 bits")
-        b.s("or.r64.r64", "rbp", "rax")
+        b.s("mov.r64.r64", EXTRA, TAGLEN)
+        b.s("and.r64.imm", EXTRA, imm=15)
+        b.s("shl.r64.imm", EXTRA, imm=60, comment="TAGLEN mod 128 (bits) in the top 7 bits")
+        b.s("or.r64.r64", HI, EXTRA)
         # bottom comes from the nonce alone (public): declassified, it is a clean shift count
         b.declassify_mark()
-        b.s("mov.r64.r64", "rcx", "r11")
-        b.s("and.r64.imm", "rcx", imm=63, comment="bottom: the last 6 bits")
-        b.s("and.r64.imm", "r11", imm=-64, comment="Top: the rest")
-        self.store_be(BLOCK, "rbp", "r11")
+        b.s("mov.r64.r64", SHIFT, LO)
+        b.s("and.r64.imm", SHIFT, imm=63, comment="bottom: the last 6 bits")
+        b.s("and.r64.imm", LO, imm=-64, comment="Top: the rest")
+        self.store_be(BLOCK, HI, LO)
         with b.at_width(128):
             b.store(BLOCK, encrypt_rounds(b, load_qwords(b, BLOCK), nr), comment="Ktop = E(Top)")
-        b.s("mov.r64.m64", "rbp", _q(BLOCK))
-        b.s("mov.r64.m64", "r11", _q(BLOCK, 8))
-        b.s("bswap.r64", "rbp")
-        b.s("bswap.r64", "r11")
-        b.s("mov.r64.r64", "rax", "rbp")
-        b.s("shld.r64.r64.imm", "rax", "r11", imm=8, comment="Ktop bits 8..71")
-        b.s("xor.r64.r64", "rax", "rbp", comment="Stretch bits 128..191 = Ktop[0..63] ^ Ktop[8..71]")
-        b.s("shld.r64.r64.cl", "rbp", "r11", comment="Offset_0 = Stretch bits bottom..bottom+127")
-        b.s("shld.r64.r64.cl", "r11", "rax")
-        self.store_be(OFFSET, "rbp", "r11")
+        b.s("mov.r64.m64", HI, _q(BLOCK))
+        b.s("mov.r64.m64", LO, _q(BLOCK, 8))
+        b.s("bswap.r64", HI)
+        b.s("bswap.r64", LO)
+        b.s("mov.r64.r64", EXTRA, HI)
+        b.s("shld.r64.r64.imm", EXTRA, LO, imm=8, comment="Ktop bits 8..71")
+        b.s("xor.r64.r64", EXTRA, HI, comment="Stretch bits 128..191 = Ktop[0..63] ^ Ktop[8..71]")
+        b.s("shld.r64.r64.cl", HI, LO, comment="Offset_0 = Stretch bits bottom..bottom+127")
+        b.s("shld.r64.r64.cl", LO, EXTRA)
+        self.store_be(OFFSET, HI, LO)
 
     def store_be(self, slot: Mem, hi: str, lo: str) -> None:
         """A 128-bit big-endian value held as two GPR halves, to a frame slot."""
@@ -412,40 +427,33 @@ class Ocb(Gcm):
             b.s("mov.m64.r64", _q(slot, off), reg)
 
     def l_star(self) -> Mem:
-        return Mem("rdi", self.spec.ocb_l_offset)
+        return Mem(OKEY, self.spec.ocb_l_offset)
 
     # -- partial blocks ---------------------------------------------------------
     def load_partial(self, src: str, count: str) -> VReg:
         """The count (1..15) bytes at src, zero-padded (xmm); no byte past them is read."""
         b = self.b
         if self.spec.isa == "avx512":
-            return b.v("vload", Mem(src, 0), width=128, mask=self.byte_mask(count), mask_elem="b")
-        b.s("mov.r64.r64", "r10", count)
-        gather_partial(b, src, "r10", BLOCK)
+            return b.v("vload", Mem(src, 0), width=128, mask=byte_mask(b, count), mask_elem="b")
+        b.s("mov.r64.r64", SCRATCH, count)
+        gather_partial(b, src, SCRATCH, BLOCK)
         return load_qwords(b, BLOCK)
 
     def store_partial(self, dst: str, count: str, v: VReg) -> None:
         """The first count bytes of v to dst (the TAG slot is free until the tag)."""
         b = self.b
         if self.spec.isa == "avx512":
-            b.store(Mem(dst, 0), v, width=128, mask=self.byte_mask(count), mask_elem="b")
+            b.store(Mem(dst, 0), v, width=128, mask=byte_mask(b, count), mask_elem="b")
             return
         b.store(TAG, v, width=128)
         self.copy_bytes_out(dst, count)
 
-    def byte_mask(self, count: str) -> str:
-        b = self.b
-        b.s("mov.r64.imm", "rax", imm=-1)
-        b.s("bzhi.r64.r64.r64", "rax", "rax", count, comment="one bit per byte to touch")
-        b.s("kmovq.k.r64", "k1", "rax")
-        return "k1"
-
     def table_at(self, table: Const, count: str) -> Mem:
         """16 bytes of a 32-byte table from 16 - count."""
         b = self.b
-        b.s("lea.r64.m", "r10", table)
-        b.s("sub.r64.r64", "r10", count)
-        return Mem("r10", 16)
+        b.s("lea.r64.m", SCRATCH, table)
+        b.s("sub.r64.r64", SCRATCH, count)
+        return Mem(SCRATCH, 16)
 
     def padded(self, v: VReg, count: str) -> VReg:
         """v (zero past count bytes) || 1 0..: the 0x80 byte at count."""
@@ -454,44 +462,44 @@ class Ocb(Gcm):
     # -- path 2: the text ---------------------------------------------------------
     def text(self, nr: int) -> None:
         b = self.b
-        b.s("mov.r64.r64", LEFT, "r13")
+        b.s("mov.r64.r64", LEFT, LEN)
         b.s("shr.r64.imm", LEFT, imm=4, comment="whole blocks")
-        OffsetPass(b, nr, "decrypt" if self.decrypt else "encrypt", "r9", "r12").run(OFFSET, OFFSET, CHECKSUM)
+        OffsetPass(b, nr, "decrypt" if self.decrypt else "encrypt", IN, OUT).run(OFFSET, OFFSET, CHECKSUM)
         b.branch("jmp", self.tag_label[nr])
 
     # -- path 3: the partial block, the tag -----------------------------------------
     def tag(self, nr: int) -> None:
         b = self.b
         whole = b.label_name("text_whole")
-        b.s("and.r64.imm", "r13", imm=15, comment="bytes of a partial block (public)")
+        b.s("and.r64.imm", LEN, imm=15, comment="bytes of a partial block (public)")
         b.branch("e", whole)
         with b.at_width(128):
-            x = self.load_partial("r9", "r13")  # first: no value may live across its gather loop
+            x = self.load_partial(IN, LEN)  # first: no value may live across its gather loop
             off = b.v("vxor", b.v("vload", OFFSET), self.l_star(), comment="Offset_* = Offset_m ^ L_*")
             b.store(OFFSET, off)
             pad = encrypt_rounds(b, off, nr)
             y = b.v("vxor", x, pad, comment="text ^ Pad")
             if self.decrypt:
-                y = b.v("pand", y, self.table_at(keep_table(), "r13"), comment="the plaintext's bytes only")
-            p = self.padded(y if self.decrypt else x, "r13")
+                y = b.v("pand", y, self.table_at(keep_table(), LEN), comment="the plaintext's bytes only")
+            p = self.padded(y if self.decrypt else x, LEN)
             b.store(CHECKSUM, b.v("vxor", p, b.v("vload", CHECKSUM)), comment="Checksum ^= P_* || 1 0..")
-            self.store_partial("r12", "r13", y)
+            self.store_partial(OUT, LEN, y)
         b.label(whole)
         with b.at_width(128):
             t = b.v("vxor", b.v("vload", CHECKSUM), b.v("vload", OFFSET))
-            t = b.v("vxor", t, Mem("rdi", self.spec.ocb_l_offset + 16), comment="^ L_$")
+            t = b.v("vxor", t, Mem(OKEY, self.spec.ocb_l_offset + 16), comment="^ L_$")
             t = encrypt_rounds(b, t, nr)
             tag = b.v("vxor", t, b.v("vload", SUM), comment="Tag = E(Checksum ^ Offset ^ L_$) ^ HASH(A)")
             if self.decrypt or self.spec.isa != "avx512":
                 b.store(TAG, tag)
             else:
-                b.store(Mem("r14", 0), tag, mask=self.byte_mask("r15"), mask_elem="b", comment="taglen bytes")
+                b.store(Mem(TAG_PTR, 0), tag, mask=byte_mask(b, TAGLEN), mask_elem="b", comment="taglen bytes")
         if self.decrypt:
             self._check_tag()
         else:
             if self.spec.isa != "avx512":
-                self.copy_bytes_out("r14", "r15")
-            b.s("xor.r32.r32", "eax", "eax")
+                self.copy_bytes_out(TAG_PTR, TAGLEN)
+            b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
         self._wipe()
         b.branch("jmp", self.exit)
 

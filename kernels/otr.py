@@ -39,7 +39,7 @@ from .aes import encrypt_rounds, key_size_paths, finish
 from .frame import CALLEE_SAVED, aligned, leave_frame, open_frame, push_saved
 from .gcm import BYTE, BYTES_HI, gather_partial
 from .gfdouble import TweakStream, double, gpr_double
-from .modes import MASK, vector_loops
+from .modes import byte_mask, vector_loops
 from .regs import RESULT, r8, r32
 from .xts import steal_table, xmm_method
 
@@ -167,20 +167,13 @@ class Otr:
         b.branch("jmp", self.exit)
 
     # -- byte-exact loads and stores ---------------------------------------------
-    def byte_mask(self, count: str) -> str:
-        b = self.b
-        b.s("mov.r64.imm", INDEX, imm=-1)
-        b.s("bzhi.r64.r64.r64", INDEX, INDEX, count, comment="one bit per byte to touch")
-        b.s("kmovq.k.r64", MASK, INDEX)
-        return MASK
-
     def load_bytes(self, src: str, count: str) -> VReg:
         """The count (1..16, public) bytes at src, zero-padded to a block; nothing past them
         read. (Without AVX-512 a loop: nothing but pinned registers may live across it.)"""
         b = self.b
         with b.at_width(128):
             if self.avx512:
-                return b.v("vload", Mem(src, 0), mask=self.byte_mask(count), mask_elem="b",
+                return b.v("vload", Mem(src, 0), mask=byte_mask(b, count, INDEX), mask_elem="b",
                            comment="only the count bytes")
             b.s("mov.r64.r64", INDEX, count)  # gather_partial counts it down: count stays
             gather_partial(b, src, INDEX, GATHER)
@@ -194,7 +187,7 @@ class Otr:
         b = self.b
         with b.at_width(128):
             if self.avx512:
-                b.store(Mem(dst, 0), v, mask=self.byte_mask(count), mask_elem="b", comment="only count bytes")
+                b.store(Mem(dst, 0), v, mask=byte_mask(b, count, INDEX), mask_elem="b", comment="only count bytes")
                 return
             b.store(OUTGOING, v)
             top, done = b.label_name("put"), b.label_name("put_done")

@@ -25,7 +25,7 @@ from aesgen.ir import Const, Mem, VReg
 
 from .aes import ScheduleWriter, expand_256, finish
 from .modes import return_if_zero, vector_loops
-from .regs import r32
+from .regs import RESULT, r32
 
 NB = 8  # columns of the Rijndael-256 state
 RIJNDAEL_SHIFTS = (0, 1, 3, 4)  # ShiftRows offsets C0..C3 for Nb = 8 (the Rijndael proposal)
@@ -99,7 +99,7 @@ def rijndael256_set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
     go = b.label_name("bits256_")
     b.s("cmp.r32.imm", r32(b.reg["bits"]), imm=256)
     b.branch("e", go)
-    b.s("mov.r32.imm", "eax", imm=-1, comment="Rijndael-256 here takes 256-bit keys only")
+    b.s("mov.r32.imm", r32(RESULT), imm=-1, comment="Rijndael-256 here takes 256-bit keys only")
     b.s("ret")
 
     def body() -> None:
@@ -114,7 +114,7 @@ def rijndael256_set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
             store(2 * (RIJNDAEL256_ROUNDS - r) + h, k)
 
         expand_256(b, b.reg["user_key"], put, keys=RIJNDAEL256_HALF_KEYS)
-        b.s("xor.r32.r32", "eax", "eax")
+        b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
         finish(b)
 
     b.single_path(None, body, go)

@@ -12,6 +12,7 @@ import pytest
 from aesgen import kernels
 from aesgen.functions import (COMMON_FUNCTIONS, EVERY_FILE, FUNCTIONS, MODE_FUNCTIONS, MODE_TITLES, MODES,
                               CFunction, Param, mode_of)
+from aesgen.kernels.regs import arg
 from aesgen.pipeline import generate
 from aesgen.spec import KernelSpec
 from aesgen.verify import signatures
@@ -109,6 +110,16 @@ def test_prototypes_and_kernel_names_come_from_the_record() -> None:
     assert ghash.kernel_args == ("key", "acc", "data", "nblocks")
     assert FUNCTIONS["cpu_supported"].prototype("P_cpu_supported") == "int P_cpu_supported(void)"
     assert FUNCTIONS["cbc_encrypt_multi"].params[2].declaration == "uint8_t *const *out"
+
+
+def test_a_kernel_s_argument_registers_come_from_the_record() -> None:
+    # SysV: rdi, rsi, rdx, rcx, r8, r9 in parameter order, by the names the kernels bind
+    assert [arg("ocb_encrypt", a) for a in ("okey", "nonce", "noncelen", "aad", "aadlen", "in")] == \
+        ["rdi", "rsi", "rdx", "rcx", "r8", "r9"]
+    assert arg("set_decrypt_key", "key") == "rdx"
+    assert arg("ghash", "key") == "rdi"  # gkey, bound as `key`
+    with pytest.raises(ValueError, match="stack argument"):
+        arg("ocb_encrypt", "out")  # the seventh
 
 
 # ------------------------------------------------------------------- header == verifier
