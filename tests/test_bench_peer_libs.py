@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from aesgen.bench.peer_libs import PEER_LIBS, built_library
+from aesgen.bench.timing import BenchResult, Measurement
 from aesgen.spec import KernelSpec
 from aesgen.tools import report
 from aesgen.tools.cli import main
@@ -85,6 +86,19 @@ def test_a_peer_whose_output_differs_is_not_timed(tmp_path, monkeypatch):
     _, d = bench_json(tmp_path, "gcm", "--compare", "boringssl")
     assert d["peers"]["boringssl"] == "n/a (cross-check failed: output differs from aesgen's at 256 bytes)"
     assert impls_measured(d, "gcm_encrypt") == {"aesgen"}
+
+
+def test_a_peer_refused_from_some_size_on_keeps_its_column_for_the_sizes_it_passed(capsys, monkeypatch):
+    monkeypatch.setattr(report.console, "_width", 300)
+    refused = "n/a (cross-check failed: output differs from aesgen's at 4096 bytes)"
+    result = BenchResult(spec={}, key_bits=128, tsc_hz=2e9, peers={"awslc": refused, "boringssl": refused})
+    result.measurements = [Measurement("gcm_encrypt", 256, impl, 100.0, 100.0, 5.12, 0.39)
+                           for impl in ("aesgen", "awslc")]
+    result.measurements.append(Measurement("gcm_encrypt", 4096, "aesgen", 900.0, 900.0, 9.1, 0.22))
+    report.print_bench(GCM_XTS, result)
+    out = capsys.readouterr().out
+    assert "awslc GB/s" in out and f"awslc: {refused}" in out
+    assert "boringssl GB/s" not in out  # measured nowhere: no column
 
 
 @pytest.fixture(scope="module")
