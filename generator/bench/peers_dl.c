@@ -39,13 +39,11 @@ static int aead_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uin
 }
 
 static const char *setup_aead(struct impl *im, void *h) {
-    static struct aead peers[2];
-    static int used;
     char name[32];
     snprintf(name, sizeof name, "EVP_aead_aes_%u_gcm", keybits);
     aead_fn aead = (aead_fn)dlsym(h, name);
     aead_ctx_new_fn ctx_new = (aead_ctx_new_fn)dlsym(h, "EVP_AEAD_CTX_new");
-    struct aead *a = &peers[used++ % 2];
+    struct aead *a = calloc(1, sizeof *a);
     a->seal_scatter = (seal_scatter_fn)dlsym(h, "EVP_AEAD_CTX_seal_scatter");
     if (!aead || !ctx_new || !a->seal_scatter) return keybits == 192 ? "no AES-192-GCM AEAD" : "EVP_AEAD symbols missing";
     a->ctx = ctx_new(aead(), user_key, keybits / 8, 16);
@@ -147,7 +145,7 @@ static int is_dl_peer(const struct impl *im) {
 }
 
 void cross_check_dl_peers(struct impl *impls, int n, const uint8_t *in, size_t len) {
-    static char why[2][96];
+    char why[96];
     int any = 0;
     for (int i = 1; i < n; i++) any |= is_dl_peer(&impls[i]) && !impls[i].na;
     if (!any) return;
@@ -156,7 +154,7 @@ void cross_check_dl_peers(struct impl *impls, int n, const uint8_t *in, size_t l
     struct impl *ours = &impls[0]; /* aesgen */
     if (!ours->na) ours->run(ours->self, in, want, len, iv);
     memcpy(want_tag, gcm_tag, 16);
-    for (int i = 1, k = 0; i < n; i++) {
+    for (int i = 1; i < n; i++) {
         struct impl *im = &impls[i];
         if (!is_dl_peer(im) || im->na) continue;
         memset(iv, 0, 16); /* CBC / CTR: the same fresh IV as aesgen's call */
@@ -165,8 +163,8 @@ void cross_check_dl_peers(struct impl *impls, int n, const uint8_t *in, size_t l
             im->na = "no aesgen output to cross-check against";
         else if (im->run(im->self, in, got, len, iv) != 0 || memcmp(got, want, len) != 0 ||
                  (!strcmp(op, "gcm_encrypt") && memcmp(gcm_tag, want_tag, 16) != 0)) {
-            snprintf(why[k % 2], sizeof why[0], "cross-check failed: output differs from aesgen's at %zu bytes", len);
-            im->na = why[k++ % 2];
+            snprintf(why, sizeof why, "cross-check failed: output differs from aesgen's at %zu bytes", len);
+            im->na = strdup(why);
         } else {
             printf("{\"impl\": \"%s\", \"size\": %zu, \"checked\": \"output equal to aesgen's\"}\n", im->name, len);
             continue;
