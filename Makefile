@@ -8,18 +8,25 @@ OUT    := out
 # binutils-mingw-w64-x86-64: the MinGW assembler that proves --abi win64 files assemble as COFF.
 APT_PACKAGES := gcc binutils libssl-dev libipsec-mb-dev llvm-19 libcrypto++-utils binutils-mingw-w64-x86-64
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
+# The optional peers' build tools (`make peers` only): cmake, ninja, and C++ for BoringSSL.
+PEER_APT_PACKAGES := cmake ninja-build g++
 
-.PHONY: setup test test-portability test-full demo clean regen-check
+.PHONY: setup test test-portability test-full demo clean regen-check peers
+
+# $(call apt_install,PACKAGES): as root on a system with apt-get, install what is missing; else say so.
+define apt_install
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  dpkg -s $(1) >/dev/null 2>&1 || { \
+	    echo "installing system packages: $(1)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(1) >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(1) >/dev/null; }; }; \
+	else echo "not root: skipping apt packages ($(1))"; fi
+endef
 
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
-	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  dpkg -s $(APT_PACKAGES) >/dev/null 2>&1 || { \
-	    echo "installing system packages: $(APT_PACKAGES)"; \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(APT_PACKAGES) >/dev/null 2>&1 || \
-	    { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(APT_PACKAGES) >/dev/null; }; }; \
-	else echo "not root: skipping apt packages ($(APT_PACKAGES))"; fi
+	$(call apt_install,$(APT_PACKAGES))
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
 	touch $@
@@ -42,6 +49,14 @@ test-full: setup
 
 demo: setup
 	$(BIN)/python -m aesgen.tools.demo --out $(OUT)
+
+# Optional: BoringSSL's and AWS-LC's libcrypto as shared libraries, for `aesgen bench --compare boringssl,awslc`
+# (without them those peers read n/a). The sources are the crates that vendor them (boring-sys, aws-lc-sys),
+# fetched with cargo 1.82+ at the versions and sha256 pinned in generator/bench/peer_libs.py, built with
+# cmake + ninja (libcrypto only, Release) into build/peers/NAME-VERSION/. A second run is a no-op.
+peers: setup
+	$(call apt_install,$(PEER_APT_PACKAGES))
+	JOBS=$(JOBS) $(BIN)/python -m aesgen.bench.peer_libs
 
 # Regenerate the golden kernels and fail if the generator's output changed (avo-style).
 regen-check: setup

@@ -15,7 +15,7 @@
  *     the ipsec-mb peer submits one multi-buffer job per stream, then flushes)
  * SIZES: comma list of message sizes in bytes; PEERS: comma list of openssl, ipsec-mb,
  * openssl-noaesni (OpenSSL with AES-NI masked off, run in a child process: bench_peer_process.c),
- * or "-".
+ * boringssl, awslc (libraries built by `make peers`, named by $AESGEN_<PEER>_LIB: peers_dl.c), or "-".
  * Prints one JSON object per line: a "meta" line, then one line per (size, implementation).
  * A peer that cannot run prints {"impl": ..., "na": "why"} once.
  *
@@ -51,8 +51,8 @@ static int is_doubling_op(void) { return strncmp(op, "gfdouble_", 9) == 0; }
 static const uint8_t xts_tweak[16] = {0x5a, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xa5};
 static int is_hash_op(void) { return strcmp(op, "ghash") == 0 || strcmp(op, "polyval") == 0; }
 static int is_gcm_op(void) { return strcmp(op, "gcm_encrypt") == 0; }
-static const uint8_t gcm_iv[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-static uint8_t gcm_tag[16];
+const uint8_t gcm_iv[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+uint8_t gcm_tag[16];
 static int is_decrypt(void) { return strstr(op, "decrypt") != NULL; }
 static int is_ocb_op(void) { return strncmp(op, "ocb_", 4) == 0; }
 static int is_otr_op(void) { return strncmp(op, "otr_", 4) == 0; }
@@ -316,8 +316,9 @@ static void *evp_context(void *(*ctx_new)(void), const void *cipher, evp_init_fn
     return ctx;
 }
 
-void setup_openssl(struct impl *im) {
-    static struct ossl s;
+/* The EVP cipher peer over libcrypto `h` (OpenSSL's, or a peer library of peers_dl.c); `no_lib`: why h is NULL. */
+void setup_evp(struct impl *im, void *h, const char *no_lib) {
+    struct ossl *s = calloc(1, sizeof *s);
     if (!im->name) im->name = "openssl";
     if (is_hash_op()) { im->na = "no standalone GHASH/POLYVAL in EVP"; return; }
     if (is_doubling_op()) { im->na = "no GF(2^128) doubling in EVP"; return; }
@@ -326,35 +327,38 @@ void setup_openssl(struct impl *im) {
     if (is_multi_cbc_op()) { im->na = "no multi-buffer CBC in EVP"; return; }
     if (is_wide_op()) { im->na = NO_WIDE; return; }
     if (is_xts_op() && keybits == 192) { im->na = "OpenSSL has no AES-192-XTS"; return; }
-    void *h = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
-    if (!h) { im->na = "libcrypto.so.3 not found (apt install libssl-dev)"; return; }
+    if (!h) { im->na = no_lib; return; }
     void *(*ctx_new)(void) = (void *(*)(void))dlsym(h, "EVP_CIPHER_CTX_new");
     int (*set_padding)(void *, int) = (int (*)(void *, int))dlsym(h, "EVP_CIPHER_CTX_set_padding");
     const char *(*version)(int) = (const char *(*)(int))dlsym(h, "OpenSSL_version");
     char cname[32];
     const char *m = strncmp(op, "ecb", 3) == 0 ? "ecb" : strncmp(op, "cbc", 3) == 0 ? "cbc"
                   : is_gcm_op() ? "gcm" : is_xts_op() ? "xts" : is_ocb_op() ? "ocb" : "ctr";
-    s.nonce = is_gcm_op() ? gcm_iv : is_ocb_op() ? aead_nonce : NULL;
-    s.final = (evp_final_fn)dlsym(h, is_decrypt() ? "EVP_DecryptFinal_ex" : "EVP_EncryptFinal_ex");
-    s.ctrl = (evp_ctrl_fn)dlsym(h, "EVP_CIPHER_CTX_ctrl");
+    s->nonce = is_gcm_op() ? gcm_iv : is_ocb_op() ? aead_nonce : NULL;
+    s->final = (evp_final_fn)dlsym(h, is_decrypt() ? "EVP_DecryptFinal_ex" : "EVP_EncryptFinal_ex");
+    s->ctrl = (evp_ctrl_fn)dlsym(h, "EVP_CIPHER_CTX_ctrl");
     snprintf(cname, sizeof cname, "EVP_aes_%u_%s", keybits, m);
     const void *(*cipher)(void) = (const void *(*)(void))dlsym(h, cname);
-    s.init = (evp_init_fn)dlsym(h, is_decrypt() ? "EVP_DecryptInit_ex" : "EVP_EncryptInit_ex");
-    s.update = (evp_update_fn)dlsym(h, is_decrypt() ? "EVP_DecryptUpdate" : "EVP_EncryptUpdate");
-    if (!ctx_new || !cipher || !s.init || !s.update || !s.final || !s.ctrl) { im->na = "EVP symbols missing"; return; }
-    s.ctx = evp_context(ctx_new, cipher(), s.init, s.ctrl, s.nonce, 12);
-    if (set_padding) set_padding(s.ctx, 0);
+    s->init = (evp_init_fn)dlsym(h, is_decrypt() ? "EVP_DecryptInit_ex" : "EVP_EncryptInit_ex");
+    s->update = (evp_update_fn)dlsym(h, is_decrypt() ? "EVP_DecryptUpdate" : "EVP_EncryptUpdate");
+    if (!ctx_new || !cipher || !s->init || !s->update || !s->final || !s->ctrl) { im->na = "EVP symbols missing"; return; }
+    s->ctx = evp_context(ctx_new, cipher(), s->init, s->ctrl, s->nonce, 12);
+    if (set_padding) set_padding(s->ctx, 0);
     if (is_aead_decrypt()) {
-        s.seal_init = (evp_init_fn)dlsym(h, "EVP_EncryptInit_ex");
-        s.seal_update = (evp_update_fn)dlsym(h, "EVP_EncryptUpdate");
-        s.seal_final = (evp_final_fn)dlsym(h, "EVP_EncryptFinal_ex");
-        s.seal_ctx = evp_context(ctx_new, cipher(), s.seal_init, s.ctrl, s.nonce, 12);
+        s->seal_init = (evp_init_fn)dlsym(h, "EVP_EncryptInit_ex");
+        s->seal_update = (evp_update_fn)dlsym(h, "EVP_EncryptUpdate");
+        s->seal_final = (evp_final_fn)dlsym(h, "EVP_EncryptFinal_ex");
+        s->seal_ctx = evp_context(ctx_new, cipher(), s->seal_init, s->ctrl, s->nonce, 12);
         im->seal = ossl_seal;
     }
-    s.chained = strcmp(m, "ecb") != 0;
+    s->chained = strcmp(m, "ecb") != 0;
     im->run = ossl_run;
-    im->self = &s;
+    im->self = s;
     snprintf(im->detail, sizeof im->detail, "%s", version ? version(0) : "OpenSSL");
+}
+
+void setup_openssl(struct impl *im) {
+    setup_evp(im, dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL), "libcrypto.so.3 not found (apt install libssl-dev)");
 }
 
 /* ---------------------------------------------------------------- intel-ipsec-mb */
@@ -639,13 +643,15 @@ int main(int argc, char **argv) {
     }
     fill_user_key();
 
-    struct impl impls[4];
+    struct impl impls[MAX_IMPLS];
     memset(impls, 0, sizeof impls);
     int n = 0;
     setup_ours(&impls[n++], argv[1], argv[2]);
     if (listed(argv[7], "openssl")) setup_openssl(&impls[n++]);
     if (listed(argv[7], "ipsec-mb")) setup_ipsec(&impls[n++]);
     if (listed(argv[7], "openssl-noaesni")) start_noaesni_openssl(&impls[n++]);
+    for (const char *const *p = DL_PEERS; *p; p++)
+        if (listed(argv[7], *p)) setup_dl_peer(&impls[n++], *p);
 
     double hz = tsc_hz();
     printf("{\"meta\": true, \"op\": \"%s\", \"key_bits\": %u, \"tsc_hz\": %.0f, \"trials\": %d}\n", op, keybits, hz,
@@ -663,7 +669,8 @@ int main(int argc, char **argv) {
         size_t len = strtoull(tok, NULL, 10);
         if (posix_memalign((void **)&in, 64, len + 64) || posix_memalign((void **)&out, 64, len + 64)) abort();
         prepare_message(impls, n, in, len);
-        int skip[4] = {0};
+        cross_check_dl_peers(impls, n, in, len);
+        int skip[MAX_IMPLS] = {0};
         for (int i = 0; i < n; i++) {
             if (impls[i].process && !impls[i].na) peer_process_size(&impls[i], len);
             check_accepts(&impls[i], in, out, len, iv);

@@ -1,5 +1,6 @@
 /* Shared by the benchmark harness's sources: bench.c (our kernel, the in-process peers, the
- * timing loop) and bench_peer_process.c (a peer timed in a child process of its own). */
+ * timing loop), bench_peer_process.c (a peer timed in a child process of its own) and peers_dl.c
+ * (BoringSSL and AWS-LC, loaded from the libraries `make peers` builds). */
 #ifndef AESGEN_BENCH_H
 #define AESGEN_BENCH_H
 
@@ -27,10 +28,13 @@ extern const char *op;
 extern unsigned keybits;
 extern uint8_t user_key[64];
 extern uint8_t aead_tag[16]; /* the tag an AEAD encryption wrote / a decryption checks */
+extern const uint8_t gcm_iv[12]; /* gcm_encrypt's nonce */
+extern uint8_t gcm_tag[16];      /* and the tag each implementation's call writes */
 
 int is_aead_decrypt(void);
 void fill_user_key(void); /* the fixed key bytes every process uses */
 void setup_openssl(struct impl *im);
+void setup_evp(struct impl *im, void *libcrypto, const char *no_lib); /* the same calls, on another libcrypto */
 uint64_t ticks(void);
 /* Fill `in` with the message every implementation processes at this size: fixed bytes, or for an
  * AEAD decryption their encryption (by the first implementation that can seal), tag in aead_tag. */
@@ -46,5 +50,12 @@ void peer_process_warm(struct impl *im, int reps);
 double peer_process_time(struct impl *im, int reps);
 void peer_process_stop(struct impl *im);
 int serve_peer_process(int argc, char **argv);
+
+/* The peers from libraries `make peers` builds (peers_dl.c): their names, NULL-terminated. */
+#define MAX_IMPLS 8 /* aesgen and every peer */
+extern const char *const DL_PEERS[];
+void setup_dl_peer(struct impl *im, const char *name);
+/* Before a size is timed: a library peer whose output (or GCM tag) differs from aesgen's is n/a. */
+void cross_check_dl_peers(struct impl *impls, int n, const uint8_t *in, size_t len);
 
 #endif

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from aesgen.verify.build import BuildError, build_dir, build_shared, compiler
 
-# The harness: timing, our kernel and the in-process peers; a peer in a process of its own; their header.
-BENCH_SOURCES = tuple(Path(__file__).with_name(n) for n in ("bench.c", "bench_peer_process.c"))
+# The harness: timing, our kernel and the in-process peers; a peer in a process of its own; the peers
+# from libraries `make peers` builds; their header.
+BENCH_SOURCES = tuple(Path(__file__).with_name(n) for n in ("bench.c", "bench_peer_process.c", "peers_dl.c"))
 BENCH_HEADER = Path(__file__).with_name("bench.h")
 IPSEC_HEADER = Path("/usr/include/intel-ipsec-mb.h")
 

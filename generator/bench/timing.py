@@ -23,6 +23,7 @@ from aesgen.verify.build import build_shared
 
 from .build import bench_binary
 from .ceiling import Ceiling
+from .peer_libs import PEER_LIBS, built_library
 
 SCHEMA = "aesgen-bench/1"
 OPS_BY_MODE = {"ecb": ("ecb_encrypt", "ecb_decrypt"), "ctr32": ("ctr32_encrypt",),
@@ -36,7 +37,9 @@ OPS_BY_MODE = {"ecb": ("ecb_encrypt", "ecb_decrypt"), "ctr32": ("ctr32_encrypt",
 DOUBLING_OPS = ("gfdouble_le", "gfdouble_be")
 # openssl-noaesni: OpenSSL's EVP with AES-NI masked off (its bsaes/vpaes code), run by the harness in a
 # process of its own (bench_peer_process.c) and still sampled in turn with the others.
-PEERS = ("openssl", "ipsec-mb", "openssl-noaesni")
+# boringssl, awslc: BoringSSL and AWS-LC as `make peers` builds them (peer_libs.py), loaded by the harness with
+# dlopen(RTLD_DEEPBIND) beside OpenSSL (peers_dl.c); each size is timed only after their output equals ours.
+PEERS = ("openssl", "ipsec-mb", "openssl-noaesni", *PEER_LIBS)
 # The AES calls per 16-byte block that the AES bound of a function counts, where it is not plain ECB's one.
 AEAD_BLOCK_CIPHER = {"ocb_encrypt": "OCB3", "ocb_decrypt": "OCB3", "otr_encrypt": "AES-OTR", "otr_decrypt": "AES-OTR"}
 ROUNDS = {128: 10, 192: 12, 256: 14}
@@ -159,17 +162,21 @@ def run_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[s
            str(trials), ",".join(peers) or "-"]
     if cpu is not None:
         cmd.append(str(cpu))
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    libs = {f"AESGEN_{name.upper()}_LIB": str(lib) for name in PEER_LIBS if (lib := built_library(name))}
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env={**os.environ, **libs}).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.strip()]
     tsc = rows[0]["tsc_hz"]
     peer_info: dict[str, str] = {}
     measurements: list[Measurement] = []
     refused: list[Refusal] = []
+    checked: dict[str, list[int]] = {}  # peer -> sizes whose output equalled ours before timing
     for r in rows[1:]:
         if "na" in r:
             peer_info[r["impl"]] = f"n/a ({r['na']})"
         elif "refused" in r:  # one size the peer would not run (not timed); its other sizes stand
             refused.append(Refusal(op, r["size"], r["impl"], r["refused"]))
+        elif "checked" in r:
+            checked.setdefault(r["impl"], []).append(r["size"])
         elif "detail" in r:
             peer_info[r["impl"]] = r["detail"]
         else:
@@ -178,6 +185,9 @@ def run_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[s
                                             r["size"] / (med / tsc) / 1e9, med / r["size"]))
     for p in peers:
         peer_info.setdefault(p, "available")
+    for p, checked_sizes in checked.items():
+        if not peer_info[p].startswith("n/a"):
+            peer_info[p] += f"; output equal to aesgen's at {', '.join(map(str, checked_sizes))} B (checked before timing)"
     return tsc, peer_info, measurements, refused
 
 

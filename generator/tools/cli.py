@@ -527,7 +527,9 @@ def parse_sizes(text: str) -> list[int]:
 @click.option("--sizes", default="16,64,256,1024,4096,16384", show_default=True, help="Message sizes in bytes.")
 @click.option("--compare", default="openssl,ipsec-mb", show_default=True,
               help="Peers, sampled in turn with aesgen: openssl, ipsec-mb, openssl-noaesni (OpenSSL with "
-                   "AES-NI masked off, in a process of its own; the peer for --backend gfni) (empty for none).")
+                   "AES-NI masked off, in a process of its own; the peer for --backend gfni), boringssl, awslc "
+                   "(BoringSSL, AWS-LC: built by `make peers`, else n/a; output checked against aesgen's "
+                   "before timing) (empty for none).")
 @click.option("--key-bits", type=click.Choice(["128", "192", "256"]), default="128", show_default=True)
 @click.option("--trials", type=int, default=31, show_default=True, help="Samples per size and implementation.")
 @click.option("--ceiling", "show_ceiling", is_flag=True, help="Measure and print the instruction ceiling.")
@@ -536,7 +538,7 @@ def parse_sizes(text: str) -> list[int]:
 @click.option("--no-verify", is_flag=True, help="Skip the quick verification before timing.")
 def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: int, show_ceiling: bool,
           json_path: Path | None, no_verify: bool, **config) -> None:
-    """Time kernels against OpenSSL and intel-ipsec-mb, one call per message.
+    """Time kernels against OpenSSL, intel-ipsec-mb, BoringSSL and AWS-LC, one call per message.
 
     Examples: aesgen bench --ceiling; aesgen bench ctr32 --target native --compare openssl,ipsec-mb;
     aesgen bench ocb,otr --isa avx512 --width 512 --depth 4;

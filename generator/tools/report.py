@@ -88,7 +88,9 @@ def print_doubling_bench(spec: KernelSpec, result, measurements) -> None:
 
 
 def print_cipher_bench(spec: KernelSpec, result, measurements) -> None:
-    peers = [p for p in result.peers if not result.peers[p].startswith("n/a")]
+    # A peer refused from some size on (a failed cross-check, a rejected message) keeps its column for the rest.
+    peers = [p for p in result.peers
+             if not result.peers[p].startswith("n/a") or any(m.impl == p for m in result.measurements)]
     table = Table(title=f"{spec.prefix}: AES-{result.key_bits}, GB/s from median TSC ticks "
                         f"(TSC {result.tsc_hz / 1e9:.2f} GHz), one call per message")
     # A file without AES-NI is held to the AES-NI ceiling of its width; the column says so.
