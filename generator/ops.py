@@ -36,7 +36,8 @@ class Tied(Enum):
 
 
 # Execution port classes (the cost model's unit of latency and throughput per target).
-PORTS = ("aes", "clmul", "gfni", "shuffle", "logic", "shift", "arith", "load", "store", "move", "mask",
+# `shuffle` works within 128-bit lanes, `lanes` moves data across them (Intel: port 5 only).
+PORTS = ("aes", "clmul", "gfni", "shuffle", "lanes", "logic", "shift", "arith", "load", "store", "move", "mask",
          "gpr", "system")
 
 
@@ -195,28 +196,28 @@ VECTOR = [
        "EVEX_VPALIGNR_{R}_K1Z_{R}_{R}M{W}_IMM8", tied=L, lane=sem.palignr),
     # bytes from two tables (dst, which the result overwrites, then the last source) by the
     # byte indices in the middle source (AVX512_VBMI)
-    _v("permt2b", "v v v vm", "shuffle", None, None, "EVEX_VPERMT2B_{R}_K1Z_{R}_{R}M{W}", tied=A,
+    _v("permt2b", "v v v vm", "lanes", None, None, "EVEX_VPERMT2B_{R}_K1Z_{R}_{R}M{W}", tied=A,
        semantics=sem.permt2b),
     # -- whole lanes, in the DSL (lower.py turns them into the machine ops below)
-    _v("prev_lanes", "v v v", "shuffle", semantics=sem.prev_lanes),
-    _v("next_lanes", "v v v", "shuffle", semantics=sem.next_lanes),
-    _v("deal_lanes", "v v vm imm", "shuffle", semantics=sem.deal_lanes),
-    _v("zip_lanes", "v v vm m? imm", "shuffle", semantics=sem.zip_lanes),
-    _v("top_lane", "x v", "shuffle", semantics=sem.top_lane),
-    _v("upper_half", "v v", "shuffle", semantics=sem.upper_half),
-    _v("widen", "v xm", "shuffle", semantics=sem.widen),
-    _v("insert_lane", "v v m imm", "shuffle", semantics=sem.insert_lane),
+    _v("prev_lanes", "v v v", "lanes", semantics=sem.prev_lanes),
+    _v("next_lanes", "v v v", "lanes", semantics=sem.next_lanes),
+    _v("deal_lanes", "v v vm imm", "lanes", semantics=sem.deal_lanes),
+    _v("zip_lanes", "v v vm m? imm", "lanes", semantics=sem.zip_lanes),
+    _v("top_lane", "x v", "lanes", semantics=sem.top_lane),
+    _v("upper_half", "v v", "lanes", semantics=sem.upper_half),
+    _v("widen", "v xm", "lanes", semantics=sem.widen),
+    _v("insert_lane", "v v m imm", "lanes", semantics=sem.insert_lane),
     # -- whole lanes, machine ops
-    _v("valignq", "v v vm imm", "shuffle", None, None, "EVEX_VALIGNQ_{R}_K1Z_{R}_{R}M{W}B64_IMM8"),
-    _v("vperm2i128", "v v vm imm", "shuffle", None, "VEX_VPERM2I128_YMM_YMM_YMMM256_IMM8", None),
-    _v("vshufi32x4", "v v vm imm", "shuffle", None, None, "EVEX_VSHUFI32X4_{R}_K1Z_{R}_{R}M{W}B32_IMM8"),
+    _v("valignq", "v v vm imm", "lanes", None, None, "EVEX_VALIGNQ_{R}_K1Z_{R}_{R}M{W}B64_IMM8"),
+    _v("vperm2i128", "v v vm imm", "lanes", None, "VEX_VPERM2I128_YMM_YMM_YMMM256_IMM8", None),
+    _v("vshufi32x4", "v v vm imm", "lanes", None, None, "EVEX_VSHUFI32X4_{R}_K1Z_{R}_{R}M{W}B32_IMM8"),
     # qwords from two tables by the qword indices in dst (which the result overwrites)
-    _v("vpermi2q", "v v v vm", "shuffle", None, None, "EVEX_VPERMI2Q_{R}_K1Z_{R}_{R}M{W}B64", tied=A),
-    _v("vextract128", "xm v imm", "shuffle", None, "VEX_VEXTRACTI128_XMMM128_YMM_IMM8",
+    _v("vpermi2q", "v v v vm", "lanes", None, None, "EVEX_VPERMI2Q_{R}_K1Z_{R}_{R}M{W}B64", tied=A),
+    _v("vextract128", "xm v imm", "lanes", None, "VEX_VEXTRACTI128_XMMM128_YMM_IMM8",
        "EVEX_VEXTRACTI32X4_XMMM128_K1Z_{R}_IMM8"),
-    _v("vextract256", "ym v imm", "shuffle", None, None, "EVEX_VEXTRACTI64X4_YMMM256_K1Z_ZMM_IMM8"),
-    _v("vinserti128", "v v xm imm", "shuffle", None, "VEX_VINSERTI128_YMM_YMM_XMMM128_IMM8", None),
-    _v("vinsert128", "v v xm imm", "shuffle", None, "VEX_VINSERTI128_YMM_YMM_XMMM128_IMM8",
+    _v("vextract256", "ym v imm", "lanes", None, None, "EVEX_VEXTRACTI64X4_YMMM256_K1Z_ZMM_IMM8"),
+    _v("vinserti128", "v v xm imm", "lanes", None, "VEX_VINSERTI128_YMM_YMM_XMMM128_IMM8", None),
+    _v("vinsert128", "v v xm imm", "lanes", None, "VEX_VINSERTI128_YMM_YMM_XMMM128_IMM8",
        "EVEX_VINSERTI32X4_{R}_K1Z_{R}_XMMM128_IMM8"),
 ]
 

@@ -33,6 +33,7 @@ class Target:
     family: int
     models: tuple = ()
     instructions: dict = field(default_factory=dict, hash=False, compare=False)
+    ports: dict = field(default_factory=dict, hash=False, compare=False)  # the port model's table (perfmodel)
     modelled_as: str | None = None  # for native: the target whose costs it borrows
     # Flags that single this microarchitecture out among targets of the same features, when the
     # CPUID model is not one the file lists (virtual machines often report another model).
@@ -109,6 +110,7 @@ def _parse(text: str, origin: str) -> Target:
                       vector_registers=int(d["vector_registers"]),
                       preferred_widths=tuple(d["preferred_widths"]), family=d["match"]["family"],
                       models=tuple(d["match"].get("models", ())), instructions=dict(d["instructions"]),
+                      ports=dict(d.get("ports", {})),
                       marks=tuple(d["match"].get("marks", ())))
     except KeyError as e:
         raise TargetError(f"{origin}: missing field {e}") from None

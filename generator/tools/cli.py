@@ -32,7 +32,7 @@ from ..spec import ABIS, BACKENDS, BITSLICED_MODES, ISAS, MAX_DEPTH, MODE_FUNCTI
 from ..target import TargetError, load
 from ..verify import verify_kernel
 from ..verify.results import NOT_RUN_EXIT, not_run
-from . import explore as exploration, explore_gfdouble, tune as tuning
+from . import explore as exploration, explore_gfdouble, explore_model, tune as tuning
 from .export import choose, parse_export_modes, render
 from .report import (console, print_bench, print_ceiling, print_circuits, print_doubling_exploration,
                      native_summary, print_exploration, print_limits, print_round_counts, print_targets,
@@ -615,8 +615,11 @@ def parse_range(text: str) -> list[int]:
 @click.option("--backend", default=None,
               help="Kernel family every config is generated with (as for generate), e.g. gfni "
                    "[default: aesni; on a CPU without AES-NI, what runs there].")
+@click.option("--model", "port_model", is_flag=True,
+              help="Also predict every point with the port model (docs/costmodel.md) and print it next to the "
+                   "measurement (or llvm-mca), the knees and their rank correlation.")
 def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str | None, json_path: Path | None,
-            plot_path: Path | None, methods: str, blocks: int | None, backend: str) -> None:
+            plot_path: Path | None, methods: str, blocks: int | None, backend: str, port_model: bool) -> None:
     """Interleave depth vs throughput and latency, per width, for MODE.
 
     MODE is ecb, ctr32, cbc, or ghash/polyval/gcm (both product variants; aggregation
@@ -665,6 +668,11 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
                             progress=lambda s: progress.update(task, description=s), methods=method_list,
                             backend=backend)
     print_exploration(result)
+    if port_model:
+        try:
+            explore_model.print_comparison(result, explore_model.annotate(result, t), console)
+        except BuildError as e:
+            raise UsageFailure(f"--model: {e}") from None
     if backend == "bitsliced":
         print_round_counts(mode, t.isa, sorted({(p.width, p.depth) for p in result.points
                                                 if p.status not in ("infeasible", "unsupported")}))

@@ -72,6 +72,8 @@ class Point:
     k: int | None = None  # GHASH/POLYVAL/GCM: blocks per reduction, lanes x depth
     cycles_by_size: dict[str, float] = field(default_factory=dict)  # short size (str) -> core cycles (median)
     gbps_by_size: dict[str, float] = field(default_factory=dict)  # short size (str) -> GB/s (median)
+    port_model_bytes_per_cycle: float | None = None  # the port model (perfmodel), with --model
+    port_model_bound: str = ""  # what sets the port model's figure: ports, issue, recurrence, window
 
 
 @dataclass
