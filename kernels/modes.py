@@ -99,7 +99,7 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
     b.branch("b", out)
     if fast:
         unknown, carrying = b.label_name("shuffled_batch"), b.label_name("carrying_batch")
-        fast.branch_unless_clear(b, D * L, unknown, carrying)
+        fast.branch_unless_clear(b, D * L, L, unknown, carrying)
         body(D, riders=ride, fast=True)
         _step(b, count, 16 * L, ptrs, D, None)
         b.v("paddd", fast.base, be_counter_step(D * L, L), dst=fast.base, comment="counters + batch")
@@ -149,14 +149,18 @@ class FastCounter:
         """Big-endian <-> byte-reversed counter blocks (the same byte reversal both ways)."""
         b.v("pshufb", self.base, bswap_mask(b.lanes), dst=self.base, comment="counter blocks' byte order")
 
-    def branch_unless_clear(self, b: FunctionBuilder, blocks: int, unknown: str, carrying: str) -> None:
-        """Fall through only if counter .. counter + blocks stay within one low byte (public
-        values only); else jump to `unknown` (no public counter) or `carrying`."""
+    def branch_unless_clear(self, b: FunctionBuilder, blocks: int, lanes: int, unknown: str,
+                            carrying: str) -> None:
+        """Fall through only if the batch's counters and the next batch's base stay within one
+        low byte: counter .. counter + blocks + lanes - 1 (the fast batch's closing vpaddd
+        moves every lane of CTR_BASE on by `blocks`, and a lane's byte 15 must not wrap there
+        either: that carry is lost). Public values only; else jump to `unknown` (no public
+        counter) or `carrying`."""
         b.s("test.r64.r64", self.counter, self.counter)
         b.branch("e", unknown)
         b.s("mov.r64.r64", SCRATCH, self.counter)
         b.s("and.r64.imm", SCRATCH, imm=255)
-        b.s("cmp.r64.imm", SCRATCH, imm=255 - blocks)
+        b.s("cmp.r64.imm", SCRATCH, imm=256 - blocks - lanes)
         b.branch("a", carrying)
 
     def advance_if_known(self, b: FunctionBuilder, blocks: int) -> None:

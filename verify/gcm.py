@@ -45,6 +45,11 @@ BAD_TAGLENS = (0, 3, 17)
 # IV lengths the differential cycles through: 12 (the fast path) most often, then short,
 # block-sized, odd and long ones.  1..7 and >128 bytes need reference/gcm.py.
 IV_LENGTHS = (12, 1, 12, 16, 13, 64, 12, 8, 60, 17, 12, 128, 7, 32, 12, 200)
+# Messages long enough that the 32-bit counter's low byte wraps (block 254 of a 12-byte IV has
+# counter 256; 8243 bytes wrap it twice), with a 12-byte IV (the public counter, the kernels'
+# shuffle-free batches) and a hashed one: a fast batch whose closing increment wrapped a lane's
+# byte 15 once lost that carry (avx512 512x1 and 512x3, from 4076 bytes on).
+COUNTER_WRAP_LENGTHS = {4076: 12, 4111: 12, 8243: 12, 4099: 16}
 
 
 # ================================================================ reference
@@ -289,7 +294,7 @@ def kat_ghash(kernel: Kernel, probe: Probe, *, quick: bool, seed: int) -> Iterat
 def diff_gcm(kernel: Kernel, fn: str, bits: int, probe: Probe, *, n: int, quick: bool,
              seed: int) -> CheckResult:
     def message(rng: random.Random, j: int, length: int) -> Message:
-        ivlen, taglen = _iv_len(j), 4 + j % 13
+        ivlen, taglen = COUNTER_WRAP_LENGTHS.get(length, _iv_len(j)), 4 + j % 13
         aadlen = aad_len(j, n, rng)
         key, iv, aad, pt = (rng.randbytes(bits // 8), rng.randbytes(ivlen), rng.randbytes(aadlen),
                             rng.randbytes(length))
@@ -298,8 +303,11 @@ def diff_gcm(kernel: Kernel, fn: str, bits: int, probe: Probe, *, n: int, quick:
 
     top = 16 * n + 15
     return diff_aead(kernel, fn, bits, probe, "gcm_set_key", message, gcm_call,
-                     lengths=lambda rng: text_lengths(n, quick, rng), quick=quick, seed=seed,
-                     summary=lambda calls, lengths, oracles: f"{calls} calls, len<={top}, AAD 0..{top}, IV lengths "
+                     lengths=lambda rng: text_lengths(n, quick, rng) + sorted(COUNTER_WRAP_LENGTHS),
+                     quick=quick, seed=seed,
+                     summary=lambda calls, lengths, oracles: f"{calls} calls, len<={top} and "
+                     f"{','.join(map(str, sorted(COUNTER_WRAP_LENGTHS)))} (the counter's low byte wraps), "
+                     f"AAD 0..{top}, IV lengths "
                      f"{sorted(set(IV_LENGTHS))}, taglen 4..16, misaligned, in-place; vs {'+'.join(sorted(oracles))}")
 
 
