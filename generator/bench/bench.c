@@ -16,7 +16,8 @@
  * SIZES: comma list of message sizes in bytes; PEERS: comma list of openssl, ipsec-mb,
  * openssl-noaesni (OpenSSL with AES-NI masked off, run in a child process: bench_peer_process.c),
  * or "-".
- * Prints one JSON object per line: a "meta" line, then one line per (size, implementation).
+ * Prints one JSON object per line: a "meta" line, then one line per (size, implementation) with
+ * every sample (ticks per call, sorted): the caller pools them over runs (aesgen.bench.sampler).
  * A peer that cannot run prints {"impl": ..., "na": "why"} once.
  *
  *   bench --serve-peer openssl-noaesni OP KEYBITS     (the child side; see bench_peer_process.c)
@@ -687,8 +688,10 @@ int main(int argc, char **argv) {
             if (skip[i]) continue;
             double *s = samples + i * trials;
             qsort(s, trials, sizeof *s, cmp_double);
-            printf("{\"impl\": \"%s\", \"size\": %zu, \"min_ticks\": %.2f, \"median_ticks\": %.2f, \"reps\": %d}\n",
-                   impls[i].name, len, s[0], s[trials / 2], reps);
+            printf("{\"impl\": \"%s\", \"size\": %zu, \"min_ticks\": %.2f, \"median_ticks\": %.2f, \"reps\": %d, "
+                   "\"samples\": [", impls[i].name, len, s[0], s[trials / 2], reps);
+            for (int t = 0; t < trials; t++) printf("%s%.2f", t ? ", " : "", s[t]); /* for the caller's interval */
+            printf("]}\n");
         }
         free(samples);
         free(in);
