@@ -189,15 +189,18 @@ def pin_cpu() -> int:
 
 
 def run_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[str, ...], key_bits: int,
-           trials: int, cpu: int | None) -> tuple[float, dict[str, str], dict[tuple[int, str], list[float]],
-                                                 list["Refusal"]]:
-    """One run of the harness (one round): the TSC rate, the peers' details, every (size, impl)'s
-    samples in TSC ticks per call, and the sizes a peer refused."""
+           trials: int, cpu: int | None, tsc_hz: float | None = None) -> tuple[float, dict[str, str],
+                                                                              dict[tuple[int, str], list[float]],
+                                                                              list["Refusal"]]:
+    """One run of the harness (one turn of a round): the TSC rate, the peers' details, every
+    (size, impl)'s samples in TSC ticks per call, and the sizes a peer refused. `tsc_hz`: the rate
+    an earlier run measured, so this one skips the 50 ms calibration (most of a short run)."""
     cmd = [str(bench_binary()), str(so), spec.prefix, op, str(key_bits), ",".join(map(str, sizes)),
            str(trials), ",".join(peers) or "-"]
     if cpu is not None:
         cmd.append(str(cpu))
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    env = {**os.environ, "AESGEN_BENCH_TSC_HZ": f"{tsc_hz:.0f}"} if tsc_hz else None
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.strip()]
     tsc = rows[0]["tsc_hz"]
     peer_info: dict[str, str] = {}
@@ -227,7 +230,8 @@ def sample_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tupl
     refused: dict[tuple[int, str], Refusal] = {}
 
     def one_round(order: list[int]) -> dict[int, dict[tuple[int, str], list[float]]]:
-        tsc, peer_info, samples, why = run_op(spec, so, op, order, peers, key_bits, trials, cpu)
+        tsc, peer_info, samples, why = run_op(spec, so, op, order, peers, key_bits, trials, cpu,
+                                              tsc_rates[0] if tsc_rates else None)
         tsc_rates.append(tsc)
         info.update(peer_info)
         refused.update({(r.size, r.impl): r for r in why})

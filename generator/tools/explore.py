@@ -133,7 +133,7 @@ class Exploration:
     sampling: str = ""  # how the sampling ended (Sampling.describe)
 
     def best(self) -> Point | None:
-        """Measured: the cheapest tie (cheapest); a model: the most bytes per cycle, smaller depth first."""
+        """Measured: the cheapest of the ties (cheapest); a model: the most bytes per cycle, smaller depth first."""
         if self.measured:
             return cheapest(self.points)
         ok = [p for p in self.points if p.model_bytes_per_cycle is not None]
@@ -286,14 +286,15 @@ def _measure(mode: str, runnable: list, bulk: int, shorts: list[int], trials: in
             point, spec, _ = runnable[i]
             if progress:
                 progress(f"time {point.width}-bit depth {point.depth} {point.variant} ".rstrip() +
-                         f" ({n + 1} of {len(configs)} still sampled)")
-            tsc, _, samples, _ = run_op(spec, shared[i], op, sizes, (), 128, trials, cpu)
+                         f" (round {len(tsc_rates) // len(configs) + 1}, turn {n + 1} of {len(configs)})")
+            tsc, _, samples, _ = run_op(spec, shared[i], op, sizes, (), 128, trials, cpu,
+                                        tsc_rates[0] if tsc_rates else None)
             tsc_rates.append(tsc)
             got[i] = {(i, size): samples[(size, "aesgen")] for size in sizes}
         return got
 
     sampling = sample(range(len(runnable)), one_round, budget=budget)
-    tsc = tsc_rates[0]  # one TSC rate for every figure
+    tsc = tsc_rates[0]  # measured once, by the first run; every figure uses it
     for i, (point, _, _) in enumerate(runnable):
         gbps = {s: sampling.interval((i, s)).reciprocal(s * tsc / 1e9) for s in sizes}
         cycles = {s: sampling.interval((i, s)).scaled(cycles_per_tick) for s in shorts}
