@@ -312,8 +312,8 @@ def print_tuning(result, description: str) -> None:
                       spread(mt.short["cycles"], mt.short["cycles_halfwidth"], 0, mt.short["rounds"]),
                       str(len(mt.short["ties"])))
     console.print(table)
-    console.print("ties: the candidates whose 95% interval overlaps the best one's; the pick is the cheapest of "
-                  "them (smallest depth, then smallest code)", soft_wrap=True)
+    console.print("ties: the candidates whose 95% interval overlaps that of the top median (most GB/s, fewest "
+                  "cycles); the pick is the cheapest of them (smallest depth, then smallest code)", soft_wrap=True)
     for m, mt in result.modes.items():
         console.print(f"{m}: {mt.sampling}", soft_wrap=True)
 
