@@ -182,8 +182,8 @@ def print_exploration(result) -> None:
     if result.sampling:
         console.print(result.sampling, soft_wrap=True)
     if tied:
-        console.print(f"= ties: {len(tied)} configs whose bulk interval overlaps the fastest one's "
-                      f"({', '.join(config_name(p) for p in tied)}); * the cheapest of them and the fastest "
+        console.print(f"= ties: {len(tied)} configs whose bulk interval overlaps that of the top median "
+                      f"({', '.join(config_name(p) for p in tied)}); * marks the cheapest of these and the top "
                       "(smallest depth, then smallest code)", soft_wrap=True)
     if best:
         console.print(best_line(result, best))
