@@ -24,7 +24,7 @@ def tiny(tmp_path_factory):
     path = tmp_path_factory.mktemp("bench") / "k.S"
     path.write_text(generate(SPEC).asm)
     return bench(SPEC, path, ops=["ctr32_encrypt", "ecb_encrypt"], sizes=[64, 1024],
-                 peers=("openssl", "ipsec-mb"), trials=3)
+                 peers=("openssl", "ipsec-mb"), trials=3, budget=0)
 
 
 def test_every_op_size_and_available_impl_is_measured(tiny):
@@ -53,9 +53,12 @@ def test_json_schema(tiny):
     assert d["schema"] == "aesgen-bench/1"
     assert {"spec", "key_bits", "tsc_hz", "peers", "measurements", "ratios", "ceilings", "machine"} <= set(d)
     for m in d["measurements"]:
-        assert set(m) == {"op", "size", "impl", "min_ticks", "median_ticks", "gbps", "ticks_per_byte"}
+        assert set(m) == {"op", "size", "impl", "min_ticks", "median_ticks", "gbps", "ticks_per_byte", "ci_low_ticks",
+                          "ci_high_ticks", "rounds", "confidence", "gbps_halfwidth"}
+        assert m["ci_low_ticks"] <= m["median_ticks"] <= m["ci_high_ticks"] and m["rounds"] == 1
     for r in d["ratios"]:
         assert r["ratio"] == pytest.approx(tiny.ratio(r["op"], r["size"], r["vs"]))
+        assert r["ratio_halfwidth"] >= 0
 
 
 def test_ratio_is_peer_time_over_ours():
@@ -150,6 +153,6 @@ def test_a_peer_that_runs_one_op_keeps_its_description(monkeypatch, tmp_path):
 
     infos = iter([{"ipsec-mb": "intel-ipsec-mb (fake)"}, {"ipsec-mb": "n/a (no POLYVAL)"}])
     monkeypatch.setattr(bench_mod, "build_shared", lambda p: p)
-    monkeypatch.setattr(bench_mod, "run_op", lambda *a, **k: (1e9, next(infos), [], []))
+    monkeypatch.setattr(bench_mod, "run_op", lambda *a, **k: (1e9, next(infos), {}, []))
     result = bench(SPEC, tmp_path / "k.S", ops=["ghash", "polyval"], sizes=[64], peers=("ipsec-mb",), cpu=0)
     assert result.peers == {"ipsec-mb": "intel-ipsec-mb (fake)"}

@@ -40,7 +40,7 @@ def run_cli(*args: str) -> str:
 def bench_json(tmp_path: Path, modes: str, spec: KernelSpec, *extra: str) -> tuple[str, dict]:
     js = tmp_path / "bench.json"
     out = run_cli("bench", modes, "--isa", spec.isa, "--width", str(spec.width), "--depth", str(spec.depth),
-                  "--backend", spec.backend, "--trials", "3", "--no-verify", "--json", str(js), *extra)
+                  "--backend", spec.backend, "--trials", "3", "--budget", "0", "--no-verify", "--json", str(js), *extra)
     return out, json.loads(js.read_text())
 
 
@@ -139,9 +139,9 @@ def test_per_op_reasons_are_grouped_and_merged():
 def test_explore_passes_the_backend_and_lists_what_does_not_fit(tmp_path):
     js = tmp_path / "explore.json"
     out = run_cli("explore", "ctr32", "--backend", "gfni", "--widths", "512", "--depths", "1,16",
-                  "--sizes", "256,1024", "--json", str(js))
+                  "--sizes", "256,1024", "--budget", "0", "--json", str(js))
     d = json.loads(js.read_text())
-    assert d["schema"] == "aesgen-explore/1" and d["backend"] == "gfni" and d["measured"] is True
+    assert d["schema"] == "aesgen-explore/2" and d["backend"] == "gfni" and d["measured"] is True
     fits, too_deep = d["points"]
     assert (fits["depth"], fits["status"]) == (1, "measured") and fits["bulk_gbps"] > 0
     assert too_deep["status"] == "infeasible" and "vector registers" in too_deep["reason"]
@@ -162,12 +162,13 @@ def test_a_size_a_peer_refuses_is_reported_not_timed(monkeypatch):
     from aesgen.bench import timing as bench_mod
 
     lines = ['{"meta": true, "op": "ecb_encrypt", "key_bits": 128, "tsc_hz": 2600000000, "trials": 3}',
-             '{"impl": "aesgen", "size": 65536, "min_ticks": 7000, "median_ticks": 7300, "reps": 1}',
+             '{"impl": "aesgen", "size": 65536, "min_ticks": 7000, "median_ticks": 7300, "reps": 1, '
+             '"samples": [7000, 7300, 7400]}',
              '{"impl": "ipsec-mb", "size": 65536, "refused": "job status 4, not completed"}']
     monkeypatch.setattr(bench_mod, "bench_binary", lambda: "bench")
     monkeypatch.setattr(subprocess, "run",
                         lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout="\n".join(lines), stderr=""))
     spec = KernelSpec(("ecb",), "avx512", 512, 4)
-    _, info, ms, refused = bench_mod.run_op(spec, "k.so", "ecb_encrypt", [65536], ("ipsec-mb",), 128, 3, None)
-    assert [m.impl for m in ms] == ["aesgen"] and info["ipsec-mb"] == "available"
+    _, info, samples, refused = bench_mod.run_op(spec, "k.so", "ecb_encrypt", [65536], ("ipsec-mb",), 128, 3, None)
+    assert samples == {(65536, "aesgen"): [7000, 7300, 7400]} and info["ipsec-mb"] == "available"
     assert [(r.impl, r.size, r.why) for r in refused] == [("ipsec-mb", 65536, "job status 4, not completed")]

@@ -28,7 +28,7 @@ def bench_cli(tmp_path, *extra):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(report.console, "_width", 250)  # tables unwrapped, whatever the terminal
         r = CliRunner().invoke(main, ["bench", "xts,gfdouble", "--isa", "avx512", "--width", "256", "--depth", "2",
-                                      "--sizes", "256,1024", "--trials", "3", "--json", str(js), *extra])
+                                      "--sizes", "256,1024", "--trials", "3", "--budget", "0", "--json", str(js), *extra])
     assert r.exit_code == 0, r.output
     return r.output, json.loads(js.read_text())
 

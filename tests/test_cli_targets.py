@@ -64,7 +64,7 @@ def test_explore_for_another_target_is_a_labelled_model(tmp_path):
     assert r.exit_code == 0, r.output
     assert "MODEL" in r.output and "llvm-mca" in r.output
     d = json.loads(js.read_text())
-    assert d["schema"] == "aesgen-explore/1" and d["measured"] is False
+    assert d["schema"] == "aesgen-explore/2" and d["measured"] is False
     assert [p["status"] for p in d["points"]] == ["model"] * 3
     assert all(p["model_cycles_per_iteration"] > 0 and p["bulk_gbps"] is None for p in d["points"])
     assert d["predicted_knee"] == {"128": 4}
@@ -81,7 +81,7 @@ def test_explore_gcm_model_has_k_products_and_infeasible_points(tmp_path):
             "--json", str(js))
     assert r.exit_code == 0, r.output
     d = json.loads(js.read_text())
-    assert d["schema"] == "aesgen-explore/1" and d["mode"] == "gcm" and d["measured"] is False
+    assert d["schema"] == "aesgen-explore/2" and d["mode"] == "gcm" and d["measured"] is False
     got = {(p["width"], p["depth"], p["variant"]): p for p in d["points"]}
     assert set(got) == {(128, dp, v) for dp in (m, m + 1) for v in ("schoolbook", "karatsuba")}
     for (w, dp, _), p in got.items():
@@ -104,7 +104,7 @@ def test_explore_json_of_measured_gcm_points():
                        cycles_by_size={"256": 650.0, "1024": 1400.0}),
                  Point(128, 16, "infeasible", "out of vector registers", variant="karatsuba", k=16)]
     d = json.loads(json.dumps(ex.to_json()))
-    assert d["schema"] == "aesgen-explore/1" and d["short_sizes"] == [256, 1024] and d["short_size"] == 256
+    assert d["schema"] == "aesgen-explore/2" and d["short_sizes"] == [256, 1024] and d["short_size"] == 256
     assert d["best"] == {"width": 512, "depth": 4, "variant": "karatsuba", "k": 16}
     assert d["points"][0]["cycles_by_size"] == {"256": 700.0, "1024": 1500.0}
     assert d["points"][2]["bulk_gbps"] is None and d["points"][2]["reason"] == "out of vector registers"
@@ -175,7 +175,7 @@ def test_explore_measures_the_later_modes_and_refuses_to_model_them(tmp_path):
 
     assert all(op in OPS_BY_MODE[mode] for mode, op in OP_FOR_MODE.items())  # each explored op is a bench op
     js = tmp_path / "simpira.json"
-    r = run("explore", "simpira", "--widths", "128", "--depths", "1", "--sizes", "256,1024", "--json", str(js))
+    r = run("explore", "simpira", "--widths", "128", "--depths", "1", "--sizes", "256,1024", "--budget", "0", "--json", str(js))
     assert r.exit_code == 0, r.output
     point, = json.loads(js.read_text())["points"]
     assert point["status"] == "measured" and point["bulk_gbps"] > 0

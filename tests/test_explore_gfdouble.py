@@ -118,7 +118,7 @@ def test_explore_xts_has_one_variant_per_doubling_method(tmp_path):
 def test_explore_xts_measures_gbps_at_the_short_size(tmp_path):
     js = tmp_path / "x.json"
     r = run("explore", "xts", "--widths", "512", "--depths", "2", "--methods", "batch",
-            "--sizes", "256,4096", "--json", str(js))
+            "--sizes", "256,4096", "--budget", "0", "--json", str(js))
     assert r.exit_code == 0, r.output
     (p,) = json.loads(js.read_text())["points"]
     assert p["status"] == "measured" and p["variant"] == "batch"

@@ -16,8 +16,11 @@
  * SIZES: comma list of message sizes in bytes; PEERS: comma list of openssl, ipsec-mb,
  * openssl-noaesni (OpenSSL with AES-NI masked off, run in a child process: bench_peer_process.c),
  * boringssl, awslc (libraries built by `make peers`, named by $AESGEN_<PEER>_LIB: peers_dl.c), or "-".
- * Prints one JSON object per line: a "meta" line, then one line per (size, implementation).
+ * Prints one JSON object per line: a "meta" line, then one line per (size, implementation) with
+ * every sample (ticks per call, sorted): the caller pools them over runs (aesgen.bench.sampler).
  * A peer that cannot run prints {"impl": ..., "na": "why"} once.
+ *
+ * $AESGEN_BENCH_TSC_HZ: the TSC rate, measured by an earlier run; without it the run measures it (50 ms).
  *
  *   bench --serve-peer openssl-noaesni OP KEYBITS     (the child side; see bench_peer_process.c)
  */
@@ -537,6 +540,15 @@ static double tsc_hz(void) {
     return (t1 - t0) / ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) * 1e-9);
 }
 
+/* Keep the core busy for ns nanoseconds: what a run needs before timing when the TSC rate is
+ * already known ($AESGEN_BENCH_TSC_HZ, from the caller's first round), so the clock is up. */
+static void spin(double ns) {
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &a);
+    do clock_gettime(CLOCK_MONOTONIC_RAW, &b);
+    while ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec) < ns);
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -653,7 +665,8 @@ int main(int argc, char **argv) {
     for (const char *const *p = DL_PEERS; *p; p++)
         if (listed(argv[7], *p)) setup_dl_peer(&impls[n++], *p);
 
-    double hz = tsc_hz();
+    const char *known_hz = getenv("AESGEN_BENCH_TSC_HZ"); /* later rounds skip the 50 ms calibration */
+    double hz = known_hz ? (spin(5e6), atof(known_hz)) : tsc_hz();
     printf("{\"meta\": true, \"op\": \"%s\", \"key_bits\": %u, \"tsc_hz\": %.0f, \"trials\": %d}\n", op, keybits, hz,
            trials);
     for (int i = 0; i < n; i++) {
@@ -694,8 +707,10 @@ int main(int argc, char **argv) {
             if (skip[i]) continue;
             double *s = samples + i * trials;
             qsort(s, trials, sizeof *s, cmp_double);
-            printf("{\"impl\": \"%s\", \"size\": %zu, \"min_ticks\": %.2f, \"median_ticks\": %.2f, \"reps\": %d}\n",
-                   impls[i].name, len, s[0], s[trials / 2], reps);
+            printf("{\"impl\": \"%s\", \"size\": %zu, \"min_ticks\": %.2f, \"median_ticks\": %.2f, \"reps\": %d, "
+                   "\"samples\": [", impls[i].name, len, s[0], s[trials / 2], reps);
+            for (int t = 0; t < trials; t++) printf("%s%.2f", t ? ", " : "", s[t]); /* for the caller's interval */
+            printf("]}\n");
         }
         free(samples);
         free(in);

@@ -1,9 +1,10 @@
 """`aesgen bench`: time kernels against the peers in one process, report ratios.
 
 The C harness (bench.c) alternates our kernel and each peer, one call per
-message, min and median over many trials; this module builds it, runs it,
-and turns TSC ticks into GB/s, ticks per byte and ratios. Nothing here
-asserts on speed: benchmarks report.
+message, and returns every sample; this module runs it round after round
+(sampler.sample) until each median is known to ±2% or the budget ends, and
+turns TSC ticks into GB/s, ticks per byte and ratios, each with its interval.
+Nothing here asserts on speed: benchmarks report.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import json
 import os
 import platform
 import subprocess
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -24,8 +26,11 @@ from aesgen.verify.build import build_shared
 from .build import bench_binary
 from .ceiling import Ceiling
 from .peer_libs import PEER_LIBS, built_library
+from .sampler import Sampling, sample
+from .stats import Interval
 
 SCHEMA = "aesgen-bench/1"
+BUDGET = 20.0  # seconds of sampling for a whole `aesgen bench` run, shared by its functions
 OPS_BY_MODE = {"ecb": ("ecb_encrypt", "ecb_decrypt"), "ctr32": ("ctr32_encrypt",),
                "cbc": ("cbc_encrypt", "cbc_decrypt"), "ghash": ("ghash",), "polyval": ("polyval",),
                "gcm": ("gcm_encrypt",), "xts": ("xts_encrypt", "xts_decrypt"),
@@ -61,6 +66,27 @@ class Measurement:
     median_ticks: float
     gbps: float  # from the median
     ticks_per_byte: float
+    # median_ticks is the median of `rounds` round medians (sampler.sample); [ci_low_ticks, ci_high_ticks]
+    # its order-statistics interval, covering it with `confidence` (0.95 from 6 rounds on);
+    # gbps_halfwidth is half that interval in GB/s. min_ticks: the fastest single sample.
+    ci_low_ticks: float = 0.0
+    ci_high_ticks: float = 0.0
+    rounds: int = 0
+    confidence: float = 0.0
+    gbps_halfwidth: float = 0.0
+
+    def ticks(self) -> Interval:
+        return Interval(self.ci_low_ticks, self.median_ticks, self.ci_high_ticks, self.rounds, self.confidence)
+
+    def gbps_interval(self) -> Interval:
+        return self.ticks().reciprocal(self.gbps * self.median_ticks)  # GB/s x ticks: the same for every tick count
+
+
+def measurement(op: str, size: int, impl: str, ticks: Interval, min_ticks: float, tsc_hz: float) -> Measurement:
+    """One implementation at one size, from the interval of its median TSC ticks per call."""
+    gbps = ticks.reciprocal(size * tsc_hz / 1e9)
+    return Measurement(op, size, impl, min_ticks, ticks.median, gbps.median, ticks.median / size, ticks.low,
+                       ticks.high, ticks.n, ticks.confidence, gbps.half_width)
 
 
 @dataclass
@@ -97,6 +123,7 @@ class BenchResult:
     ceiling_bounds: dict[str, OpCeiling] = field(default_factory=dict)  # op -> the ceiling's derivation
     op_peers: dict[str, dict[str, str]] = field(default_factory=dict)  # op -> peer -> detail or "n/a (why)"
     refused: list["Refusal"] = field(default_factory=list)  # sizes a peer would not run (not timed)
+    sampling: str = ""  # how the sampling ended, per function (Sampling.describe)
 
     def get(self, op: str, size: int, impl: str) -> Measurement | None:
         return next((m for m in self.measurements if (m.op, m.size, m.impl) == (op, size, impl)), None)
@@ -108,11 +135,19 @@ class BenchResult:
             return None
         return theirs.median_ticks / ours.median_ticks
 
+    def ratio_halfwidth(self, op: str, size: int, peer: str) -> float | None:
+        """Half the range of the ratio over both intervals (their ends divided crosswise)."""
+        ours, theirs = self.get(op, size, "aesgen"), self.get(op, size, peer)
+        if not ours or not theirs:
+            return None
+        return (theirs.ci_high_ticks / ours.ci_low_ticks - theirs.ci_low_ticks / ours.ci_high_ticks) / 2
+
     def to_json(self) -> dict:
         d = asdict(self)
         d["schema"] = SCHEMA
         d["ratios"] = [
-            {"op": m.op, "size": m.size, "vs": peer, "ratio": self.ratio(m.op, m.size, peer)}
+            {"op": m.op, "size": m.size, "vs": peer, "ratio": self.ratio(m.op, m.size, peer),
+             "ratio_halfwidth": self.ratio_halfwidth(m.op, m.size, peer)}
             for m in self.measurements if m.impl == "aesgen"
             for peer in self.peers if self.get(m.op, m.size, peer)
         ]
@@ -157,17 +192,23 @@ def pin_cpu() -> int:
 
 
 def run_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[str, ...], key_bits: int,
-           trials: int, cpu: int | None) -> tuple[float, dict[str, str], list[Measurement], list["Refusal"]]:
+           trials: int, cpu: int | None, tsc_hz: float | None = None) -> tuple[float, dict[str, str],
+                                                                              dict[tuple[int, str], list[float]],
+                                                                              list["Refusal"]]:
+    """One run of the harness (one turn of a round): the TSC rate, the peers' details, every
+    (size, impl)'s samples in TSC ticks per call, and the sizes a peer refused. `tsc_hz`: the rate
+    an earlier run measured, so this one skips the 50 ms calibration (most of a short run)."""
     cmd = [str(bench_binary()), str(so), spec.prefix, op, str(key_bits), ",".join(map(str, sizes)),
            str(trials), ",".join(peers) or "-"]
     if cpu is not None:
         cmd.append(str(cpu))
     libs = {f"AESGEN_{name.upper()}_LIB": str(lib) for name in PEER_LIBS if (lib := built_library(name))}
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env={**os.environ, **libs}).stdout
+    env = {**os.environ, **libs, **({"AESGEN_BENCH_TSC_HZ": f"{tsc_hz:.0f}"} if tsc_hz else {})}
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.strip()]
     tsc = rows[0]["tsc_hz"]
     peer_info: dict[str, str] = {}
-    measurements: list[Measurement] = []
+    samples: dict[tuple[int, str], list[float]] = {}
     refused: list[Refusal] = []
     checked: dict[str, list[int]] = {}  # peer -> sizes whose output equalled ours before timing
     for r in rows[1:]:
@@ -180,38 +221,66 @@ def run_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[s
         elif "detail" in r:
             peer_info[r["impl"]] = r["detail"]
         else:
-            med = r["median_ticks"]
-            measurements.append(Measurement(op, r["size"], r["impl"], r["min_ticks"], med,
-                                            r["size"] / (med / tsc) / 1e9, med / r["size"]))
+            samples[(r["size"], r["impl"])] = r["samples"]
     for p in peers:
         peer_info.setdefault(p, "available")
     for p, checked_sizes in checked.items():
         if not peer_info[p].startswith("n/a"):
             peer_info[p] += f"; output equal to aesgen's at {', '.join(map(str, checked_sizes))} B (checked before timing)"
-    return tsc, peer_info, measurements, refused
+    return tsc, peer_info, samples, refused
+
+
+def sample_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[str, ...], key_bits: int,
+              trials: int, cpu: int | None, budget: float) -> tuple[float, dict[str, str], list[Measurement],
+                                                                    list["Refusal"], Sampling]:
+    """Harness runs over every size (every implementation in turn within a run), until each median is
+    known to ±2% or the budget ends; a measurement per size and implementation."""
+    tsc_rates: list[float] = []
+    info: dict[str, str] = {}
+    refused: dict[tuple[int, str], Refusal] = {}
+
+    def one_round(order: list[int]) -> dict[int, dict[tuple[int, str], list[float]]]:
+        tsc, peer_info, samples, why = run_op(spec, so, op, order, peers, key_bits, trials, cpu,
+                                              tsc_rates[0] if tsc_rates else None)
+        tsc_rates.append(tsc)
+        info.update(peer_info)
+        refused.update({(r.size, r.impl): r for r in why})
+        return {size: {key: xs for key, xs in samples.items() if key[0] == size} for size in order}
+
+    got = sample(sizes, one_round, budget=budget)
+    tsc = tsc_rates[0]  # one TSC rate for every figure
+    keys = sorted(got.round_medians, key=lambda key: (sizes.index(key[0]), key[1] != "aesgen"))
+    ms = [measurement(op, size, impl, got.interval((size, impl)), got.minimum[(size, impl)], tsc)
+          for size, impl in keys]
+    return tsc, info, ms, list(refused.values()), got
 
 
 def bench(spec: KernelSpec, asm_path: Path, *, ops: list[str], sizes: list[int], peers: tuple[str, ...] = (),
           key_bits: int = 128, trials: int = 31, ceiling: Ceiling | None = None,
-          cpu: int | None = None) -> BenchResult:
+          cpu: int | None = None, budget: float = BUDGET) -> BenchResult:
+    """`budget`: seconds of sampling for all `ops`, shared out equally (0: one round each)."""
     so = build_shared(asm_path)
     result = BenchResult(spec=json.loads(spec.to_json()), key_bits=key_bits, tsc_hz=0.0, machine=machine_info())
     cpu = pin_cpu() if cpu is None else cpu
-    for op in ops:
+    start, lines = time.monotonic(), []
+    for k, op in enumerate(ops):
         op_sizes = [n for n in sizes if n % 32 == 0] if op in WIDE_BLOCK_ROUNDS else sizes  # whole 32-byte blocks
         if not op_sizes:
             continue
-        tsc, info, ms, refused = run_op(spec, so, op, op_sizes, () if op in DOUBLING_OPS else peers, key_bits,
-                                        trials, cpu)
+        share = max(0.0, budget - (time.monotonic() - start)) / (len(ops) - k)
+        tsc, info, ms, refused, got = sample_op(spec, so, op, op_sizes, () if op in DOUBLING_OPS else peers,
+                                                key_bits, trials, cpu, share)
+        lines.append(f"{op}: {got.describe('message sizes')}")
         result.refused.extend(refused)
-        result.tsc_hz = result.tsc_hz or tsc  # one TSC rate for the whole result
+        if result.tsc_hz and tsc != result.tsc_hz:  # one TSC rate for the whole result
+            ms = [measurement(m.op, m.size, m.impl, m.ticks(), m.min_ticks, result.tsc_hz) for m in ms]
+        result.tsc_hz = result.tsc_hz or tsc
         result.op_peers[op] = dict(info)
         for peer, detail in info.items():  # a peer that runs some op keeps its description
             if peer not in result.peers or result.peers[peer].startswith("n/a"):
                 result.peers[peer] = detail
-        for m in ms:
-            m.gbps = m.size / (m.median_ticks / result.tsc_hz) / 1e9
         result.measurements.extend(ms)
+    result.sampling = "; ".join(lines)
     merge_unavailable_reasons(result)
     if ceiling is not None:
         asm = asm_path.read_text()

@@ -16,6 +16,7 @@ from rich.progress import Progress
 
 from .. import __version__
 from ..bench import ceiling as ceiling_mod
+from ..bench import timing
 from ..bench.timing import OPS_BY_MODE, PEERS, bench as run_bench
 from ..circuits.compile import DEFAULT_TRIES
 from ..circuits.report import report_rows
@@ -531,13 +532,17 @@ def parse_sizes(text: str) -> list[int]:
                    "(BoringSSL, AWS-LC: built by `make peers`, else n/a; output checked against aesgen's "
                    "before timing) (empty for none).")
 @click.option("--key-bits", type=click.Choice(["128", "192", "256"]), default="128", show_default=True)
-@click.option("--trials", type=int, default=31, show_default=True, help="Samples per size and implementation.")
+@click.option("--trials", type=int, default=31, show_default=True,
+              help="Samples per size and implementation in each round (rounds go on until every median is known "
+                   "to ±2%, or --budget).")
+@click.option("--budget", type=float, default=timing.BUDGET, show_default=True,
+              help="Seconds of sampling for all functions (0: one round).")
 @click.option("--ceiling", "show_ceiling", is_flag=True, help="Measure and print the instruction ceiling.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the results as JSON (schema aesgen-bench/1).")
 @click.option("--no-verify", is_flag=True, help="Skip the quick verification before timing.")
-def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: int, show_ceiling: bool,
-          json_path: Path | None, no_verify: bool, **config) -> None:
+def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: int, budget: float,
+          show_ceiling: bool, json_path: Path | None, no_verify: bool, **config) -> None:
     """Time kernels against OpenSSL, intel-ipsec-mb, BoringSSL and AWS-LC, one call per message.
 
     Examples: aesgen bench --ceiling; aesgen bench ctr32 --target native --compare openssl,ipsec-mb;
@@ -579,7 +584,7 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
                                            "not benchmarking a wrong kernel")
         ops = [op for m in spec.modes for op in OPS_BY_MODE[m]]
         result = run_bench(spec, path, ops=ops, sizes=size_list, peers=peers, key_bits=int(key_bits),
-                           trials=trials, ceiling=ceiling)
+                           trials=trials, ceiling=ceiling, budget=budget)
     print_bench(spec, result)
     if json_path:
         write_atomically({json_path: json.dumps(result.to_json(), indent=1)})
@@ -618,8 +623,11 @@ def parse_range(text: str) -> list[int]:
 @click.option("--model", "port_model", is_flag=True,
               help="Also predict every point with the port model (docs/costmodel.md) and print it next to the "
                    "measurement (or llvm-mca), the knees and their rank correlation.")
+@click.option("--budget", type=float, default=exploration.BUDGET, show_default=True,
+              help="Seconds of sampling: rounds over every config until each median is known to ±2% (0: one round).")
 def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str | None, json_path: Path | None,
-            plot_path: Path | None, methods: str, blocks: int | None, backend: str, port_model: bool) -> None:
+            plot_path: Path | None, methods: str, blocks: int | None, backend: str, port_model: bool,
+            budget: float) -> None:
     """Interleave depth vs throughput and latency, per width, for MODE.
 
     MODE is ecb, ctr32, cbc, or ghash/polyval/gcm (both product variants; aggregation
@@ -666,7 +674,7 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
         task = progress.add_task(f"explore {mode} on {t.name}", total=None)
         result = exploration.explore(mode, t, width_list, depth_list, bulk=bulk, short=shorts, measure=measure,
                             progress=lambda s: progress.update(task, description=s), methods=method_list,
-                            backend=backend)
+                            backend=backend, budget=budget)
     print_exploration(result)
     if port_model:
         try:
@@ -709,7 +717,9 @@ def explore_doubling(widths: list[int], depths: list[int], methods: tuple[str, .
 @main.command()
 @click.argument("modes")
 @click.option("--target", "-t", default="native", show_default=True, help="Only native: tuning measures.")
-def tune(modes: str, target: str) -> None:
+@click.option("--budget", type=float, default=tuning.BUDGET, show_default=True,
+              help="Seconds of sampling per mode (0: one round).")
+def tune(modes: str, target: str, budget: float) -> None:
     """Measure the model's candidates on this CPU; save the best per mode for bulk and short messages.
 
     `aesgen generate MODES --target native --tuned [--profile short]` then uses the result.
@@ -725,7 +735,7 @@ def tune(modes: str, target: str) -> None:
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("tune", total=None)
         try:
-            result = tuning.tune(t, mode_list, progress=lambda s: progress.update(task, description=s))
+            result = tuning.tune(t, mode_list, progress=lambda s: progress.update(task, description=s), budget=budget)
         except ConfigError as e:
             raise UsageFailure(str(e)) from None
     try:

@@ -27,7 +27,7 @@ from ..target import native
 from ..verify import verify_kernel
 from . import explore, tune
 from .cli import write_atomically
-from .report import console as report_console, print_bench, print_ceiling, print_exploration
+from .report import console as report_console, print_bench, print_ceiling, print_exploration, spread
 
 SIZES = [64, 256, 1024, 4096, 16384]
 
@@ -56,8 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         tune.save(tuning)
         for mode, mt in tuning.modes.items():
             console.print(f"tuned {mode}: bulk {mt.bulk['width']}-bit x depth {mt.bulk['depth']} "
-                          f"({mt.bulk['gbps']:.1f} GB/s at 16 KiB), short {mt.short['width']}-bit x depth "
-                          f"{mt.short['depth']} ({mt.short['cycles']:.0f} cycles per 256 B)")
+                          f"({spread(mt.bulk['gbps'], mt.bulk['gbps_halfwidth'], 1, mt.bulk['rounds'])} GB/s at "
+                          f"16 KiB), short {mt.short['width']}-bit x depth {mt.short['depth']} "
+                          f"({spread(mt.short['cycles'], mt.short['cycles_halfwidth'], 0, mt.short['rounds'])} "
+                          "cycles per 256 B); each the cheapest of its ties")
         specs = {profile: tune.load_tuned(target, MODES, profile, None) for profile in tune.PROFILES}
         peers: tuple[str, ...] = ("openssl", "ipsec-mb")
     else:  # no AES-NI here: nothing to tune; the table-free backend that runs, against OpenSSL without AES-NI

@@ -6,6 +6,9 @@ and GCM are explored with both product variants, XTS with every doubling
 method (the variant names them). For another
 target nothing can run, so the main loop of each config goes through
 llvm-mca with the target's -mcpu and the result is labelled a model.
+Measured configs are sampled in turn (bench.sampler) until every median is
+known to ±2% or the budget ends; the best is the cheapest of the configs
+whose intervals overlap the fastest one's (the ties).
 Any kernel backend (aesni, gfni, ...) is explored the same way; the
 predicted knee is vaesenc's, so only the aesni backend has one.
 """
@@ -18,11 +21,12 @@ import subprocess
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from statistics import median
 from typing import Callable
 
 from ..bench.ceiling import measure as measure_ceiling
-from ..bench.timing import bench
+from ..bench.sampler import Sampling, sample
+from ..bench.stats import Interval, cheapest_tie, order_rank, ties
+from ..bench.timing import pin_cpu, run_op
 from ..cpu import missing_features
 from ..doubling import METHODS as DOUBLING_METHODS, TABLE_METHODS, refusal
 from ..dsl import BuildError
@@ -35,6 +39,8 @@ from ..pipeline import generate
 from ..spec import WIDTHS_BY_ISA, KernelSpec
 from ..target import Target
 from ..verify import verify_kernel
+from ..verify.build import build_shared
+from ..verify.disasm import assemble, read_elf
 
 OP_FOR_MODE = {"ecb": "ecb_encrypt", "ctr32": "ctr32_encrypt", "cbc": "cbc_decrypt", "ghash": "ghash",
                "polyval": "polyval", "gcm": "gcm_encrypt", "xts": "xts_encrypt", "ocb": "ocb_encrypt",
@@ -53,7 +59,9 @@ DOUBLING_EXPLORED = ("xts",)
 # Message sizes (SHORT..., BULK) when --sizes is not given: GCM's short messages are timed at 1 KiB too.
 DEFAULT_SIZES = {"gcm": (256, 1024, 16384)}
 FALLBACK_SIZES = (256, 16384)
-SCHEMA = "aesgen-explore/1"
+SCHEMA = "aesgen-explore/2"  # /2: "best" is the cheapest tie, not the top median; figures have intervals
+BUDGET = 60.0  # seconds of sampling for one exploration
+TRIALS = 21  # samples per size in each config's turn of a round
 LLVM_MCA = ("llvm-mca-19", "llvm-mca")
 
 
@@ -74,6 +82,43 @@ class Point:
     gbps_by_size: dict[str, float] = field(default_factory=dict)  # short size (str) -> GB/s (median)
     port_model_bytes_per_cycle: float | None = None  # the port model (perfmodel), with --model
     port_model_bound: str = ""  # what sets the port model's figure: ports, issue, recurrence, window
+    # Measured: each figure is the median of `rounds` round medians (sampler.sample); the *_ci fields
+    # are their 95% intervals [low, high] (exact order statistics, so below 95% under 6 rounds).
+    # code_bytes (the explored function's machine code) settles ties after the depth.
+    bulk_gbps_ci: tuple[float, float] | None = None
+    cycles_ci_by_size: dict[str, tuple[float, float]] = field(default_factory=dict)
+    gbps_ci_by_size: dict[str, tuple[float, float]] = field(default_factory=dict)
+    rounds: int = 0
+    code_bytes: int | None = None
+
+    def bulk_interval(self) -> Interval | None:
+        return None if self.bulk_gbps is None else self._interval(self.bulk_gbps, self.bulk_gbps_ci)
+
+    def short_interval(self) -> Interval | None:
+        """Core cycles for one message of the smallest short size."""
+        if self.short_cycles is None:
+            return None
+        return self._interval(self.short_cycles, self.cycles_ci_by_size.get(next(iter(self.cycles_by_size), "")))
+
+    def _interval(self, value: float, ci: tuple[float, float] | None) -> Interval:
+        low, high = ci or (value, value)  # no interval recorded: the value alone
+        return Interval(low, value, high, self.rounds, order_rank(self.rounds)[1] if self.rounds else 0.0)
+
+    def cost(self) -> tuple:
+        """What a tie is settled by: the smallest depth, then the smallest code."""
+        return self.depth, self.code_bytes if self.code_bytes is not None else 0
+
+
+def cheapest(points: list[Point], profile: str = "bulk") -> Point | None:
+    """The cheapest of the points tied with the best: for "bulk" the highest GB/s, for "short" the
+    fewest cycles per short message."""
+    of = Point.bulk_interval if profile == "bulk" else Point.short_interval
+    return cheapest_tie([p for p in points if of(p)], of, Point.cost, higher_is_better=profile == "bulk")
+
+
+def tied(points: list[Point], profile: str = "bulk") -> list[Point]:
+    of = Point.bulk_interval if profile == "bulk" else Point.short_interval
+    return ties([p for p in points if of(p)], of, higher_is_better=profile == "bulk")
 
 
 @dataclass
@@ -87,17 +132,27 @@ class Exploration:
     points: list[Point] = field(default_factory=list)
     short_sizes: list[int] = field(default_factory=list)  # every short size, ascending; short_size is the first
     backend: str = "aesni"  # the kernel family every point was generated with (KernelSpec.backend)
+    sampling: str = ""  # how the sampling ended (Sampling.describe)
 
     def best(self) -> Point | None:
-        key = (lambda p: p.bulk_gbps) if self.measured else (lambda p: p.model_bytes_per_cycle)
-        ok = [p for p in self.points if key(p) is not None]
-        return max(ok, key=lambda p: (key(p), -p.depth), default=None)
+        """Measured: the cheapest of the ties (cheapest); a model: the most bytes per cycle, smaller depth first."""
+        if self.measured:
+            return cheapest(self.points)
+        ok = [p for p in self.points if p.model_bytes_per_cycle is not None]
+        return max(ok, key=lambda p: (p.model_bytes_per_cycle, -p.depth), default=None)
+
+    def ties(self) -> list[Point]:
+        """The measured points the best cannot be told apart from (the best among them)."""
+        return tied(self.points) if self.measured else []
 
     def to_json(self) -> dict:
         d = asdict(self)
         d["schema"] = SCHEMA
+        for p, out in zip(self.points, d["points"]):
+            out["bulk_gbps_halfwidth"] = (iv := p.bulk_interval()) and iv.half_width
         b = self.best()
         d["best"] = {"width": b.width, "depth": b.depth, "variant": b.variant, "k": b.k} if b else None
+        d["ties"] = [{"width": p.width, "depth": p.depth, "variant": p.variant} for p in self.ties()]
         return d
 
 
@@ -132,13 +187,15 @@ def variants(mode: str, methods: tuple[str, ...] = DOUBLING_METHODS) -> list[tup
 
 
 def explore(mode: str, target: Target, widths: list[int], depths: list[int], *, bulk: int = 16384,
-            short: int | tuple[int, ...] = 256, measure: bool = True, trials: int = 7, rounds: int = 3,
+            short: int | tuple[int, ...] = 256, measure: bool = True, trials: int = TRIALS, budget: float = BUDGET,
             progress: Callable[[str], None] | None = None,
-            methods: tuple[str, ...] = DOUBLING_METHODS, backend: str = "aesni") -> Exploration:
-    """Every config is built and verified first, then timed in `rounds` passes over all of
-    them: a burst of noise on the shared machine then spoils one pass, not one config.
+            methods: tuple[str, ...] = DOUBLING_METHODS, backend: str = "aesni",
+            pairs: set[tuple[int, int]] | None = None) -> Exploration:
+    """Every config is built and verified first, then timed in rounds over all of them (sampler.sample,
+    `trials` samples per size per turn) until each median is known to ±2% or `budget` seconds end:
+    slow drift and bursts of noise on the shared machine then land on every config alike.
     `short` is one short-message size or several; the smallest is the `short_cycles` one.
-    `backend` goes to every config's KernelSpec as it is."""
+    `backend` goes to every config's KernelSpec as it is. `pairs`: only these (width, depth)."""
     isa = target.isa_for(backend) or target.isa
     shorts = sorted({short} if isinstance(short, int) else set(short))
     result = Exploration(mode, target.name, measure, bulk, shorts[0], short_sizes=shorts, backend=backend)
@@ -151,6 +208,8 @@ def explore(mode: str, target: Target, widths: list[int], depths: list[int], *, 
         for variant, options in variants(mode, methods):
             for w in widths:
                 for d in depths:
+                    if pairs is not None and (w, d) not in pairs:
+                        continue
                     if progress:
                         progress(f"build {w}-bit depth {d} {variant}".rstrip())
                     point, spec, path = _prepare(mode, target, target.isa_for_width(w, backend) or isa, w, d,
@@ -163,7 +222,7 @@ def explore(mode: str, target: Target, widths: list[int], depths: list[int], *, 
                     if path is not None:
                         runnable.append((point, spec, path))
         if measure and runnable:
-            _measure(mode, runnable, bulk, shorts, trials, rounds, progress)
+            result.sampling = _measure(mode, runnable, bulk, shorts, trials, budget, progress).describe()
     return result
 
 
@@ -203,29 +262,52 @@ def _prepare(mode: str, target: Target, isa: str, width: int, depth: int, measur
     failed = [r for r in verify_kernel(path, spec, quick=True) if r.status == "fail"]
     if failed:
         return Point(width, depth, "verify-failed", failed[0].name), None, None
-    return Point(width, depth, "measured"), spec, path
+    return Point(width, depth, "measured", code_bytes=code_bytes(path, f"{spec.prefix}_{op}")), spec, path
 
 
-def _measure(mode: str, runnable: list, bulk: int, shorts: list[int], trials: int, rounds: int,
-             progress: Callable[[str], None] | None) -> None:
+def code_bytes(asm_path: Path, function: str) -> int:
+    """Bytes of machine code of `function` (its symbol's size), else of every executable section."""
+    elf = read_elf(assemble(asm_path).read_bytes())
+    sized = [s.size for s in elf.symbols if s.name == function and s.size]
+    return sized[0] if sized else sum(s.size for s in elf.sections if s.executable)
+
+
+def _measure(mode: str, runnable: list, bulk: int, shorts: list[int], trials: int, budget: float,
+             progress: Callable[[str], None] | None) -> Sampling:
     ceiling = measure_ceiling()
     cycles_per_tick = ceiling.core_hz / ceiling.tsc_hz
     op = OP_FOR_MODE[mode]
-    samples: dict[int, list[tuple[float, list[float], list[float]]]] = {id(p): [] for p, _, _ in runnable}
-    for r in range(rounds):
-        for point, spec, path in runnable:
+    sizes = [*shorts, bulk]
+    cpu = pin_cpu()
+    shared = [build_shared(path) for _, _, path in runnable]
+    tsc_rates: list[float] = []
+
+    def one_round(configs: list[int]) -> dict[int, dict[tuple[int, int], list[float]]]:
+        got = {}
+        for n, i in enumerate(configs):
+            point, spec, _ = runnable[i]
             if progress:
-                progress(f"time {point.width}-bit depth {point.depth} {point.variant} (pass {r + 1}/{rounds})")
-            res = bench(spec, path, ops=[op], sizes=[*shorts, bulk], trials=trials)
-            cycles = [res.get(op, s, "aesgen").median_ticks * cycles_per_tick for s in shorts]
-            gbps = [res.get(op, s, "aesgen").gbps for s in shorts]
-            samples[id(point)].append((res.get(op, bulk, "aesgen").gbps, cycles, gbps))
-    for point, _, _ in runnable:
-        got = samples[id(point)]
-        point.bulk_gbps = median(g for g, _, _ in got)
-        point.cycles_by_size = {str(s): median(c[i] for _, c, _ in got) for i, s in enumerate(shorts)}
-        point.gbps_by_size = {str(s): median(g[i] for _, _, g in got) for i, s in enumerate(shorts)}
+                progress(f"time {point.width}-bit depth {point.depth} {point.variant} ".rstrip() +
+                         f" (round {len(tsc_rates) // len(configs) + 1}, turn {n + 1} of {len(configs)})")
+            tsc, _, samples, _ = run_op(spec, shared[i], op, sizes, (), 128, trials, cpu,
+                                        tsc_rates[0] if tsc_rates else None)
+            tsc_rates.append(tsc)
+            got[i] = {(i, size): samples[(size, "aesgen")] for size in sizes}
+        return got
+
+    sampling = sample(range(len(runnable)), one_round, budget=budget)
+    tsc = tsc_rates[0]  # measured once, by the first run; every figure uses it
+    for i, (point, _, _) in enumerate(runnable):
+        gbps = {s: sampling.interval((i, s)).reciprocal(s * tsc / 1e9) for s in sizes}
+        cycles = {s: sampling.interval((i, s)).scaled(cycles_per_tick) for s in shorts}
+        point.bulk_gbps, point.bulk_gbps_ci = gbps[bulk].median, (gbps[bulk].low, gbps[bulk].high)
+        point.rounds = gbps[bulk].n
+        point.gbps_by_size = {str(s): gbps[s].median for s in shorts}
+        point.gbps_ci_by_size = {str(s): (gbps[s].low, gbps[s].high) for s in shorts}
+        point.cycles_by_size = {str(s): cycles[s].median for s in shorts}
+        point.cycles_ci_by_size = {str(s): (cycles[s].low, cycles[s].high) for s in shorts}
         point.short_cycles = point.cycles_by_size[str(shorts[0])]
+    return sampling
 
 
 def round_counts(spec: KernelSpec, function: str = "ctr32_encrypt") -> dict[str, int]:

@@ -151,7 +151,7 @@ def _measure(result: DoublingExploration, runnable: list, trials: int, rounds: i
         for point, spec, path in runnable:
             if progress:
                 progress(f"time {point.method} {point.label} depth {point.depth} (pass {r + 1}/{rounds})")
-            res = bench(spec, path, ops=[OP], sizes=[size], trials=trials)
+            res = bench(spec, path, ops=[OP], sizes=[size], trials=trials, budget=0)  # one harness run per pass
             ticks[id(point)].append(res.get(OP, size, "aesgen").median_ticks / result.blocks)
     cycles_per_tick = ceiling.core_hz / ceiling.tsc_hz
     for point, _, _ in runnable:

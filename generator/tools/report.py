@@ -8,6 +8,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from ..bench.stats import CONFIDENCE, order_rank
 from ..bench.timing import DOUBLING_OPS, ceiling_line, unavailable_by_op
 from ..circuits.report import KASPER_SCHWABE, ternlog_cell, three_operand_cell, two_operand_cell
 from ..cpu import mask_note, missing_features
@@ -19,6 +20,17 @@ from ..target import native, targets
 from ..verify.results import not_run
 
 console = Console(highlight=False)
+
+
+def spread(value: float, half_width: float, digits: int = 2, rounds: int = 6) -> str:
+    """'17.90 ±0.30': a median and half its 95% interval (bench.stats), in the same units;
+    '17.90 ±?' when too few rounds give no 95% interval."""
+    known = order_rank(rounds)[1] >= CONFIDENCE
+    return f"{value:.{digits}f} ±{half_width:.{digits}f}" if known else f"{value:.{digits}f} ±?"
+
+
+def spread_range(value: float, ci: tuple[float, float] | None, rounds: int, digits: int = 2) -> str:
+    return spread(value, (ci[1] - ci[0]) / 2, digits, rounds) if ci else f"{value:.{digits}f}"
 
 
 def print_verification(results, verbose: bool) -> None:
@@ -83,7 +95,9 @@ def print_doubling_bench(spec: KernelSpec, result, measurements) -> None:
         table.add_column(col, justify="right")
     for m in measurements:
         cycles = result.cycles_per_block(m.op, m.size)
-        table.add_row(m.op, str(m.size // 16), f"{m.ticks_per_byte * 16:.3f}", f"{cycles:.3f}" if cycles else "")
+        rel, n = m.ticks().relative, m.rounds
+        table.add_row(m.op, str(m.size // 16), spread(m.ticks_per_byte * 16, m.ticks_per_byte * 16 * rel, 3, n),
+                      spread(cycles, cycles * rel, 3, n) if cycles else "")
     console.print(table)
 
 
@@ -100,14 +114,19 @@ def print_cipher_bench(spec: KernelSpec, result, measurements) -> None:
         table.add_column(col, justify="right")
     for m in measurements:
         others = [result.get(m.op, m.size, p) for p in peers]
-        ratios = [result.ratio(m.op, m.size, p) for p in peers]
+        ratios = [(result.ratio(m.op, m.size, p), result.ratio_halfwidth(m.op, m.size, p)) for p in peers]
         frac = result.ceiling_fraction(m.op, m.size)
         per_cycle = result.bytes_per_cycle(m.op, m.size)
-        table.add_row(m.op, str(m.size), f"{m.gbps:.2f}", f"{m.ticks_per_byte:.3f}",
-                      f"{per_cycle:.2f}" if per_cycle else "",
-                      *[f"{o.gbps:.2f}" if o else "n/a" for o in others],
-                      *[f"{r:.2f}" if r else "n/a" for r in ratios], f"{frac:.0%}" if frac else "")
+        rel, n = m.gbps_halfwidth / m.gbps, m.rounds  # B/cycle and the ceiling fraction scale with GB/s
+        table.add_row(m.op, str(m.size), spread(m.gbps, m.gbps_halfwidth, 2, n),
+                      spread(m.ticks_per_byte, m.ticks_per_byte * m.ticks().relative, 3, n),
+                      spread(per_cycle, per_cycle * rel, 2, n) if per_cycle else "",
+                      *[spread(o.gbps, o.gbps_halfwidth, 2, o.rounds) if o else "n/a" for o in others],
+                      *[spread(r, h, 2, n) if r else "n/a" for r, h in ratios],
+                      spread(100 * frac, 100 * frac * rel, 0, n) + "%" if frac else "")
     console.print(table)
+    if result.sampling:
+        console.print(result.sampling, soft_wrap=True)
 
 
 def print_round_counts(mode: str, isa: str, configs: list[tuple[int, int]]) -> None:
@@ -141,14 +160,17 @@ def print_exploration(result) -> None:
     if reasons:  # why a config has no figures, in its own column (not under a GB/s heading)
         table.add_column("reason", justify="left")
     best = result.best()
+    tied = [p for p in result.ties() if p is not best]
     for p in result.points:
-        mark = " *" if best is p else ""
+        mark = " *" if best is p else " =" if any(t is p for t in tied) else ""
         if p.status in failed:
             row = [f"[yellow]{p.status}[/]"] + [""] * (len(cols) - (4 if products else 3))
         elif result.measured:
-            row = [p.status + mark, f"{p.bulk_gbps:.2f}",
-                   *[f"{p.gbps_by_size[str(s)]:.2f}" if str(s) in p.gbps_by_size else "" for s in shorts],
-                   *[f"{p.cycles_by_size.get(str(s), p.short_cycles):.0f}" for s in shorts]]
+            row = [p.status + mark, spread_range(p.bulk_gbps, p.bulk_gbps_ci, p.rounds),
+                   *[spread_range(p.gbps_by_size[str(s)], p.gbps_ci_by_size.get(str(s)), p.rounds)
+                     if str(s) in p.gbps_by_size else "" for s in shorts],
+                   *[spread_range(p.cycles_by_size.get(str(s), p.short_cycles), p.cycles_ci_by_size.get(str(s)),
+                                  p.rounds, 0) for s in shorts]]
         else:
             row = [p.status + mark, f"{p.model_cycles_per_iteration:.1f}", f"{p.model_bytes_per_cycle:.2f}",
                    f"{p.model_single_iteration_cycles:.0f}"]
@@ -159,8 +181,19 @@ def print_exploration(result) -> None:
     knees = ", ".join(f"{w}-bit: depth {d}" for w, d in result.predicted_knee.items())
     if knees:
         console.print(f"model's predicted knee (ceil(latency / throughput)): {knees}")
+    if result.sampling:
+        console.print(result.sampling, soft_wrap=True)
+    if tied:
+        console.print(f"= ties: {len(tied)} configs whose bulk interval overlaps that of the top median "
+                      f"({', '.join(config_name(p) for p in tied)}); * marks the cheapest of these and the top "
+                      "(smallest depth, then smallest code)", soft_wrap=True)
     if best:
         console.print(best_line(result, best))
+
+
+def config_name(p) -> str:
+    """'512x4 karatsuba'"""
+    return f"{p.width}x{p.depth} {p.variant}".rstrip()
 
 
 def print_doubling_exploration(result) -> None:
@@ -209,8 +242,10 @@ def best_line(result, best) -> str:
     k = f" (k = {best.k})" if best.k else ""
     where = f"best: {best.width}-bit at depth {best.depth}{k} {best.variant}".rstrip()
     if result.measured:
-        cycles = ", ".join(f"{c:.0f} cycles per {s} B" for s, c in best.cycles_by_size.items())
-        return f"{where}: {best.bulk_gbps:.2f} GB/s at {result.bulk_size} B, {cycles}"
+        cycles = ", ".join(f"{spread_range(c, best.cycles_ci_by_size.get(s), best.rounds, 0)} cycles per {s} B"
+                           for s, c in best.cycles_by_size.items())
+        return (f"{where}: {spread_range(best.bulk_gbps, best.bulk_gbps_ci, best.rounds)} GB/s at "
+                f"{result.bulk_size} B, {cycles}")
     return f"{where}: {best.model_bytes_per_cycle:.2f} model bytes/cycle"
 
 
@@ -265,7 +300,8 @@ def print_targets() -> None:
 def print_tuning(result, description: str) -> None:
     """`aesgen tune`: per mode, the bulk and the short-message pick (description: the CPU's)."""
     table = Table(title=f"tuned for {result.cpu} ({description})")
-    for c in ("mode", "bulk (16 KiB): width x depth", "GB/s", "short (256 B): width x depth", "cycles"):
+    for c in ("mode", "bulk (16 KiB): width x depth", "GB/s", "ties", "short (256 B): width x depth", "cycles",
+              "ties"):
         table.add_column(c, justify="right")
 
     def config(pick: dict) -> str:  # hash modes also record their product variant
@@ -273,8 +309,15 @@ def print_tuning(result, description: str) -> None:
         return f"{pick['width']} x {pick['depth']}{variant}"
 
     for m, mt in result.modes.items():
-        table.add_row(m, config(mt.bulk), f"{mt.bulk['gbps']:.2f}", config(mt.short), f"{mt.short['cycles']:.0f}")
+        table.add_row(m, config(mt.bulk), spread(mt.bulk["gbps"], mt.bulk["gbps_halfwidth"], 2, mt.bulk["rounds"]),
+                      str(len(mt.bulk["ties"])), config(mt.short),
+                      spread(mt.short["cycles"], mt.short["cycles_halfwidth"], 0, mt.short["rounds"]),
+                      str(len(mt.short["ties"])))
     console.print(table)
+    console.print("ties: the candidates whose 95% interval overlaps that of the top median (most GB/s, fewest "
+                  "cycles); the pick is the cheapest of them (smallest depth, then smallest code)", soft_wrap=True)
+    for m, mt in result.modes.items():
+        console.print(f"{m}: {mt.sampling}", soft_wrap=True)
 
 def print_circuits(rows, listing: str | None) -> None:
     """`aesgen circuits`: per circuit and register count, the gates and each compiler pass's

@@ -2,8 +2,10 @@
 
 Candidates are every width of the target's ISA and depths around the model's
 prediction; each is generated, quick-verified and timed for bulk (16 KiB) and
-short (256 B) messages. The best per mode and profile is saved (JSON, keyed by
-the CPU signature) and `aesgen generate --target native --tuned` uses it.
+short (256 B) messages, all of a mode's candidates in turn (explore's sampling).
+Per mode and profile the pick is the cheapest of the candidates tied with the
+best (smallest depth, then smallest code); it is saved (JSON, keyed by the CPU
+signature) and `aesgen generate --target native --tuned` uses it.
 """
 from __future__ import annotations
 
@@ -18,9 +20,10 @@ from ..cpu import MASK_ENV, mask_note
 from ..model import max_depth, pipe_depth
 from ..spec import MAX_DEPTH, WIDTHS_BY_ISA, KernelSpec, default_prefix
 from ..target import Target, cpu_signature
-from .explore import Point, explore
+from .explore import Point, cheapest, explore, tied
 
-SCHEMA = "aesgen-tune/1"
+SCHEMA = "aesgen-tune/2"  # /2: a pick is the cheapest tie and carries its interval and ties
+BUDGET = 30.0  # seconds of sampling per mode
 PROFILES = ("bulk", "short")
 
 
@@ -30,6 +33,7 @@ class ModeTuning:
     bulk: dict  # {"width", "depth", "gbps"}
     short: dict  # {"width", "depth", "cycles"}
     candidates: list[dict] = field(default_factory=list)
+    sampling: str = ""  # how the sampling ended (Sampling.describe)
 
 
 @dataclass
@@ -53,7 +57,18 @@ def candidate_depths(target: Target, isa: str, width: int, mode: str) -> list[in
     return sorted({d for d in range(max(1, want - 2), want + 5) if d <= min(fits, MAX_DEPTH)} | {1})
 
 
-def tune(target: Target, modes: tuple[str, ...], progress: Callable[[str], None] | None = None) -> Tuning:
+def pick(points: list[Point], profile: str) -> dict:
+    """The cheapest tie of a profile, with its median, interval and the configs it tied with."""
+    p = cheapest(points, profile)
+    interval = p.bulk_interval() if profile == "bulk" else p.short_interval()
+    figure = "gbps" if profile == "bulk" else "cycles"
+    return {"width": p.width, "depth": p.depth, figure: interval.median, f"{figure}_halfwidth": interval.half_width,
+            "rounds": interval.n, "variant": p.variant,
+            "ties": [{"width": t.width, "depth": t.depth, "variant": t.variant} for t in tied(points, profile)]}
+
+
+def tune(target: Target, modes: tuple[str, ...], progress: Callable[[str], None] | None = None,
+         budget: float = BUDGET) -> Tuning:
     vendor, family, model, name = cpu_signature()
     isa = target.isa_for("aesni")
     if isa is None:
@@ -61,21 +76,15 @@ def tune(target: Target, modes: tuple[str, ...], progress: Callable[[str], None]
                           "`aesgen explore ctr32 --backend bitsliced` measures what runs here")
     result = Tuning(cpu=name, signature=[vendor, family, model], isa=isa, cpu_mask=os.environ.get(MASK_ENV, ""))
     for mode in modes:
-        points: list[Point] = []
-        for w in WIDTHS_BY_ISA[isa]:
-            depths = candidate_depths(target, isa, w, mode)
-            ex = explore(mode, target, [w], depths, progress=(lambda s, m=mode: progress(f"{m}: {s}"))
-                         if progress else None)
-            points += [p for p in ex.points if p.status == "measured"]
+        # every width's candidates in one exploration, so they are sampled in turn with each other
+        pairs = {(w, d) for w in WIDTHS_BY_ISA[isa] for d in candidate_depths(target, isa, w, mode)}
+        ex = explore(mode, target, list(WIDTHS_BY_ISA[isa]), sorted({d for _, d in pairs}), pairs=pairs,
+                     budget=budget, progress=(lambda s, m=mode: progress(f"{m}: {s}")) if progress else None)
+        points = [p for p in ex.points if p.status == "measured"]
         if not points:
             raise ConfigError(f"tune: no config of {mode} could be measured on this CPU")
-        b = max(points, key=lambda p: (p.bulk_gbps, -p.depth))
-        s = min(points, key=lambda p: (p.short_cycles, p.depth))
-        result.modes[mode] = ModeTuning(mode, {"width": b.width, "depth": b.depth, "gbps": b.bulk_gbps,
-                                               "variant": b.variant},
-                                        {"width": s.width, "depth": s.depth, "cycles": s.short_cycles,
-                                         "variant": s.variant},
-                                        [asdict(p) for p in points])
+        result.modes[mode] = ModeTuning(mode, pick(points, "bulk"), pick(points, "short"),
+                                        [asdict(p) for p in points], ex.sampling)
     return result
 
 

@@ -1,0 +1,92 @@
+"""How well a median is known, and which configurations cannot be told apart.
+
+The interval is distribution-free: for n sorted samples, the median lies between the
+k-th smallest and the k-th largest with probability 1 - 2 P(Binomial(n, 1/2) < k),
+whatever the distribution (timing noise is skewed and has outliers, so no normal
+approximation). k is the largest that keeps that probability at least CONFIDENCE.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from math import comb, inf
+from statistics import median
+from typing import Callable, Iterable, Sequence, TypeVar
+
+CONFIDENCE = 0.95
+TARGET = 0.02  # sampling stops once every median is known to within this fraction (half-width)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A median and its confidence interval [low, high] from n samples."""
+    low: float
+    median: float
+    high: float
+    n: int
+    confidence: float  # what the order statistics achieve; below CONFIDENCE when n is too small
+
+    @property
+    def half_width(self) -> float:
+        return (self.high - self.low) / 2
+
+    @property
+    def relative(self) -> float:
+        """Half-width over the median: 0.02 is "known to ±2%"."""
+        return self.half_width / self.median if self.median > 0 else inf
+
+    def overlaps(self, other: "Interval") -> bool:
+        return self.low <= other.high and other.low <= self.high
+
+    def scaled(self, factor: float) -> "Interval":
+        """The same interval in other units (ticks to core cycles: factor > 0)."""
+        return Interval(self.low * factor, self.median * factor, self.high * factor, self.n, self.confidence)
+
+    def reciprocal(self, numerator: float) -> "Interval":
+        """numerator / x (ticks per message to bytes per tick): the ends swap."""
+        return Interval(numerator / self.high, numerator / self.median, numerator / self.low, self.n,
+                        self.confidence)
+
+
+@lru_cache(maxsize=4096)
+def order_rank(n: int, confidence: float = CONFIDENCE) -> tuple[int, float]:
+    """(k, achieved confidence): [x(k), x(n+1-k)] (1-based) covers the median with that confidence.
+    k = 1 (the whole range) when even that falls short, as for n < 6 at 95%."""
+    total = 2 ** n
+    k, tail = 1, 1  # tail: outcomes of n fair coins with fewer than k heads, C(n, 0) + ... + C(n, k - 1)
+    while 2 * (k + 1) <= n + 1:  # x(k + 1) still at or below x(n - k)
+        wider = tail + comb(n, k)
+        if 1 - 2 * wider / total < confidence:
+            break
+        tail, k = wider, k + 1
+    return k, 1 - 2 * tail / total
+
+
+def median_interval(samples: Iterable[float], confidence: float = CONFIDENCE) -> Interval:
+    xs = sorted(samples)
+    if not xs:
+        raise ValueError("no samples")
+    k, achieved = order_rank(len(xs), confidence)
+    return Interval(xs[k - 1], median(xs), xs[len(xs) - k], len(xs), achieved)
+
+
+def converged(interval: Interval, target: float = TARGET, confidence: float = CONFIDENCE) -> bool:
+    return interval.confidence >= confidence and interval.relative <= target
+
+
+def ties(items: Sequence[T], interval_of: Callable[[T], Interval], higher_is_better: bool = True) -> list[T]:
+    """The items whose interval overlaps the interval of the one with the best median (it included):
+    what the measurements cannot rank below it."""
+    if not items:
+        return []
+    sign = 1 if higher_is_better else -1
+    top = max(items, key=lambda it: sign * interval_of(it).median)
+    return [it for it in items if interval_of(it).overlaps(interval_of(top))]
+
+
+def cheapest_tie(items: Sequence[T], interval_of: Callable[[T], Interval], cost: Callable[[T], tuple],
+                 higher_is_better: bool = True) -> T | None:
+    """Among the ties with the best, the one that costs least (e.g. smallest depth, then code size)."""
+    return min(ties(items, interval_of, higher_is_better), key=cost, default=None)
