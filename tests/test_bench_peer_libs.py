@@ -49,7 +49,7 @@ def bench_json(tmp_path: Path, modes: str, *extra: str) -> tuple[str, dict]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(report.console, "_width", 300)  # tables unwrapped, whatever the terminal
         r = CliRunner().invoke(main, ["bench", modes, "--isa", GCM_XTS.isa, "--width", str(GCM_XTS.width),
-                                      "--depth", str(GCM_XTS.depth), "--trials", "3", "--no-verify",
+                                      "--depth", str(GCM_XTS.depth), "--trials", "3", "--no-verify", "--budget", "0",
                                       "--sizes", "256,1024", "--json", str(js), *extra])
     assert r.exit_code == 0, r.output
     return r.output, json.loads(js.read_text())

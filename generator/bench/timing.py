@@ -138,8 +138,8 @@ class BenchResult:
     def ratio_halfwidth(self, op: str, size: int, peer: str) -> float | None:
         """Half the range of the ratio over both intervals (their ends divided crosswise)."""
         ours, theirs = self.get(op, size, "aesgen"), self.get(op, size, peer)
-        if not ours or not theirs:
-            return None
+        if not ours or not theirs or not (ours.ci_low_ticks and theirs.ci_low_ticks):
+            return None  # a figure without an interval (not sampled in rounds)
         return (theirs.ci_high_ticks / ours.ci_low_ticks - theirs.ci_low_ticks / ours.ci_high_ticks) / 2
 
     def to_json(self) -> dict:
@@ -243,7 +243,8 @@ def sample_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tupl
         tsc, peer_info, samples, why = run_op(spec, so, op, order, peers, key_bits, trials, cpu,
                                               tsc_rates[0] if tsc_rates else None)
         tsc_rates.append(tsc)
-        info.update(peer_info)
+        for peer, detail in peer_info.items():  # the first round (sizes in order) tells each peer's story
+            info.setdefault(peer, detail)
         refused.update({(r.size, r.impl): r for r in why})
         return {size: {key: xs for key, xs in samples.items() if key[0] == size} for size in order}
 
