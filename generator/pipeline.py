@@ -151,7 +151,8 @@ class FunctionEmitter:
                               key_stride=keys.stride if keys else self.spec.key_stride, width=fn.width, what=what,
                               key_disp=keys.disp if keys else 0, key_aligned=keys.aligned if keys else True)
         if alloc.key_regs or alloc.spilled_keys:
-            mem = f"; keys {','.join(map(str, alloc.spilled_keys))} as memory operands" if alloc.spilled_keys else ""
+            how = "loaded once per round, shared by the groups" if alloc.shared_key_loads else "as memory operands"
+            mem = f"; keys {','.join(map(str, alloc.spilled_keys))} {how}" if alloc.spilled_keys else ""
             self.notes.append(f"{what}: {alloc.registers_used} vector registers, "
                               f"{len(alloc.key_regs)} round keys in registers{mem}")
         return alloc.insns

@@ -1,8 +1,12 @@
 """Register allocation: virtual vector registers onto xmm/ymm/zmm 0..R-1.
 
 Per path (one per AES key size): pinned registers (loop-carried state) get a
-register for the whole path; round keys get registers while they fit and are
-memory operands on the key schedule otherwise; temporaries, which never cross
+register for the whole path; round keys get registers while they fit. A key
+that does not fit is loaded into a temporary once per run of uses (one round
+of all the interleaved groups) and shared by them: D memory operands would cost
+D loads per round, which at two vaesenc per cycle saturates the load ports of a
+16-register core (Zen 3, two loads per cycle); a key used once in a run stays a
+memory operand (the same one load, no register). Temporaries, which never cross
 a label, are allocated by a linear scan of each straight-line region (optimal
 for straight-line code: the register count is the maximum number live).
 Legacy SSE ties the destination to the first source; when that source stays
@@ -26,6 +30,7 @@ class Allocation:
     key_regs: dict[int, int] = field(default_factory=dict)
     spilled_keys: list[int] = field(default_factory=list)
     registers_used: int = 0
+    shared_key_loads: bool = False  # spilled keys: one load per run into a shared register (else operands)
 
 
 def _splits(it) -> bool:
@@ -136,6 +141,46 @@ class _Scan:
         return out
 
 
+def _share_spilled_keys(region: list, spilled: set[int], next_id: int, load: str, key_base: str,
+                        key_disp: int, key_stride: int) -> tuple[list, int]:
+    """Replace the spilled keys of each run (uses of one key, at one width, with no other round key
+    read between them) by one load into a fresh temporary, placed before the run's first use."""
+    runs: list[tuple[int, list[int]]] = []  # (key, positions of its uses in the run)
+    open_run: dict[int, list[int]] = {}  # key -> positions of its run still open
+    width_of: dict[int, int] = {}
+    for n, it in enumerate(region):
+        used = {s.index for s in getattr(it, "srcs", ()) if isinstance(s, KeyRef)}
+        if used:
+            open_run = {k: r for k, r in open_run.items() if k in used}  # another key read: runs end
+        for k in sorted(used & spilled):
+            if k not in open_run or width_of[k] != it.width:
+                open_run[k], width_of[k] = [], it.width
+                runs.append((k, open_run[k]))
+            open_run[k].append(n)
+    temps: dict[int, dict[int, VReg]] = {}  # position -> key -> the run's temporary
+    loads: dict[int, list[Insn]] = {}  # position of a run's first use -> its load
+    for k, run in runs:
+        if len(run) < 2:
+            continue  # one use: a memory operand costs the same load and no register
+        reg = VReg(next_id, f"KEY{k}_")
+        next_id += 1
+        loads.setdefault(run[0], []).append(Insn(load, reg, (Mem(key_base, key_disp + k * key_stride),),
+                                                 width=region[run[0]].width, comment=f"round key {k}"))
+        for n in run:
+            temps.setdefault(n, {})[k] = reg
+    if not loads:
+        return region, next_id
+    out: list = []
+    for n, it in enumerate(region):
+        out.extend(loads.get(n, ()))
+        if n in temps:
+            regs = temps[n]
+            it = Insn(it.op, it.dst, tuple(regs.get(s.index, s) if isinstance(s, KeyRef) else s for s in it.srcs),
+                      imm=it.imm, width=it.width, mask=it.mask, mask_elem=it.mask_elem, comment=it.comment)
+        out.append(it)
+    return out, next_id
+
+
 def allocate_path(items: list, *, nregs: int, legacy: bool, key_base: str | None, key_stride: int,
                   width: int, what: str, key_disp: int = 0, key_aligned: bool = True) -> Allocation:
     """`key_base` + `key_disp`: round key 0 (aligned to `width` when `key_aligned`)."""
@@ -155,14 +200,23 @@ def allocate_path(items: list, *, nregs: int, legacy: bool, key_base: str | None
         top -= 1
     order = sorted(keys)
     regions = _regions(items)
+    first_id = 1 + max((o.id for it in items if isinstance(it, Insn) for o in (it.dst, *it.srcs)
+                        if isinstance(o, VReg)), default=0)
+    load = "vload_key" if key_aligned else "vload"
     last_error = ""
-    for nkeys in range(len(order), -1, -1):
-        if top + 1 - nkeys < 0:
-            continue
+    # Shared key loads first, keeping as many keys in registers as fit beside their temporary;
+    # a path too tight even for that gets its spilled keys as memory operands (no register).
+    tries = [(share, nkeys) for share in (True, False) for nkeys in range(len(order), -1, -1)
+             if top + 1 - nkeys >= 0]
+    for share, nkeys in tries:
         key_regs = {k: top - n for n, k in enumerate(order[:nkeys])}
+        spilled, next_id, shared_regions = set(order[nkeys:]) if share else set(), first_id, []
+        for r in regions:
+            r, next_id = _share_spilled_keys(r, spilled, next_id, load, key_base or "", key_disp, key_stride)
+            shared_regions.append(r)
         scan = _Scan(nregs, legacy, key_base or "", key_stride, key_regs, pinned, key_disp)
         try:
-            allocated = [scan.region(r) for r in regions]
+            allocated = [scan.region(r) for r in shared_regions]
         except RegisterPressure as e:
             last_error = str(e)
             continue
@@ -172,7 +226,7 @@ def allocate_path(items: list, *, nregs: int, legacy: bool, key_base: str | None
             out.extend(reg)
             if n < len(seps):
                 out.append(seps[n])
-        loads = [Insn("vload_key" if key_aligned else "vload", Phys(r, f"KEY{k}"),
+        loads = [Insn(load, Phys(r, f"KEY{k}"),
                       (Mem(key_base or "", key_disp + k * key_stride),), width=width,
                       comment=f"round key {k} stays in a register")
                  for k, r in sorted(key_regs.items())]
@@ -180,6 +234,6 @@ def allocate_path(items: list, *, nregs: int, legacy: bool, key_base: str | None
         at = 1 if out and isinstance(out[0], Label) else 0
         used = scan.high_water + len(pinned) + len(key_regs)
         return Allocation(out[:at] + loads + out[at:], key_regs,
-                          [k for k in order if k not in key_regs], used)
+                          [k for k in order if k not in key_regs], used, shared_key_loads=share and nkeys < len(order))
     raise RegisterPressure(f"{what} needs more than the {nregs} vector registers "
                            f"({last_error}); use a smaller --depth")

@@ -66,7 +66,7 @@ class Xts:
     def __init__(self, b: FunctionBuilder, decrypt: bool) -> None:
         self.b, self.decrypt = b, decrypt
         self.inp, self.outp, self.n, self.tweak = (b.reg[a] for a in ("in", "out", "len", "tweak"))
-        # AVX-512 at 512 bits: the loop's tweaks doubled in GPRs (kernels/xts_table.py)
+        # VAES (zmm, ymm): the loop's tweaks doubled in GPRs (kernels/xts_table.py)
         self.table = TweakTable(b) if gpr_tweaks(b) else None
 
     def cipher(self, x: VReg, t: VReg, nr: int, width: int | None = None) -> VReg:

@@ -101,5 +101,8 @@ def test_ceiling_line_names_how_the_loop_makes_its_tweaks():
     assert tweak_source(zmm, "xts") == " tweaks doubled in GPRs into tables"
     assert tweak_source(zmm, "otr") == " pipelined, offsets doubled in GPRs into tables"
     ymm = KernelSpec(("xts", "otr"), "avx2", 256, 4, gfdouble="batch")
-    assert tweak_source(ymm, "xts") == tweak_source(ymm, "otr") == " batch doubling"
+    assert tweak_source(ymm, "xts") == " tweaks doubled in GPRs into tables"
+    assert tweak_source(ymm, "otr") == " batch doubling"
+    xmm = KernelSpec(("xts",), "avx", 128, 4, gfdouble="batch")
+    assert tweak_source(xmm, "xts") == " batch doubling"
     assert tweak_source(zmm, "ctr32") == ""

@@ -136,22 +136,51 @@ def test_keys_pinned_when_they_fit(legacy: bool) -> None:
     check_allocation(items, a, nregs=16, legacy=legacy)
 
 
+def key_memory_operands(a) -> list[int]:
+    """The round keys the allocated code reads as memory operands of its own instructions."""
+    return [s.disp // STRIDE for i in a.insns if isinstance(i, Insn) and i.op != "vload_key"
+            for s in i.srcs if isinstance(s, Mem) and s.base == KEY_BASE]
+
+
+def key_loads(a) -> list[int]:
+    return [i.srcs[0].disp // STRIDE for i in a.insns if isinstance(i, Insn) and i.op == "vload_key"]
+
+
 @pytest.mark.parametrize("legacy", (False, True))
-def test_keys_spill_to_memory_operands_otherwise(legacy: bool) -> None:
+def test_spilled_keys_are_loaded_once_per_round_into_a_shared_register(legacy: bool) -> None:
     items = aes_path(14, blocks=4)   # 15 keys + 4 live blocks > 16
     a = alloc(items, nregs=16, legacy=legacy)
     assert a.spilled_keys and sorted(list(a.key_regs) + a.spilled_keys) == list(range(15))
-    spilled_ops = {s.disp // STRIDE for i in a.insns if isinstance(i, Insn) and i.op != "vload_key"
-                   for s in i.srcs if isinstance(s, Mem) and s.base == KEY_BASE}
-    assert spilled_ops == set(a.spilled_keys)
-    for i in a.insns:
-        for s in (i.srcs if isinstance(i, Insn) and i.op != "vload_key" else ()):
+    assert a.shared_key_loads
+    # each spilled key: one load for the 4 blocks' round, read from a register by all of them
+    assert sorted(key_loads(a)) == sorted(list(a.key_regs) + a.spilled_keys)
+    assert key_memory_operands(a) == []
+    for k in a.spilled_keys:
+        users = [i for i in a.insns if isinstance(i, Insn) and i.comment == "" and i.op.startswith("aes")
+                 and any(isinstance(s, Phys) and s.role == f"KEY{k}_" for s in i.srcs)]
+        assert len(users) == 4 or (k == 0 and users == []), (k, users)
+    check_allocation(items, a, nregs=16, legacy=legacy)
+
+
+@pytest.mark.parametrize("legacy", (False, True))
+def test_a_key_read_once_stays_a_memory_operand(legacy: bool) -> None:
+    items = aes_path(14, blocks=1)
+    a = alloc(items, nregs=1, legacy=legacy)   # the block alone: no register for a key
+    assert a.key_regs == {} and len(a.spilled_keys) == 15
+    assert key_loads(a) == [] and sorted(key_memory_operands(a)) == list(range(15))
+    check_allocation(items, a, nregs=1, legacy=legacy)
+
+
+@pytest.mark.parametrize("legacy", (False, True))
+def test_keys_fall_back_to_memory_operands_when_no_register_is_left_for_them(legacy: bool) -> None:
+    items = aes_path(14, blocks=4)
+    tight = alloc(items, nregs=4, legacy=legacy)   # the 4 blocks fill the file: no room for a key
+    assert tight.key_regs == {} and len(tight.spilled_keys) == 15 and not tight.shared_key_loads
+    assert sorted(set(key_memory_operands(tight))) == list(range(15)) and key_loads(tight) == []
+    for i in tight.insns:
+        for s in (i.srcs if isinstance(i, Insn) else ()):
             if isinstance(s, Mem) and s.base == KEY_BASE:
                 assert s.bits == 128 and s.disp % STRIDE == 0
-    check_allocation(items, a, nregs=16, legacy=legacy)
-    # with no room at all for keys, every key is a memory operand
-    tight = alloc(items, nregs=4, legacy=legacy)
-    assert tight.key_regs == {} and len(tight.spilled_keys) == 15
     check_allocation(items, tight, nregs=4, legacy=legacy)
 
 

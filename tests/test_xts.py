@@ -171,17 +171,19 @@ def test_generated_file_verifies_full(tmp_path, method, isa, width, depth):
     ("avx512", 512, 8, "batch", "aesni", True), ("avx512", 512, 2, "batch", "aesni", True),
     ("avx512", 512, 8, "lanewise", "aesni", False), ("avx512", 512, 9, "batch", "aesni", False),
     ("avx512", 512, 1, "batch", "aesni", False), ("avx512", 256, 8, "batch", "aesni", False),
-    ("avx2", 256, 4, "batch", "aesni", False), ("avx512", 512, 4, "batch", "gfni", False)])
+    ("avx2", 256, 4, "batch", "aesni", True), ("avx2", 256, 7, "batch", "aesni", True),
+    ("avx2", 256, 4, "krovetz", "aesni", False), ("avx", 128, 4, "batch", "aesni", False),
+    ("avx512", 512, 4, "batch", "gfni", False)])
 def test_gpr_tweak_table_only_where_chosen(isa, width, depth, method, backend, gpr):
-    """AVX-512, 512 bits, the batch method, AES-NI, depth 2..8: the table (sarx doublings);
-    anything else keeps the vector doubling in the loop."""
+    """VAES at its widest (zmm on AVX-512, ymm on AVX2), the batch method, AES-NI, depth 2..8:
+    the table (sarx doublings); anything else keeps the vector doubling in the loop."""
     import iced_x86 as ix
     from aesgen.pipeline import generate
     spec = KernelSpec(("xts",), isa, width, depth, backend=backend, gfdouble=method)
     sarx = sum(ins.mnemonic == ix.Mnemonic.SARX for ins in generate(spec).instructions)
-    # per key size and direction, 4 x depth doublings per fill: two fills riding the
+    # per key size and direction, lanes x depth doublings per fill: two fills riding the
     # vector-tweak batches, one per table in the loop (unrolled twice)
-    assert sarx == (2 * 3 * 4 * 4 * depth if gpr else 0)
+    assert sarx == (2 * 3 * 4 * (width // 128) * depth if gpr else 0)
 
 
 @pytest.mark.parametrize("bits", [128, 256])

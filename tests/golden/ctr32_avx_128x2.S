@@ -16,8 +16,8 @@
 #           (10/12/14) as a 32-bit int at offset 240; 256 bytes, 64-byte aligned
 #
 # ctr32_encrypt (AES-128): 15 vector registers, 11 round keys in registers
-# ctr32_encrypt (AES-192): 16 vector registers, 12 round keys in registers; keys 12 as memory operands
-# ctr32_encrypt (AES-256): 16 vector registers, 12 round keys in registers; keys 12,13,14 as memory operands
+# ctr32_encrypt (AES-192): 16 vector registers, 11 round keys in registers; keys 11,12 loaded once per round, shared by the groups
+# ctr32_encrypt (AES-256): 16 vector registers, 11 round keys in registers; keys 11,12,13,14 loaded once per round, shared by the groups
 #
 # aesgen-spec: {"abi":"sysv","backend":"aesni","depth":2,"features":["aes","ssse3","avx"],"isa":"avx","karatsuba":false,"modes":["ctr32"],"overrides":[],"prefix":"aesgen_aesni_avx_128x2_ctr32","width":128}
 
@@ -902,7 +902,6 @@ aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt:
 	vmovdqa 0x80(%rdi),%xmm6                       # round key 8 stays in a register; KEY8
 	vmovdqa 0x90(%rdi),%xmm5                       # round key 9 stays in a register; KEY9
 	vmovdqa 0xa0(%rdi),%xmm4                       # round key 10 stays in a register; KEY10
-	vmovdqa 0xb0(%rdi),%xmm3                       # round key 11 stays in a register; KEY11
 	vmovdqu (%r8),%xmm0                            # ctr
 	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm0,%xmm0 # ctr
 	vmovdqa %xmm0,%xmm15                           # CTR_BASE
@@ -940,17 +939,18 @@ aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt:
 	vaesenc %xmm6,%xmm1,%xmm1                      # round 8; KEY8
 	vaesenc %xmm4,%xmm0,%xmm0                      # round 10; KEY10
 	vaesenc %xmm5,%xmm1,%xmm1                      # round 9; KEY9
-	vaesenc %xmm3,%xmm0,%xmm0                      # round 11; KEY11
+	vaesenc 0xb0(%rdi),%xmm0,%xmm0                 # round 11
 	vaesenc %xmm4,%xmm1,%xmm1                      # round 10; KEY10
-	vaesenc %xmm3,%xmm1,%xmm1                      # round 11; KEY11
+	vaesenc 0xb0(%rdi),%xmm1,%xmm1                 # round 11
 	vmovdqu (%rsi),%xmm2
-	vpxor 0xc0(%rdi),%xmm2,%xmm2                   # input folded into the last round key
+	vmovdqa 0xc0(%rdi),%xmm3                       # round key 12; KEY12_
+	vpxor %xmm3,%xmm2,%xmm2                        # input folded into the last round key; KEY12_
 	vaesenclast %xmm2,%xmm0,%xmm2                  # round 12 (last)
 	vmovdqu %xmm2,(%rdx)
 	vmovdqu 0x10(%rsi),%xmm2
-	vpxor 0xc0(%rdi),%xmm2,%xmm2                   # input folded into the last round key
-	vaesenclast %xmm2,%xmm1,%xmm2                  # round 12 (last)
-	vmovdqu %xmm2,0x10(%rdx)
+	vpxor %xmm3,%xmm2,%xmm3                        # input folded into the last round key; KEY12_
+	vaesenclast %xmm3,%xmm1,%xmm3                  # round 12 (last)
+	vmovdqu %xmm3,0x10(%rdx)
 	vpaddd .Laesgen_aesni_avx_128x2_ctr32_ctr_step2_x1(%rip),%xmm15,%xmm15 # CTR_BASE
 	add $0x20,%rsi
 	add $0x20,%rdx
@@ -972,7 +972,7 @@ aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt:
 	vaesenc %xmm6,%xmm0,%xmm0                      # round 8; KEY8
 	vaesenc %xmm5,%xmm0,%xmm0                      # round 9; KEY9
 	vaesenc %xmm4,%xmm0,%xmm0                      # round 10; KEY10
-	vaesenc %xmm3,%xmm0,%xmm0                      # round 11; KEY11
+	vaesenc 0xb0(%rdi),%xmm0,%xmm0                 # round 11
 	vmovdqu (%rsi),%xmm1
 	vpxor 0xc0(%rdi),%xmm1,%xmm1                   # input folded into the last round key
 	vaesenclast %xmm1,%xmm0,%xmm1                  # round 12 (last)
@@ -997,7 +997,7 @@ aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt:
 	vaesenc %xmm6,%xmm0,%xmm0                      # round 8; KEY8
 	vaesenc %xmm5,%xmm0,%xmm0                      # round 9; KEY9
 	vaesenc %xmm4,%xmm0,%xmm0                      # round 10; KEY10
-	vaesenc %xmm3,%xmm0,%xmm0                      # round 11; KEY11
+	vaesenc 0xb0(%rdi),%xmm0,%xmm0                 # round 11
 	vaesenclast 0xc0(%rdi),%xmm0,%xmm0             # round 12 (last)
 	vmovdqu %xmm0,-0x10(%rsp)                      # keystream block to the red zone
 	xor %r10d,%r10d
@@ -1024,7 +1024,6 @@ aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt:
 	vmovdqa 0x80(%rdi),%xmm6                       # round key 8 stays in a register; KEY8
 	vmovdqa 0x90(%rdi),%xmm5                       # round key 9 stays in a register; KEY9
 	vmovdqa 0xa0(%rdi),%xmm4                       # round key 10 stays in a register; KEY10
-	vmovdqa 0xb0(%rdi),%xmm3                       # round key 11 stays in a register; KEY11
 	vmovdqu (%r8),%xmm0                            # ctr
 	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm0,%xmm0 # ctr
 	vmovdqa %xmm0,%xmm15                           # CTR_BASE
@@ -1062,21 +1061,22 @@ aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt:
 	vaesenc %xmm6,%xmm1,%xmm1                      # round 8; KEY8
 	vaesenc %xmm4,%xmm0,%xmm0                      # round 10; KEY10
 	vaesenc %xmm5,%xmm1,%xmm1                      # round 9; KEY9
-	vaesenc %xmm3,%xmm0,%xmm0                      # round 11; KEY11
+	vaesenc 0xb0(%rdi),%xmm0,%xmm0                 # round 11
 	vaesenc %xmm4,%xmm1,%xmm1                      # round 10; KEY10
 	vaesenc 0xc0(%rdi),%xmm0,%xmm0                 # round 12
-	vaesenc %xmm3,%xmm1,%xmm1                      # round 11; KEY11
+	vaesenc 0xb0(%rdi),%xmm1,%xmm1                 # round 11
 	vaesenc 0xd0(%rdi),%xmm0,%xmm0                 # round 13
 	vaesenc 0xc0(%rdi),%xmm1,%xmm1                 # round 12
 	vaesenc 0xd0(%rdi),%xmm1,%xmm1                 # round 13
 	vmovdqu (%rsi),%xmm2
-	vpxor 0xe0(%rdi),%xmm2,%xmm2                   # input folded into the last round key
+	vmovdqa 0xe0(%rdi),%xmm3                       # round key 14; KEY14_
+	vpxor %xmm3,%xmm2,%xmm2                        # input folded into the last round key; KEY14_
 	vaesenclast %xmm2,%xmm0,%xmm2                  # round 14 (last)
 	vmovdqu %xmm2,(%rdx)
 	vmovdqu 0x10(%rsi),%xmm2
-	vpxor 0xe0(%rdi),%xmm2,%xmm2                   # input folded into the last round key
-	vaesenclast %xmm2,%xmm1,%xmm2                  # round 14 (last)
-	vmovdqu %xmm2,0x10(%rdx)
+	vpxor %xmm3,%xmm2,%xmm3                        # input folded into the last round key; KEY14_
+	vaesenclast %xmm3,%xmm1,%xmm3                  # round 14 (last)
+	vmovdqu %xmm3,0x10(%rdx)
 	vpaddd .Laesgen_aesni_avx_128x2_ctr32_ctr_step2_x1(%rip),%xmm15,%xmm15 # CTR_BASE
 	add $0x20,%rsi
 	add $0x20,%rdx
@@ -1098,7 +1098,7 @@ aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt:
 	vaesenc %xmm6,%xmm0,%xmm0                      # round 8; KEY8
 	vaesenc %xmm5,%xmm0,%xmm0                      # round 9; KEY9
 	vaesenc %xmm4,%xmm0,%xmm0                      # round 10; KEY10
-	vaesenc %xmm3,%xmm0,%xmm0                      # round 11; KEY11
+	vaesenc 0xb0(%rdi),%xmm0,%xmm0                 # round 11
 	vaesenc 0xc0(%rdi),%xmm0,%xmm0                 # round 12
 	vaesenc 0xd0(%rdi),%xmm0,%xmm0                 # round 13
 	vmovdqu (%rsi),%xmm1
@@ -1125,7 +1125,7 @@ aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt:
 	vaesenc %xmm6,%xmm0,%xmm0                      # round 8; KEY8
 	vaesenc %xmm5,%xmm0,%xmm0                      # round 9; KEY9
 	vaesenc %xmm4,%xmm0,%xmm0                      # round 10; KEY10
-	vaesenc %xmm3,%xmm0,%xmm0                      # round 11; KEY11
+	vaesenc 0xb0(%rdi),%xmm0,%xmm0                 # round 11
 	vaesenc 0xc0(%rdi),%xmm0,%xmm0                 # round 12
 	vaesenc 0xd0(%rdi),%xmm0,%xmm0                 # round 13
 	vaesenclast 0xe0(%rdi),%xmm0,%xmm0             # round 14 (last)
