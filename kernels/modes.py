@@ -18,6 +18,7 @@ from aesgen.ir import Mem, VReg
 
 from .aes import decrypt_rounds, encrypt_rounds, finish
 from .regs import r8, r32
+from .registry import Describe, describes
 
 Body = Callable[..., None]
 
@@ -181,6 +182,8 @@ def _bzhi_mask(b: FunctionBuilder, nbits: str) -> str:
 
 
 # ----------------------------------------------------------------------------- ECB
+@describes("ecb_encrypt", decrypt=False)
+@describes("ecb_decrypt", decrypt=True)
 def ecb_function(b: FunctionBuilder, decrypt: bool, cipher: Callable[..., VReg] | None = None) -> None:
     """ECB; `cipher(b, x, nr, width=)` replaces the block cipher (the fixed-key hash)."""
     spec = b.spec
@@ -213,6 +216,7 @@ def ecb_function(b: FunctionBuilder, decrypt: bool, cipher: Callable[..., VReg] 
 
 
 # ----------------------------------------------------------------------------- CTR32
+@describes("ctr32_encrypt")
 def ctr32_function(b: FunctionBuilder) -> None:
     inp, outp, n, ctr = (b.reg[a] for a in ("in", "out", "len", "ctr"))
     return_if_zero(b, n)
@@ -348,6 +352,7 @@ def partial_block(b: FunctionBuilder, base: VReg, bswap, nr: int, inp: str, outp
 
 
 # ----------------------------------------------------------------------------- CBC
+@describes("cbc_encrypt")
 def cbc_encrypt_function(b: FunctionBuilder) -> None:
     """Serial by definition: one xmm chain, nr AES rounds of latency per block.
 
@@ -386,6 +391,7 @@ def cbc_encrypt_function(b: FunctionBuilder) -> None:
     b.key_paths("key", path)
 
 
+@describes("cbc_decrypt")
 def cbc_decrypt_function(b: FunctionBuilder) -> None:
     spec = b.spec
     L = b.lanes
@@ -444,14 +450,12 @@ def cbc_decrypt_function(b: FunctionBuilder) -> None:
     b.key_paths("key", path)
 
 
-Describe = Callable[[FunctionBuilder], object]
-
 
 def block_cipher_functions(set_key: Callable[[FunctionBuilder, bool], object],
                            ecb: Callable[[FunctionBuilder, bool], object], ctr32: Describe,
                            cbc_encrypt: Describe, cbc_decrypt: Describe) -> dict[str, Describe]:
-    """A backend's key setup and ECB/CTR32/CBC descriptions (these here, or the bitsliced
-    ones) by C function name."""
+    """Another backend's key setup and ECB/CTR32/CBC descriptions (the bitsliced ones) by C
+    function name, for the functions the descriptions here mark with `describes`."""
     return {"set_encrypt_key": lambda b: set_key(b, False), "set_decrypt_key": lambda b: set_key(b, True),
             "ecb_encrypt": lambda b: ecb(b, False), "ecb_decrypt": lambda b: ecb(b, True),
             "ctr32_encrypt": ctr32, "cbc_encrypt": cbc_encrypt, "cbc_decrypt": cbc_decrypt}
