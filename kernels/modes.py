@@ -352,6 +352,21 @@ def partial_block(b: FunctionBuilder, base: VReg, bswap, nr: int, inp: str, outp
 
 
 # ----------------------------------------------------------------------------- CBC
+def serial_chain(b: FunctionBuilder, role: str, blocks: Callable[[str, str, str, str, int, VReg], None]) -> None:
+    """A serial mode (one block at a time, on xmm): nblocks == 0 touches nothing; per key size,
+    `blocks(in, out, nblocks, iv, nr, state)` runs with `state` pinned to one register as `role`."""
+    inp, outp, n, iv = (b.reg[a] for a in ("in", "out", "nblocks", "iv"))
+    return_if_zero(b, n)
+
+    def path(nr: int) -> None:
+        state = b.pinned(role)
+        with b.at_width(128):
+            blocks(inp, outp, n, iv, nr, state)
+        finish(b)
+
+    b.key_paths("key", path)
+
+
 @describes("cbc_encrypt")
 def cbc_encrypt_function(b: FunctionBuilder) -> None:
     """Serial by definition: one xmm chain, nr AES rounds of latency per block.
@@ -359,36 +374,30 @@ def cbc_encrypt_function(b: FunctionBuilder) -> None:
     The next plaintext block (with round key 0) is folded into this block's
     last round key, so the chain is nothing but AES rounds.
     """
-    inp, outp, n, iv = (b.reg[a] for a in ("in", "out", "nblocks", "iv"))
-    return_if_zero(b, n)
+    def blocks(inp: str, outp: str, n: str, iv: str, nr: int, state: VReg) -> None:
+        chain = b.v("vload", Mem(iv, 0), role="iv")
+        p = b.v("vload", Mem(inp, 0))
+        p = b.v("vxor", p, chain, comment="P0 ^ IV")
+        b.v("vxor", p, key(0), dst=state, comment="round 0: whiten")
+        top, last = b.label_name("block"), b.label_name("last")
+        b.label(top)
+        b.s("sub.r64.imm", n, imm=1)
+        b.branch("e", last)
+        u = b.v("vload", Mem(inp, 16), comment="next plaintext block")
+        u = b.v("vxor", u, key(0), comment="P[i+1] ^ k0")
+        t = b.v("vxor", u, key(nr), comment="folded into the last round key")
+        encrypt_rounds(b, state, nr, last_key=t, whiten=False, dst=state)
+        c = b.v("vxor", state, u, comment="C[i] = state ^ P[i+1] ^ k0")
+        b.store(Mem(outp, 0), c)
+        b.s("add.r64.imm", inp, imm=16)
+        b.s("add.r64.imm", outp, imm=16)
+        b.branch("jmp", top)
+        b.label(last)
+        c = encrypt_rounds(b, state, nr, whiten=False)
+        b.store(Mem(outp, 0), c)
+        b.store(Mem(iv, 0), c, comment="iv = last ciphertext block")
 
-    def path(nr: int) -> None:
-        state = b.pinned("CBC_STATE")
-        with b.at_width(128):
-            chain = b.v("vload", Mem(iv, 0), role="iv")
-            p = b.v("vload", Mem(inp, 0))
-            p = b.v("vxor", p, chain, comment="P0 ^ IV")
-            b.v("vxor", p, key(0), dst=state, comment="round 0: whiten")
-            top, last = b.label_name("block"), b.label_name("last")
-            b.label(top)
-            b.s("sub.r64.imm", n, imm=1)
-            b.branch("e", last)
-            u = b.v("vload", Mem(inp, 16), comment="next plaintext block")
-            u = b.v("vxor", u, key(0), comment="P[i+1] ^ k0")
-            t = b.v("vxor", u, key(nr), comment="folded into the last round key")
-            encrypt_rounds(b, state, nr, last_key=t, whiten=False, dst=state)
-            c = b.v("vxor", state, u, comment="C[i] = state ^ P[i+1] ^ k0")
-            b.store(Mem(outp, 0), c)
-            b.s("add.r64.imm", inp, imm=16)
-            b.s("add.r64.imm", outp, imm=16)
-            b.branch("jmp", top)
-            b.label(last)
-            c = encrypt_rounds(b, state, nr, whiten=False)
-            b.store(Mem(outp, 0), c)
-            b.store(Mem(iv, 0), c, comment="iv = last ciphertext block")
-        finish(b)
-
-    b.key_paths("key", path)
+    serial_chain(b, "CBC_STATE", blocks)
 
 
 @describes("cbc_decrypt")
