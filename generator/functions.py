@@ -198,9 +198,9 @@ class Mode:
 
 
 # In this order in default prefixes (spec.default_prefix).
-_MODES = (Mode("ecb", "ECB"), Mode("ctr32", "CTR32"), Mode("cbc", "CBC"), Mode("ghash", "GHASH"),
-          Mode("polyval", "POLYVAL"), Mode("gcm", "GCM"), Mode("gcm-siv", "GCM-SIV"), Mode("xts", "XTS"),
-          Mode("gfdouble", "GF(2^128) doubling"), Mode("ocb", "OCB3"), Mode("otr", "OTR"),
+_MODES = (Mode("ecb", "ECB"), Mode("ctr32", "CTR32"), Mode("cbc", "CBC"), Mode("cfb", "CFB128"),
+          Mode("ghash", "GHASH"), Mode("polyval", "POLYVAL"), Mode("gcm", "GCM"), Mode("gcm-siv", "GCM-SIV"),
+          Mode("xts", "XTS"), Mode("gfdouble", "GF(2^128) doubling"), Mode("ocb", "OCB3"), Mode("otr", "OTR"),
           Mode("rijndael256", "Rijndael-256"), Mode("simpira", "Simpira-256"), Mode("multikey", "multi-key ECB"),
           Mode("fixed-key-hash", "fixed-key hash"), Mode("cbc-multi", "multi-stream CBC"))
 
@@ -320,6 +320,8 @@ _RECORDS = (
             standard=StandardMode("CBC"), timed=True),
     _blocks("cbc_decrypt", DKEY, NBLOCKS, "iv", "set_decrypt_key", "CBC decryption (parallel)", "cbc",
             standard=StandardMode("CBC", decrypt=True), timed=True, explored=True),
+    _blocks("cfb_encrypt", KEY, NBLOCKS, "iv", "set_encrypt_key",
+            "CFB128 encryption (serial); iv ends as the last ciphertext block", "cfb", standard=StandardMode("CFB")),
     # GCM (SP 800-38D): the hash alone (ghash), the one-shot and the streaming functions (gcm)
     _key_setup("gcm_set_key", GKEY, "GCM key: AES schedule and the powers of H", ("ghash", "gcm")),
     _hash("ghash", GKEY, "GHASH (SP 800-38D) of whole blocks, continued from acc", ("ghash", "gcm"), "gcm_set_key"),

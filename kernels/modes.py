@@ -1,4 +1,4 @@
-"""ECB, CTR32 and CBC in the DSL, with their loops and tails.
+"""ECB, CTR32, CBC and CFB128 in the DSL, with their loops and tails.
 
 Every mode has the same skeleton: a main loop over D groups of one vector
 (D x lanes blocks), a loop over single vectors, then the tail: on AVX-512 one
@@ -398,6 +398,32 @@ def cbc_encrypt_function(b: FunctionBuilder) -> None:
         b.store(Mem(iv, 0), c, comment="iv = last ciphertext block")
 
     serial_chain(b, "CBC_STATE", blocks)
+
+
+@describes("cfb_encrypt")
+def cfb_encrypt_function(b: FunctionBuilder) -> None:
+    """CFB128 encryption, C[i] = P[i] ^ E(C[i-1]) from C[-1] = iv: serial, like CBC encryption.
+
+    The state is C[i-1] ^ k0, and P[i] ^ k0 is folded into the last round key, so the state
+    moves to C[i] ^ k0 through AES rounds alone.
+    """
+    def blocks(inp: str, outp: str, n: str, iv: str, nr: int, state: VReg) -> None:
+        chain = b.v("vload", Mem(iv, 0), role="iv")
+        b.v("vxor", chain, key(0), dst=state, comment="round 0: whiten the iv")
+        top = b.label_name("block")
+        b.label(top)
+        p = b.v("vload", Mem(inp, 0), comment="plaintext block")
+        p = b.v("vxor", p, key(0), comment="P[i] ^ k0")
+        t = b.v("vxor", p, key(nr), comment="folded into the last round key")
+        encrypt_rounds(b, state, nr, last_key=t, whiten=False, dst=state)
+        b.store(Mem(outp, 0), b.v("vxor", state, key(0), comment="C[i] = state ^ k0"))
+        b.s("add.r64.imm", inp, imm=16)
+        b.s("add.r64.imm", outp, imm=16)
+        b.s("sub.r64.imm", n, imm=1)
+        b.branch("ne", top)
+        b.store(Mem(iv, 0), b.v("vxor", state, key(0)), comment="iv = last ciphertext block")
+
+    serial_chain(b, "CFB_STATE", blocks)
 
 
 @describes("cbc_decrypt")
