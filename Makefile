@@ -11,7 +11,7 @@ JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 # The optional peers' build tools (`make peers` only): cmake, ninja, and C++ for BoringSSL.
 PEER_APT_PACKAGES := cmake ninja-build g++
 
-.PHONY: setup test test-portability test-full demo clean regen-check peers
+.PHONY: setup test test-portability test-full demo clean regen-check regen-docs peers
 
 # $(call apt_install,PACKAGES): as root on a system with apt-get, install what is missing; else say so.
 define apt_install
@@ -58,10 +58,14 @@ peers: setup
 	$(call apt_install,$(PEER_APT_PACKAGES))
 	JOBS=$(JOBS) $(BIN)/python -m aesgen.bench.peer_libs
 
-# Regenerate the golden kernels and fail if the generator's output changed (avo-style).
-regen-check: setup
+# Rewrite what the docs derive from the code: docs/abi.md's function table (from aesgen.functions).
+regen-docs: setup
+	$(BIN)/python -m aesgen.tools.abi_doc docs/abi.md
+
+# Regenerate the golden kernels and the derived docs, and fail if either changed (avo-style).
+regen-check: regen-docs
 	AESGEN_UPDATE_GOLDEN=1 $(BIN)/pytest -q tests/test_pipeline.py -k golden
-	git diff --exit-code -- tests/golden
+	git diff --exit-code -- tests/golden docs/abi.md
 
 clean:
 	rm -rf $(OUT) build .pytest_cache *.egg-info

@@ -10,8 +10,11 @@ it.  Everything else is derived from it:
   and its summary (aesgen.kernels pairs each record with the description that builds it);
 - which functions a file lists, and at which mode's width and depth each one runs
   (`MODE_FUNCTIONS`, `COMMON_FUNCTIONS`, `mode_of`; aesgen.spec re-exports them);
-- the verifier's signatures (aesgen.verify.signatures: ctypes types from the C types);
-- the function table of docs/abi.md (tests/test_functions.py checks the two agree).
+- the verifier's signatures (aesgen.verify.signatures: ctypes types from the C types), and for a
+  function that names the standard mode it implements (`StandardMode`), what the verifier's
+  differential, known-answer and smoke checks expect of it (aesgen.verify.standard);
+- what the benchmark times and explore sweeps per mode (`TIMED_FUNCTIONS`, `EXPLORED_FUNCTIONS`);
+- the function table of docs/abi.md (aesgen.tools.abi_doc writes it; `make regen-check` diffs it).
 
 Records are in file order: a file lists `COMMON_FUNCTIONS`, then, mode by mode in the order asked
 for, that mode's functions in the order they stand here (a function two modes share appears once).
@@ -101,6 +104,16 @@ EVERY_FILE: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
+class StandardMode:
+    """The standard block-cipher mode a function implements, named as `cryptography` names its mode
+    class ("ECB", "CBC", "CFB", "OFB"; SP 800-38A): the verifier checks the function against that
+    library and the mode's published CAVP vectors, with no reference of its own."""
+
+    name: str
+    decrypt: bool = False
+
+
+@dataclass(frozen=True)
 class CFunction:
     """One exported C function (unprefixed name) and its contract."""
 
@@ -119,10 +132,18 @@ class CFunction:
     len0_touches_nothing: bool = False
     # Decrypt-and-verify: returns -1 on a wrong tag with every output byte zeroed.
     zero_on_fail: bool = False
+    # Block functions: the standard computation it implements (None: the verifier has its own reference).
+    standard: StandardMode | None = None
+    # `aesgen bench` times it (bench.c knows how to call it); `explored`: the one function explore and
+    # tune sweep for its mode.
+    timed: bool = False
+    explored: bool = False
 
     def __post_init__(self) -> None:
         if self.returns not in ("int", "void"):
             raise ValueError(f"{self.name}: returns int or void, not {self.returns!r}")
+        if self.explored and not self.timed:
+            raise ValueError(f"{self.name}: explore sweeps only what the benchmark times")
 
     @property
     def is_key_setup(self) -> bool:
@@ -177,9 +198,9 @@ class Mode:
 
 
 # In this order in default prefixes (spec.default_prefix).
-_MODES = (Mode("ecb", "ECB"), Mode("ctr32", "CTR32"), Mode("cbc", "CBC"), Mode("ghash", "GHASH"),
-          Mode("polyval", "POLYVAL"), Mode("gcm", "GCM"), Mode("gcm-siv", "GCM-SIV"), Mode("xts", "XTS"),
-          Mode("gfdouble", "GF(2^128) doubling"), Mode("ocb", "OCB3"), Mode("otr", "OTR"),
+_MODES = (Mode("ecb", "ECB"), Mode("ctr32", "CTR32"), Mode("cbc", "CBC"), Mode("cfb", "CFB128"),
+          Mode("ghash", "GHASH"), Mode("polyval", "POLYVAL"), Mode("gcm", "GCM"), Mode("gcm-siv", "GCM-SIV"),
+          Mode("xts", "XTS"), Mode("gfdouble", "GF(2^128) doubling"), Mode("ocb", "OCB3"), Mode("otr", "OTR"),
           Mode("rijndael256", "Rijndael-256"), Mode("simpira", "Simpira-256"), Mode("multikey", "multi-key ECB"),
           Mode("fixed-key-hash", "fixed-key hash"), Mode("cbc-multi", "multi-stream CBC"))
 
@@ -232,20 +253,21 @@ def _key_setup(name: str, key: Param, summary: str, modes: tuple[str, ...],
 
 
 def _blocks(name: str, key: Param, count: Param, chain: str | None, setup: str, summary: str,
-            mode: str) -> CFunction:
-    """(key, in, out, nblocks or len[, ctr or iv]): the block-cipher modes."""
+            mode: str, **rest: object) -> CFunction:
+    """(key, in, out, nblocks or len[, ctr or iv]): the block-cipher modes (`rest`: standard, timed...)."""
     size = "len" if count == LEN else f"16*{count.name}"
     params = (key, _in(size), _out(size), count) + ((Param(chain, "uint8_t[16]", access="rw"),) if chain else ())
-    return CFunction(name, "void", params, summary, (mode,), BLOCK, key_setup=setup, len0_touches_nothing=True)
+    return CFunction(name, "void", params, summary, (mode,), BLOCK, key_setup=setup, len0_touches_nothing=True,
+                     **rest)
 
 
 def _aead(name: str, family: str, key: Param, nonce: str, setup: str, decrypt: bool, summary: str,
-          mode: str, taglen: bool = True) -> CFunction:
+          mode: str, taglen: bool = True, **timing: bool) -> CFunction:
     """(key, nonce, noncelen, aad, aadlen, in, out, len, tag[, taglen]) -> int: the one-shot AEADs."""
     tag = (_tag(decrypt, "taglen"), Param("taglen", "size_t")) if taglen else (_tag(decrypt, 16),)
     return CFunction(name, "int", (key, Param(nonce, "const uint8_t *", f"{nonce}len", "r"),
                                    Param(f"{nonce}len", "size_t"), *AAD, *TEXT, *tag),
-                     summary, (mode,), family, key_setup=setup, zero_on_fail=decrypt)
+                     summary, (mode,), family, key_setup=setup, zero_on_fail=decrypt, **timing)
 
 
 def _gcmsiv(name: str, decrypt: bool, summary: str) -> CFunction:
@@ -260,42 +282,51 @@ def _stream(name: str, returns: str, params: tuple[Param, ...], summary: str) ->
 
 
 def _hash(name: str, key: Param, summary: str, modes: tuple[str, ...], setup: str | None) -> CFunction:
-    """(key or h, acc, data, nblocks): GHASH and POLYVAL, continued from acc."""
+    """(key or h, acc, data, nblocks): GHASH and POLYVAL, continued from acc (both timed and explored)."""
     return CFunction(name, "void", (key, Param("acc", "uint8_t[16]", access="rw"),
                                     Param("data", "const uint8_t *", "16*nblocks", "r"), NBLOCKS),
-                     summary, modes, HASH, key_setup=setup, len0_touches_nothing=True)
+                     summary, modes, HASH, key_setup=setup, len0_touches_nothing=True, timed=True, explored=True)
 
 
-def _xts(name: str, summary: str) -> CFunction:
+def _xts(name: str, summary: str, **timing: bool) -> CFunction:
     return CFunction(name, "void", (XKEY, *TEXT, Param("tweak", "const uint8_t[16]", access="r")),
-                     summary, ("xts",), XTS, key_setup="xts_set_key", len0_touches_nothing=True)
+                     summary, ("xts",), XTS, key_setup="xts_set_key", len0_touches_nothing=True, **timing)
 
 
 def _gfdouble(name: str, summary: str) -> CFunction:
     return CFunction(name, "void", (Param("tweak", "const uint8_t[16]", access="r"), _out("16*nblocks"), NBLOCKS),
-                     summary, ("gfdouble",), GFDOUBLE, len0_touches_nothing=True)
+                     summary, ("gfdouble",), GFDOUBLE, len0_touches_nothing=True, timed=True)
 
 
-def _wideblock(name: str, key: tuple[Param, ...], setup: str | None, summary: str, mode: str) -> CFunction:
+def _wideblock(name: str, key: tuple[Param, ...], setup: str | None, summary: str, mode: str,
+               **timing: bool) -> CFunction:
     """nblocks 32-byte blocks from in to out (Rijndael-256 under a key, or Simpira-256)."""
     return CFunction(name, "void", (*key, _in("32*nblocks"), _out("32*nblocks"), NBLOCKS), summary, (mode,),
-                     WIDEBLOCK, key_setup=setup, len0_touches_nothing=True)
+                     WIDEBLOCK, key_setup=setup, len0_touches_nothing=True, **timing)
 
 
 _RECORDS = (
     CFunction("cpu_supported", "int", (), "1 if CPUID and XGETBV allow this file's instructions", EVERY_FILE, CPU),
     _key_setup("set_encrypt_key", KEY, "AES key expansion (FIPS-197)", EVERY_FILE),
     _key_setup("set_decrypt_key", KEY, "equivalent inverse cipher key schedule", EVERY_FILE),
-    _blocks("ecb_encrypt", KEY, NBLOCKS, None, "set_encrypt_key", "ECB encryption", "ecb"),
-    _blocks("ecb_decrypt", DKEY, NBLOCKS, None, "set_decrypt_key", "ECB decryption", "ecb"),
+    _blocks("ecb_encrypt", KEY, NBLOCKS, None, "set_encrypt_key", "ECB encryption", "ecb",
+            standard=StandardMode("ECB"), timed=True, explored=True),
+    _blocks("ecb_decrypt", DKEY, NBLOCKS, None, "set_decrypt_key", "ECB decryption", "ecb",
+            standard=StandardMode("ECB", decrypt=True), timed=True),
+    # CTR with a 32-bit counter is not cryptography's CTR (a 128-bit counter): the verifier models it
     _blocks("ctr32_encrypt", KEY, LEN, "ctr", "set_encrypt_key",
-            "CTR with a 32-bit big-endian counter (encrypts and decrypts)", "ctr32"),
-    _blocks("cbc_encrypt", KEY, NBLOCKS, "iv", "set_encrypt_key", "CBC encryption (serial)", "cbc"),
-    _blocks("cbc_decrypt", DKEY, NBLOCKS, "iv", "set_decrypt_key", "CBC decryption (parallel)", "cbc"),
+            "CTR with a 32-bit big-endian counter (encrypts and decrypts)", "ctr32", timed=True, explored=True),
+    _blocks("cbc_encrypt", KEY, NBLOCKS, "iv", "set_encrypt_key", "CBC encryption (serial)", "cbc",
+            standard=StandardMode("CBC"), timed=True),
+    _blocks("cbc_decrypt", DKEY, NBLOCKS, "iv", "set_decrypt_key", "CBC decryption (parallel)", "cbc",
+            standard=StandardMode("CBC", decrypt=True), timed=True, explored=True),
+    _blocks("cfb_encrypt", KEY, NBLOCKS, "iv", "set_encrypt_key",
+            "CFB128 encryption (serial); iv ends as the last ciphertext block", "cfb", standard=StandardMode("CFB")),
     # GCM (SP 800-38D): the hash alone (ghash), the one-shot and the streaming functions (gcm)
     _key_setup("gcm_set_key", GKEY, "GCM key: AES schedule and the powers of H", ("ghash", "gcm")),
     _hash("ghash", GKEY, "GHASH (SP 800-38D) of whole blocks, continued from acc", ("ghash", "gcm"), "gcm_set_key"),
-    _aead("gcm_encrypt", GCM, GKEY, "iv", "gcm_set_key", False, "AES-GCM encryption and tag (one call)", "gcm"),
+    _aead("gcm_encrypt", GCM, GKEY, "iv", "gcm_set_key", False, "AES-GCM encryption and tag (one call)", "gcm",
+          timed=True, explored=True),
     _aead("gcm_decrypt", GCM, GKEY, "iv", "gcm_set_key", True,
           "AES-GCM decryption; -1 and out zeroed on a wrong tag", "gcm"),
     _stream("gcm_start", "int", (replace(CTX, access="w"), replace(GKEY, kernel_name=""),
@@ -320,22 +351,24 @@ _RECORDS = (
                                      Param("enc", "int")),
               "XTS key: key1's schedule (encrypt, or decrypt if enc == 0), then key2's", ("xts",), XTS,
               key_bits=(128, 192, 256)),
-    _xts("xts_encrypt", "XTS-AES (IEEE 1619) encryption with ciphertext stealing"),
-    _xts("xts_decrypt", "XTS-AES (IEEE 1619) decryption with ciphertext stealing"),
+    _xts("xts_encrypt", "XTS-AES (IEEE 1619) encryption with ciphertext stealing", timed=True, explored=True),
+    _xts("xts_decrypt", "XTS-AES (IEEE 1619) decryption with ciphertext stealing", timed=True),
     _gfdouble("gfdouble_le", "out[i] = tweak * x^i in GF(2^128), little-endian blocks (XTS)"),
     _gfdouble("gfdouble_be", "out[i] = tweak * x^i in GF(2^128), big-endian blocks (OCB, OTR)"),
     # OCB3 (RFC 7253)
     _key_setup("ocb_set_key", OKEY, "OCB key: both AES schedules, L_*, L_$, L_0..L_63 and the batch offset tables",
                ("ocb",)),
-    _aead("ocb_encrypt", OCB, OKEY, "nonce", "ocb_set_key", False, "AES-OCB3 (RFC 7253) encryption and tag", "ocb"),
+    _aead("ocb_encrypt", OCB, OKEY, "nonce", "ocb_set_key", False, "AES-OCB3 (RFC 7253) encryption and tag", "ocb",
+          timed=True, explored=True),
     _aead("ocb_decrypt", OCB, OKEY, "nonce", "ocb_set_key", True,
-          "AES-OCB3 decryption; -1 and out zeroed on a wrong tag", "ocb"),
+          "AES-OCB3 decryption; -1 and out zeroed on a wrong tag", "ocb", timed=True),
     # AES-OTR v3.1, parallel AD
     _key_setup("otr_set_key", TKEY, "AES-OTR key: the AES encryption schedule, then Q = E_K(0)", ("otr",)),
     _aead("otr_encrypt", OTR, TKEY, "nonce", "otr_set_key", False,
-          "AES-OTR v3.1 (parallel AD) encryption and 16-byte tag", "otr", taglen=False),
+          "AES-OTR v3.1 (parallel AD) encryption and 16-byte tag", "otr", taglen=False, timed=True, explored=True),
     _aead("otr_decrypt", OTR, TKEY, "nonce", "otr_set_key", True,
-          "AES-OTR v3.1 decryption; -1 and out zeroed on a wrong tag or nonce length", "otr", taglen=False),
+          "AES-OTR v3.1 decryption; -1 and out zeroed on a wrong tag or nonce length", "otr", taglen=False,
+          timed=True),
     # batched kernels (MPC / garbling) and multi-stream CBC: the verifier's scenes size their buffers
     CFunction("set_encrypt_keys", "int", (Param("user_keys", "const uint8_t *", access="r"), BITS,
                                           Param("nkeys", "unsigned"), Param("keys", "void *", access="w", aligned=True)),
@@ -346,29 +379,31 @@ _RECORDS = (
                                                Param("out", "uint8_t *", access="w"),
                                                Param("blocks_per_key", "size_t")),
               "ECB of blocks_per_key blocks under each of nkeys keys, keys in the lanes", ("multikey",), MPC,
-              key_setup="set_encrypt_keys", len0_touches_nothing=True),
+              key_setup="set_encrypt_keys", len0_touches_nothing=True, timed=True, explored=True),
     CFunction("fixed_key_hash", "void", (KEY, _in("16*nblocks"), _out("16*nblocks"), NBLOCKS),
               "correlation-robust hash pi(sigma(x)) ^ sigma(x) under one fixed key", ("fixed-key-hash",), MPC,
-              key_setup="set_encrypt_key", len0_touches_nothing=True),
+              key_setup="set_encrypt_key", len0_touches_nothing=True, timed=True, explored=True),
     # arrays of nstreams pointers (read; the streams' buffers are written)
     CFunction("cbc_encrypt_multi", "void", (Param("keys", "const void *const *", access="r"),
                                             Param("in", "const uint8_t *const *", access="r"),
                                             Param("out", "uint8_t *const *", access="r"), NBLOCKS,
                                             Param("ivs", "uint8_t *const *", access="r"), Param("nstreams", "unsigned")),
               "CBC encryption of nstreams independent equal-length streams, interleaved", ("cbc-multi",), MPC,
-              key_setup="set_encrypt_key", len0_touches_nothing=True),
+              key_setup="set_encrypt_key", len0_touches_nothing=True, timed=True, explored=True),
     # 256-bit blocks on the AES round instructions (kernels/wideblock.py)
     _key_setup("rijndael256_set_encrypt_key", RKEY,
                "Rijndael-256 key expansion (Nk = Nb = 8: 120 words); bits must be 256", ("rijndael256",), bits=(256,)),
     _key_setup("rijndael256_set_decrypt_key", RKEY,
                "Rijndael-256 equivalent inverse cipher schedule; bits must be 256", ("rijndael256",), bits=(256,)),
     _wideblock("rijndael256_ecb_encrypt", (RKEY,), "rijndael256_set_encrypt_key",
-               "Rijndael-256 (256-bit blocks, 14 rounds) in ECB: nblocks 32-byte blocks", "rijndael256"),
+               "Rijndael-256 (256-bit blocks, 14 rounds) in ECB: nblocks 32-byte blocks", "rijndael256",
+               timed=True, explored=True),
     _wideblock("rijndael256_ecb_decrypt", (RKEY,), "rijndael256_set_decrypt_key",
-               "Rijndael-256 ECB decryption (the decryption schedule)", "rijndael256"),
-    _wideblock("simpira256_permute", (), None, "Simpira v2 (b = 2) of each of nblocks 32-byte blocks", "simpira"),
+               "Rijndael-256 ECB decryption (the decryption schedule)", "rijndael256", timed=True),
+    _wideblock("simpira256_permute", (), None, "Simpira v2 (b = 2) of each of nblocks 32-byte blocks", "simpira",
+               timed=True, explored=True),
     _wideblock("simpira256_inverse", (), None,
-               "the inverse of Simpira v2 (b = 2) of each of nblocks 32-byte blocks", "simpira"),
+               "the inverse of Simpira v2 (b = 2) of each of nblocks 32-byte blocks", "simpira", timed=True),
 )
 
 FUNCTIONS: dict[str, CFunction] = {f.name: f for f in _RECORDS}
@@ -384,3 +419,11 @@ def mode_of(function: str) -> str | None:
     key setup (whose key has the file's layout) and the functions of every file have none."""
     f = FUNCTIONS.get(function)
     return f.modes[0] if f and f.modes and not f.is_key_setup else None
+
+
+# What `aesgen bench` times for each mode (its own functions, not those it shares with an earlier
+# mode: gcm times gcm_encrypt, not ghash), and the one function explore and tune sweep per mode.
+TIMED_FUNCTIONS: dict[str, tuple[str, ...]] = {
+    m: tuple(f.name for f in _RECORDS if f.timed and mode_of(f.name) == m) for m in MODES}
+EXPLORED_FUNCTIONS: dict[str, str] = {
+    m: f.name for m in MODES for f in _RECORDS if f.explored and mode_of(f.name) == m}

@@ -11,6 +11,7 @@ from typing import Callable
 from aesgen.dsl import FunctionBuilder, key
 from aesgen.ir import Mem, Operand, VReg
 
+from .registry import describes
 from .regs import RESULT, r32
 
 
@@ -208,6 +209,8 @@ def expand_schedule(b: FunctionBuilder, bits: int, user: str, out: str, decrypt:
     b.s("mov.m32.imm", Mem(out, b.spec.rounds_offset, bits=32), imm=nr, comment="round count")
 
 
+@describes("set_encrypt_key", decrypt=False)
+@describes("set_decrypt_key", decrypt=True)
 def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
     """P_set_{en,de}crypt_key(user_key, bits, key): 0, or -1 when bits is not 128/192/256."""
     key_size_paths(b, decrypt)

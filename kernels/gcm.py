@@ -24,6 +24,7 @@ from .aes import encrypt_rounds
 from .frame import CALLEE_SAVED, aligned, leave_frame, open_frame, push_saved
 from .ghash import HashCore, Products, dot, multiply
 from .modes import MASK, counter_base, ctr_stream
+from .registry import describes
 from .regs import RESULT, arg, r8, r32
 
 # The slots below (gcm_stream's end at 120), in 128 bytes under the six callee-saved
@@ -409,6 +410,8 @@ class Stitch:
         b.s("lea.r64.m", REST[1], Mem(LEN, back))
 
 
+@describes("gcm_encrypt", decrypt=False)
+@describes("gcm_decrypt", decrypt=True)
 def gcm_function(b: FunctionBuilder, decrypt: bool) -> None:
     g = Gcm(b, decrypt)
     g.entry()

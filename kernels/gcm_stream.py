@@ -25,6 +25,7 @@ from .aes import encrypt_rounds
 from .frame import open_frame, push_saved
 from .gcm import BLOCK, BYTE, BYTES_HI, EKJ0, FRAME, IN, IV, IVLEN, KEY, LEN, OUT, REST, SCRATCH, Gcm, Stitch
 from .modes import counter_base, ctr_stream
+from .registry import describes
 from .regs import RESULT, arg, r8, r32
 
 CTX = "r14"
@@ -155,6 +156,7 @@ class GcmStream(Gcm):
         self.advance_counter(r32(PUBLIC))
 
 
+@describes("gcm_start")
 def gcm_start_function(b: FunctionBuilder) -> None:
     """P_gcm_start(ctx, gkey, iv, ivlen): -1 for an empty IV, else J0, E(K, J0), zero state."""
     g = GcmStream(b)
@@ -195,6 +197,7 @@ def gcm_start_function(b: FunctionBuilder) -> None:
     b.single_path(None, refuse)
 
 
+@describes("gcm_aad")
 def gcm_aad_function(b: FunctionBuilder) -> None:
     """P_gcm_aad(ctx, aad, len): continue the hash over len more AAD bytes."""
     g = GcmStream(b)
@@ -231,6 +234,8 @@ def gcm_aad_function(b: FunctionBuilder) -> None:
     b.single_path(None, body)
 
 
+@describes("gcm_encrypt_update", decrypt=False)
+@describes("gcm_decrypt_update", decrypt=True)
 def gcm_update_function(b: FunctionBuilder, decrypt: bool) -> None:
     """P_gcm_{en,de}crypt_update(ctx, in, out, len): any chunking; the counter, hash and
     partial block carry over in the context."""
@@ -296,6 +301,7 @@ def gcm_update_function(b: FunctionBuilder, decrypt: bool) -> None:
     b.single_path(None, nothing)
 
 
+@describes("gcm_finish")
 def gcm_finish_function(b: FunctionBuilder) -> None:
     """P_gcm_finish(ctx, tag): hash the last partial block and the lengths; tag = E(K, J0) ^ S.
     The context's secrets are wiped."""

@@ -31,6 +31,7 @@ from .ghash import HashCore, build_powers, dot
 from .gcm import AAD, AAD_LEN, AAD_LEN_REG, AAD_PTR, BLOCK, LEN, SCRATCH, TAG, TAG_PTR, TAGLEN, Gcm
 from .modes import counter_base, ctr_stream
 from .regs import RESULT, r32
+from .registry import describes
 
 # The GCM-SIV area starts after the GCM frame, 64-byte aligned relative to rsp.
 AREA = (gcm.FRAME + 63) // 64 * 64
@@ -46,6 +47,7 @@ NEEDED = "r8"  # the powers of H the message needs (public)
 CTR_IN, CTR_OUT, CTR_LEN = "rsi", "rdi", "rdx"  # the CTR pass
 
 
+@describes("gcmsiv_set_key")
 def gcmsiv_set_key_function(b: FunctionBuilder) -> None:
     """P_gcmsiv_set_key(user_key, bits, skey): the key-generating key's AES schedule; 128 or 256
     bits, else -1 (RFC 8452 has no AES-192)."""
@@ -221,6 +223,8 @@ class GcmSiv(Gcm):
         leave_frame(b, self.frame, CALLEE_SAVED)
 
 
+@describes("gcmsiv_encrypt", decrypt=False)
+@describes("gcmsiv_decrypt", decrypt=True)
 def gcmsiv_function(b: FunctionBuilder, decrypt: bool) -> None:
     g = GcmSiv(b, decrypt)
     g.entry()

@@ -1,4 +1,4 @@
-"""ECB, CTR32 and CBC in the DSL, with their loops and tails.
+"""ECB, CTR32, CBC and CFB128 in the DSL, with their loops and tails.
 
 Every mode has the same skeleton: a main loop over D groups of one vector
 (D x lanes blocks), a loop over single vectors, then the tail: on AVX-512 one
@@ -18,6 +18,7 @@ from aesgen.ir import Mem, VReg
 
 from .aes import decrypt_rounds, encrypt_rounds, finish
 from .regs import r8, r32
+from .registry import Describe, describes
 
 Body = Callable[..., None]
 
@@ -191,6 +192,8 @@ def _bzhi_mask(b: FunctionBuilder, nbits: str, scratch: str = MASK_BITS,
 
 
 # ----------------------------------------------------------------------------- ECB
+@describes("ecb_encrypt", decrypt=False)
+@describes("ecb_decrypt", decrypt=True)
 def ecb_function(b: FunctionBuilder, decrypt: bool, cipher: Callable[..., VReg] | None = None) -> None:
     """ECB; `cipher(b, x, nr, width=)` replaces the block cipher (the fixed-key hash)."""
     spec = b.spec
@@ -223,6 +226,7 @@ def ecb_function(b: FunctionBuilder, decrypt: bool, cipher: Callable[..., VReg] 
 
 
 # ----------------------------------------------------------------------------- CTR32
+@describes("ctr32_encrypt")
 def ctr32_function(b: FunctionBuilder) -> None:
     inp, outp, n, ctr = (b.reg[a] for a in ("in", "out", "len", "ctr"))
     return_if_zero(b, n)
@@ -358,44 +362,81 @@ def partial_block(b: FunctionBuilder, base: VReg, bswap, nr: int, inp: str, outp
 
 
 # ----------------------------------------------------------------------------- CBC
+def serial_chain(b: FunctionBuilder, role: str, blocks: Callable[[str, str, str, str, int, VReg], None]) -> None:
+    """A serial mode (one block at a time, on xmm): nblocks == 0 touches nothing; per key size,
+    `blocks(in, out, nblocks, iv, nr, state)` runs with `state` pinned to one register as `role`."""
+    inp, outp, n, iv = (b.reg[a] for a in ("in", "out", "nblocks", "iv"))
+    return_if_zero(b, n)
+
+    def path(nr: int) -> None:
+        state = b.pinned(role)
+        with b.at_width(128):
+            blocks(inp, outp, n, iv, nr, state)
+        finish(b)
+
+    b.key_paths("key", path)
+
+
+@describes("cbc_encrypt")
 def cbc_encrypt_function(b: FunctionBuilder) -> None:
     """Serial by definition: one xmm chain, nr AES rounds of latency per block.
 
     The next plaintext block (with round key 0) is folded into this block's
     last round key, so the chain is nothing but AES rounds.
     """
-    inp, outp, n, iv = (b.reg[a] for a in ("in", "out", "nblocks", "iv"))
-    return_if_zero(b, n)
+    def blocks(inp: str, outp: str, n: str, iv: str, nr: int, state: VReg) -> None:
+        chain = b.v("vload", Mem(iv, 0), role="iv")
+        p = b.v("vload", Mem(inp, 0))
+        p = b.v("vxor", p, chain, comment="P0 ^ IV")
+        b.v("vxor", p, key(0), dst=state, comment="round 0: whiten")
+        top, last = b.label_name("block"), b.label_name("last")
+        b.label(top)
+        b.s("sub.r64.imm", n, imm=1)
+        b.branch("e", last)
+        u = b.v("vload", Mem(inp, 16), comment="next plaintext block")
+        u = b.v("vxor", u, key(0), comment="P[i+1] ^ k0")
+        t = b.v("vxor", u, key(nr), comment="folded into the last round key")
+        encrypt_rounds(b, state, nr, last_key=t, whiten=False, dst=state)
+        c = b.v("vxor", state, u, comment="C[i] = state ^ P[i+1] ^ k0")
+        b.store(Mem(outp, 0), c)
+        b.s("add.r64.imm", inp, imm=16)
+        b.s("add.r64.imm", outp, imm=16)
+        b.branch("jmp", top)
+        b.label(last)
+        c = encrypt_rounds(b, state, nr, whiten=False)
+        b.store(Mem(outp, 0), c)
+        b.store(Mem(iv, 0), c, comment="iv = last ciphertext block")
 
-    def path(nr: int) -> None:
-        state = b.pinned("CBC_STATE")
-        with b.at_width(128):
-            chain = b.v("vload", Mem(iv, 0), role="iv")
-            p = b.v("vload", Mem(inp, 0))
-            p = b.v("vxor", p, chain, comment="P0 ^ IV")
-            b.v("vxor", p, key(0), dst=state, comment="round 0: whiten")
-            top, last = b.label_name("block"), b.label_name("last")
-            b.label(top)
-            b.s("sub.r64.imm", n, imm=1)
-            b.branch("e", last)
-            u = b.v("vload", Mem(inp, 16), comment="next plaintext block")
-            u = b.v("vxor", u, key(0), comment="P[i+1] ^ k0")
-            t = b.v("vxor", u, key(nr), comment="folded into the last round key")
-            encrypt_rounds(b, state, nr, last_key=t, whiten=False, dst=state)
-            c = b.v("vxor", state, u, comment="C[i] = state ^ P[i+1] ^ k0")
-            b.store(Mem(outp, 0), c)
-            b.s("add.r64.imm", inp, imm=16)
-            b.s("add.r64.imm", outp, imm=16)
-            b.branch("jmp", top)
-            b.label(last)
-            c = encrypt_rounds(b, state, nr, whiten=False)
-            b.store(Mem(outp, 0), c)
-            b.store(Mem(iv, 0), c, comment="iv = last ciphertext block")
-        finish(b)
-
-    b.key_paths("key", path)
+    serial_chain(b, "CBC_STATE", blocks)
 
 
+@describes("cfb_encrypt")
+def cfb_encrypt_function(b: FunctionBuilder) -> None:
+    """CFB128 encryption, C[i] = P[i] ^ E(C[i-1]) from C[-1] = iv: serial, like CBC encryption.
+
+    The state is C[i-1] ^ k0, and P[i] ^ k0 is folded into the last round key, so the state
+    moves to C[i] ^ k0 through AES rounds alone.
+    """
+    def blocks(inp: str, outp: str, n: str, iv: str, nr: int, state: VReg) -> None:
+        chain = b.v("vload", Mem(iv, 0), role="iv")
+        b.v("vxor", chain, key(0), dst=state, comment="round 0: whiten the iv")
+        top = b.label_name("block")
+        b.label(top)
+        p = b.v("vload", Mem(inp, 0), comment="plaintext block")
+        p = b.v("vxor", p, key(0), comment="P[i] ^ k0")
+        t = b.v("vxor", p, key(nr), comment="folded into the last round key")
+        encrypt_rounds(b, state, nr, last_key=t, whiten=False, dst=state)
+        b.store(Mem(outp, 0), b.v("vxor", state, key(0), comment="C[i] = state ^ k0"))
+        b.s("add.r64.imm", inp, imm=16)
+        b.s("add.r64.imm", outp, imm=16)
+        b.s("sub.r64.imm", n, imm=1)
+        b.branch("ne", top)
+        b.store(Mem(iv, 0), b.v("vxor", state, key(0)), comment="iv = last ciphertext block")
+
+    serial_chain(b, "CFB_STATE", blocks)
+
+
+@describes("cbc_decrypt")
 def cbc_decrypt_function(b: FunctionBuilder) -> None:
     spec = b.spec
     L = b.lanes
@@ -454,14 +495,12 @@ def cbc_decrypt_function(b: FunctionBuilder) -> None:
     b.key_paths("key", path)
 
 
-Describe = Callable[[FunctionBuilder], object]
-
 
 def block_cipher_functions(set_key: Callable[[FunctionBuilder, bool], object],
                            ecb: Callable[[FunctionBuilder, bool], object], ctr32: Describe,
                            cbc_encrypt: Describe, cbc_decrypt: Describe) -> dict[str, Describe]:
-    """A backend's key setup and ECB/CTR32/CBC descriptions (these here, or the bitsliced
-    ones) by C function name."""
+    """Another backend's key setup and ECB/CTR32/CBC descriptions (the bitsliced ones) by C
+    function name, for the functions the descriptions here mark with `describes`."""
     return {"set_encrypt_key": lambda b: set_key(b, False), "set_decrypt_key": lambda b: set_key(b, True),
             "ecb_encrypt": lambda b: ecb(b, False), "ecb_decrypt": lambda b: ecb(b, True),
             "ctr32_encrypt": ctr32, "cbc_encrypt": cbc_encrypt, "cbc_decrypt": cbc_decrypt}

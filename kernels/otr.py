@@ -41,6 +41,7 @@ from .gcm import BYTE, BYTES_HI, gather_partial
 from .gfdouble import TweakStream, double, gpr_double
 from .modes import byte_mask, vector_loops
 from .regs import RESULT, r8, r32
+from .registry import describes
 from .xts import steal_table, xmm_method
 
 GATHER, OUTGOING, TAG_DIFF, TA = (Mem("rsp", o) for o in (0, 16, 32, 48))
@@ -81,6 +82,7 @@ def keep_table() -> Const:
     return Const("otr_keep", b"\xff" * 16 + bytes(16))
 
 
+@describes("otr_set_key")
 def otr_set_key_function(b: FunctionBuilder) -> None:
     """P_otr_set_key(user_key, bits, tkey): the encryption schedule, then Q = E_K(0)."""
     spec = b.spec
@@ -712,5 +714,7 @@ def fold(b: FunctionBuilder, v: VReg) -> None:
         b.v("vxor", v, b.v("upper_half", v, width=w), dst=v, width=w, comment="fold the lanes")
 
 
+@describes("otr_encrypt", decrypt=False)
+@describes("otr_decrypt", decrypt=True)
 def otr_function(b: FunctionBuilder, decrypt: bool) -> None:
     Otr(b, decrypt).function()

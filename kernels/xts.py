@@ -24,6 +24,7 @@ from .aes import encrypt_rounds, expand_schedule, finish, key_size_paths
 from .gfdouble import CLMUL_METHODS, TweakStream, double
 from .modes import return_if_zero, vector_loops
 from .regs import r32
+from .registry import describes
 from .xts_table import TABLE_FROM_BYTES, TweakTable, gpr_tweaks
 
 # Register roles beside the arguments (b.reg); all public.
@@ -34,6 +35,7 @@ NR = "rax"  # the round count at the key-size dispatch (STEAL when rax holds twe
 TWEAK_KEY = "r10"  # xts_set_key: where the tweak key's schedule goes
 
 
+@describes("xts_set_key")
 def xts_set_key_function(b: FunctionBuilder) -> None:
     """P_xts_set_key(key1, key2, bits, xkey, enc): key1's schedule (encrypt, or decrypt when
     enc == 0) then key2's encryption schedule; 0, or -1 when bits is not 128/192/256."""
@@ -245,11 +247,15 @@ def _rounds_after_whitening(b: FunctionBuilder, x: VReg, nr: int, width: int | N
     return x
 
 
+@describes("xts_encrypt", decrypt=False)
+@describes("xts_decrypt", decrypt=True)
 def xts_function(b: FunctionBuilder, decrypt: bool) -> None:
     Xts(b, decrypt).function()
 
 
 # ----------------------------------------------------------------------------- gfdouble
+@describes("gfdouble_le", big_endian=False)
+@describes("gfdouble_be", big_endian=True)
 def gfdouble_function(b: FunctionBuilder, big_endian: bool) -> None:
     """P_gfdouble_{le,be}(tweak, out, nblocks): out[i] = tweak * x^i, the spec's method
     (what XTS's tweaks cost, alone: `aesgen explore gfdouble` times it)."""

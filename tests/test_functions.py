@@ -1,21 +1,25 @@
 """The function registry (aesgen.functions): one record per C function, and everything derived
-from it -- the header's prototypes, the kernel binding, the verifier's signatures and the
-function table of docs/abi.md -- agrees with it."""
+from it -- the header's prototypes, the kernel binding, the verifier's signatures, what the
+benchmark times and the function table of docs/abi.md -- agrees with it."""
 from __future__ import annotations
 
 import ctypes
 import re
+import types
 from pathlib import Path
 
 import pytest
 
 from aesgen import kernels
-from aesgen.functions import (COMMON_FUNCTIONS, EVERY_FILE, FUNCTIONS, MODE_FUNCTIONS, MODE_TITLES, MODES,
-                              CFunction, Param, mode_of)
+from aesgen.functions import (COMMON_FUNCTIONS, EVERY_FILE, EXPLORED_FUNCTIONS, FUNCTIONS, MODE_FUNCTIONS, MODE_TITLES,
+                              MODES, TIMED_FUNCTIONS, CFunction, Param, StandardMode, mode_of)
 from aesgen.kernels.regs import arg
 from aesgen.pipeline import generate
 from aesgen.spec import KernelSpec
-from aesgen.verify import signatures
+from aesgen.kernels.registry import described_in, describes
+from aesgen.tools import abi_doc
+from aesgen.verify import differential, signatures
+from aesgen.verify.reference import standard
 
 ABI_MD = Path(__file__).resolve().parent.parent / "docs" / "abi.md"
 # What a C type means to ctypes, written out here rather than taken from the verifier.
@@ -160,20 +164,32 @@ def test_win64_header_prototypes_agree_with_the_verifier() -> None:
 
 
 def test_abi_md_function_table_is_the_registry() -> None:
+    """The committed table is what `make regen-docs` writes from the records (regenerate on a change)."""
     text = ABI_MD.read_text()
-    table_text = re.search(r"^\| mode \| functions \|\n\|---\|---\|\n((?:\|.*\n)+)", text, re.M)
-    assert table_text, "docs/abi.md: no '| mode | functions |' table"
-    rows = dict(re.findall(r"^\| `([\w-]+)` \| (.*) \|$", table_text.group(1), re.M))
-    table = {mode: tuple(re.findall(r"`P_(\w+)`", cell)) for mode, cell in rows.items()}
-    assert table == MODE_FUNCTIONS
-    always = re.search(r"A file always contains (.*?), followed by", text, re.S)
-    assert always and tuple(re.findall(r"`P_(\w+)`", always.group(1))) == COMMON_FUNCTIONS
+    assert abi_doc.rewrite(text) == text, "docs/abi.md: the function table is stale; run `make regen-docs`"
+    table = re.search(r"^\| mode \| function \| what it does \|\n\|---\|---\|---\|\n((?:\|.*\n)+)", text, re.M)
+    assert table, "docs/abi.md: no '| mode | function | what it does |' table"
+    listed, mode = {}, None
+    for first, fn in re.findall(r"^\| (.*?) \| `P_(\w+)` \|", table.group(1), re.M):
+        mode = re.sub(r"`([\w-]+)`.*", r"\1", first) if first else mode
+        listed.setdefault(mode, []).append(fn)
+    assert listed == {"every file": list(COMMON_FUNCTIONS), **{m: list(fs) for m, fs in MODE_FUNCTIONS.items()}}
+
+
+def test_abi_md_table_rewrite_replaces_only_its_block() -> None:
+    text = f"before\n{abi_doc.BEGIN}\nold rows\n{abi_doc.END}\nafter\n"
+    assert abi_doc.rewrite(text) == f"before\n{abi_doc.function_table()}\nafter\n"
+    with pytest.raises(ValueError):
+        abi_doc.rewrite("no markers")
 
 
 def test_abi_md_headings_are_the_registry_prototypes() -> None:
+    """A function with a section of its own heads it with the record's prototype (the table above
+    lists every function; the header gives every prototype)."""
     headings = re.findall(r"^#+ `((?:int|void) P_(\w+)\(.*\))`$", ABI_MD.read_text(), re.M)
-    assert {name: proto for proto, name in headings} == \
-        {name: f.prototype(f"P_{name}") for name, f in FUNCTIONS.items()}
+    assert headings
+    for proto, name in headings:
+        assert proto == FUNCTIONS[name].prototype(f"P_{name}"), name
 
 
 def test_block_checks_take_the_length_unit_and_chaining_value_from_the_record() -> None:
@@ -181,3 +197,67 @@ def test_block_checks_take_the_length_unit_and_chaining_value_from_the_record() 
     assert (sigs["ctr32_encrypt"].chain, sigs["ctr32_encrypt"].bytewise) == ("ctr", True)
     assert (sigs["cbc_decrypt"].chain, sigs["cbc_decrypt"].bytewise) == ("iv", False)
     assert sigs["ecb_encrypt"].chain is None and sigs["ghash"].chain is None  # acc is no chaining value
+
+
+def test_timed_and_explored_functions_come_from_the_records() -> None:
+    for mode, op in EXPLORED_FUNCTIONS.items():
+        assert op in TIMED_FUNCTIONS[mode], (mode, op)
+        assert sum(FUNCTIONS[f].explored for f in MODE_FUNCTIONS[mode] if mode_of(f) == mode) == 1, mode
+    assert TIMED_FUNCTIONS["gcm"] == ("gcm_encrypt",)  # ghash is timed as its own mode's
+    assert EXPLORED_FUNCTIONS["cbc"] == "cbc_decrypt" and TIMED_FUNCTIONS["gcm-siv"] == ()
+    assert set(TIMED_FUNCTIONS) == set(MODES)
+    with pytest.raises(ValueError):
+        CFunction("f", "void", (), "", (), "block", explored=True)
+
+
+def test_descriptions_mark_the_function_they_describe() -> None:
+    here = types.ModuleType("described_here")
+
+    @describes("f_encrypt", decrypt=False)
+    @describes("f_decrypt", decrypt=True)
+    def describe(b: object, decrypt: bool) -> bool:
+        return decrypt
+
+    describe.__module__ = here.__name__
+    here.describe = describe
+    elsewhere = types.ModuleType("imports_it")
+    elsewhere.describe = describe  # imported: counted in its own module only
+    found = described_in(here, elsewhere)
+    assert set(found) == {"f_encrypt", "f_decrypt"}
+    assert found["f_decrypt"](None) is True and found["f_encrypt"](None) is False
+    with pytest.raises(ValueError):
+        described_in(here, here)
+
+
+SP800_38A_PLAINTEXT = ("6bc1bee22e409f96e93d7e117393172aae2d8a571e03ac9c9eb76fac45af8e51"
+                       "30c81c46a35ce411e5fbc1191a0a52eff69f2445df4f9b17ad2b417be66c3710")
+# NIST SP 800-38A Appendix F, AES-128 with IV 000102..0f: F.2.1 CBC, F.3.13 CFB128, F.4.1 OFB (encrypt).
+SP800_38A_F = {
+    "CBC": "7649abac8119b246cee98e9b12e9197d5086cb9b507219ee95db113a917678b2"
+           "73bed6b8e3c1743b7116e69e222295163ff1caa1681fac09120eca307586e1a7",
+    "CFB": "3b3fd92eb72dad20333449f8e83cfb4ac8a64537a0b3a93fcde3cdad9f1ce58b"
+           "26751f67a3cbb140b1808cf187a4f4dfc04b05357c5d1c0eeac4c66f9ff7f2e6",
+    "OFB": "3b3fd92eb72dad20333449f8e83cfb4a7789508d16918f03f53c52dac54ed825"
+           "9740051e9c5fecf64344f7a82260edcc304c6528f659c77866a510d9c1d6ae5e",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SP800_38A_F))
+def test_a_named_standard_mode_is_checked_against_sp800_38a(name: str) -> None:
+    """What the verifier derives from a record's StandardMode: the output, and the iv the next call
+    continues from (CBC, CFB: the last ciphertext block; OFB: the last keystream block)."""
+    key, iv = bytes.fromhex("2b7e151628aed2a6abf7158809cf4f3c"), bytes(range(16))
+    pt, ct = bytes.fromhex(SP800_38A_PLAINTEXT), bytes.fromhex(SP800_38A_F[name])
+    out, after = standard.expected(StandardMode(name), key, pt, iv)
+    assert out == ct
+    assert after == (bytes(a ^ b for a, b in zip(pt[-16:], ct[-16:])) if name == "OFB" else ct[-16:])
+    back, after = standard.expected(StandardMode(name, decrypt=True), key, ct, iv)
+    assert back == pt and after == (standard.next_iv(StandardMode(name), pt, ct, iv))
+    assert standard.expected(StandardMode(name), key, b"", iv) == (b"", iv)
+
+
+def test_block_functions_name_their_standard_mode_or_have_a_model() -> None:
+    for name in signatures.in_family(FUNCTIONS, signatures.BLOCK):
+        assert differential.has_reference(name), name
+    assert FUNCTIONS["cbc_decrypt"].standard == StandardMode("CBC", decrypt=True)
+    assert FUNCTIONS["ctr32_encrypt"].standard is None  # 32-bit counter: not cryptography's CTR

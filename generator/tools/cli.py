@@ -29,9 +29,9 @@ from ..kernels import build_function
 from ..model import backend_isa_width, bitsliced_depth
 from ..pipeline import generate as generate_kernel
 from ..simulate import Machine, call
-from ..spec import ABIS, BACKENDS, BITSLICED_MODES, ISAS, MAX_DEPTH, MODE_FUNCTIONS, MODES, OBJECT_FORMATS, KernelSpec
+from ..spec import ABIS, BACKENDS, BITSLICED_MODES, ISAS, MAX_DEPTH, MODES, OBJECT_FORMATS, KernelSpec, mode_of
 from ..target import TargetError, load
-from ..verify import verify_kernel
+from ..verify import signatures, verify_kernel
 from ..verify.results import NOT_RUN_EXIT, not_run
 from . import explore as exploration, explore_gfdouble, explore_model, tune as tuning
 from .export import choose, parse_export_modes, render
@@ -469,21 +469,21 @@ def targets_() -> None:
 @main.command()
 @click.argument("function")
 @click.option("--key", "key_hex", required=True, help="AES key, hex (16, 24 or 32 bytes).")
-@click.option("--in", "in_hex", default="", help="Input, hex (whole blocks for ecb/cbc).")
-@click.option("--iv", "iv_hex", default=None, help="CBC iv or CTR counter block, hex (16 bytes).")
+@click.option("--in", "in_hex", default="", help="Input, hex (whole blocks, but for ctr32).")
+@click.option("--iv", "iv_hex", default=None, help="The iv or counter block, hex (16 bytes).")
 @config_options
 def simulate(function: str, key_hex: str, in_hex: str, iv_hex: str | None, **config) -> None:
     """Run a kernel description in the DSL's reference semantics (no CPU needed).
 
-    FUNCTION is one of ecb_encrypt, ecb_decrypt, ctr32_encrypt, cbc_encrypt,
-    cbc_decrypt. Example:
+    FUNCTION is a block-cipher function (ecb_encrypt, ctr32_encrypt, cbc_decrypt...: the
+    `block` family of the function registry). Example:
     aesgen simulate ctr32_encrypt --key 2b7e1516...  --iv f0f1...ff --in 6bc1bee2...
     """
-    mode = next((m for m, fs in MODE_FUNCTIONS.items() if function in fs), None)
-    if mode not in ("ecb", "ctr32", "cbc"):
+    sig = signatures.lookup(function)
+    if sig is None or sig.family != signatures.BLOCK:
         raise UsageFailure(f"simulate cannot run '{function}'; it runs the block-cipher functions: "
-                           f"{', '.join(f for m in ('ecb', 'ctr32', 'cbc') for f in MODE_FUNCTIONS[m])}")
-    spec = spec_from_options(mode, **config, default_native=False)
+                           f"{', '.join(signatures.in_family(signatures.SIGNATURES, signatures.BLOCK))}")
+    spec = spec_from_options(mode_of(function), **config, default_native=False)
     if spec.abi != "sysv":
         raise UsageFailure("simulate runs the SysV kernel description; --abi changes only the wrapper")
     if spec.backend == "bitsliced":
@@ -498,18 +498,17 @@ def simulate(function: str, key_hex: str, in_hex: str, iv_hex: str | None, **con
         raise UsageFailure(f"key is {len(key)} bytes; AES takes 16, 24 or 32")
     if len(chain) != 16:
         raise UsageFailure("--iv must be 16 bytes")
-    if mode != "ctr32" and len(data) % 16:
+    if not sig.bytewise and len(data) % 16:
         raise UsageFailure(f"{function} takes whole 16-byte blocks")
     m = Machine(spec)
     ka, sched = m.alloc(key), m.alloc(spec.key_bytes)
-    setter = "set_decrypt_key" if function.endswith("decrypt") else "set_encrypt_key"
-    call(m, build_function(spec, setter), ka, len(key) * 8, sched)
+    call(m, build_function(spec, sig.key_setup), ka, len(key) * 8, sched)
     ia, oa, ca = m.alloc(data), m.alloc(max(len(data), 1)), m.alloc(chain)
-    count = len(data) if mode == "ctr32" else len(data) // 16
-    call(m, build_function(spec, function), sched, ia, oa, count, ca)
+    count = len(data) if sig.bytewise else len(data) // 16
+    call(m, build_function(spec, function), sched, ia, oa, count, *([ca] if sig.chain else []))
     click.echo(f"out: {m.read(oa, len(data)).hex()}")  # plain echo: one line, never wrapped
-    if mode != "ecb":
-        click.echo(f"{'ctr' if mode == 'ctr32' else 'iv'}: {m.read(ca, 16).hex()}")
+    if sig.chain:
+        click.echo(f"{sig.chain}: {m.read(ca, 16).hex()}")
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -575,6 +574,10 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
         spec = replace(spec, hidden=False, object_format="elf")
         console.print("timing the ELF build with exported symbols (--hidden and --format change symbols and "
                       "directives, not instructions)")
+    ops = [op for m in spec.modes for op in OPS_BY_MODE[m]]
+    if not ops:
+        raise UsageFailure(f"bench times none of {', '.join(spec.modes)}; it times "
+                           f"{', '.join(m for m, timed in OPS_BY_MODE.items() if timed)}")
     with tempfile.TemporaryDirectory(prefix="aesgen-bench-") as tmp:
         path, _ = generate_files(spec, Path(tmp) / f"{spec.prefix}.S")
         if not no_verify:
@@ -582,7 +585,6 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
             if failed:
                 raise click.ClickException(f"{len(failed)} verification checks failed ({failed[0].name}); "
                                            "not benchmarking a wrong kernel")
-        ops = [op for m in spec.modes for op in OPS_BY_MODE[m]]
         result = run_bench(spec, path, ops=ops, sizes=size_list, peers=peers, key_bits=int(key_bits),
                            trials=trials, ceiling=ceiling, budget=budget)
     print_bench(spec, result)

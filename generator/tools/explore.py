@@ -30,6 +30,7 @@ from ..bench.timing import pin_cpu, run_op
 from ..cpu import missing_features
 from ..doubling import METHODS as DOUBLING_METHODS, TABLE_METHODS, refusal
 from ..dsl import BuildError
+from ..functions import EXPLORED_FUNCTIONS
 from ..ir import Branch, Insn, Label
 from ..kernels import build_function
 from ..mainloop import main_loop
@@ -42,11 +43,8 @@ from ..verify import verify_kernel
 from ..verify.build import build_shared
 from ..verify.disasm import assemble, read_elf
 
-OP_FOR_MODE = {"ecb": "ecb_encrypt", "ctr32": "ctr32_encrypt", "cbc": "cbc_decrypt", "ghash": "ghash",
-               "polyval": "polyval", "gcm": "gcm_encrypt", "xts": "xts_encrypt", "ocb": "ocb_encrypt",
-               "otr": "otr_encrypt", "rijndael256": "rijndael256_ecb_encrypt", "simpira": "simpira256_permute",
-               "multikey": "ecb_encrypt_multikey", "fixed-key-hash": "fixed_key_hash",
-               "cbc-multi": "cbc_encrypt_multi"}
+# The op explored per mode: the record marked `explored` (aesgen.functions).
+OP_FOR_MODE = EXPLORED_FUNCTIONS
 # Modes whose main loop is one batch of depth vectors, so llvm-mca's cycles per loop iteration
 # give bytes per cycle; the others (OTR's pipelined pairs, multi-stream transposition, the
 # two-round wide blocks...) are measured on this CPU only.

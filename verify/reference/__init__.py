@@ -6,6 +6,8 @@ reference is tested on its own against the published vectors and, where it has t
 against `cryptography`.
 
 - aes.py: AES-ECB from `cryptography`, the one primitive the others borrow.
+- standard.py: the standard block-cipher modes (ECB, CBC, CFB, OFB) from `cryptography`, for the
+  functions whose record names one, and the CAVP files that check them.
 - gcm.py: GF(2^128) in GCM's bit order, GHASH and AES-GCM (NIST SP 800-38D), any IV length.
 - gcmsiv.py: POLYVAL (two ways) and AES-GCM-SIV (RFC 8452).
 - otr.py: AES-OTR v3/v3.1 (both associated-data variants) and the designer's vectors.
