@@ -34,14 +34,21 @@ def pipe_depth(target: Target, width: int) -> int:
 
 
 @lru_cache(maxsize=None)
+def builds(isa: str, width: int, mode: str, depth: int, backend: str = "aesni") -> bool:
+    """The mode's kernel builds at this depth: it fits the register file, and the mode takes the
+    depth (OCB's batches are a power of two blocks)."""
+    try:
+        check_fits(KernelSpec((mode,), isa, width, depth, backend=backend))
+        return True
+    except BuildError:
+        return False
+
+
+@lru_cache(maxsize=None)
 def max_depth(isa: str, width: int, mode: str, backend: str = "aesni") -> int:
     """The largest depth whose kernel fits the register file (0 if none)."""
     def fits(depth: int) -> bool:
-        try:
-            check_fits(KernelSpec((mode,), isa, width, depth, backend=backend))
-            return True
-        except BuildError:
-            return False
+        return builds(isa, width, mode, depth, backend)
 
     if fits(MAX_DEPTH):  # most modes on 32 registers: one build instead of a bisection
         return MAX_DEPTH
@@ -65,6 +72,14 @@ def choose(target: Target, mode: str, isa: str | None = None, width: int | None 
     depth = min(want, fits)
     if depth < want:
         reason += f"; {fits} fit the {target.vector_registers} registers"
+    if not builds(isa, width, mode, depth):
+        # a depth the mode does not take: the next one up that builds (more in flight than the
+        # pipe needs costs nothing), else the next one down
+        up = [d for d in range(depth + 1, fits + 1) if builds(isa, width, mode, d)]
+        down = [d for d in range(depth - 1, 0, -1) if builds(isa, width, mode, d)]
+        taken = (up or down or [depth])[0]
+        reason += f"; {mode} takes depth {taken}, not {depth}"
+        depth = taken
     return ModeChoice(mode, isa, width, depth, reason)
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from _support import aesgen_command
-from aesgen.tools.cli import UsageFailure, write_atomically, write_exploration
+from aesgen.tools.cli import write_exploration
+from aesgen.tools.files import UsageFailure, write_atomically
 
 ENV = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
 SMALL = ("--isa", "sse", "--depth", "1")

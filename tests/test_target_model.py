@@ -54,6 +54,21 @@ def test_model_lowers_depth_to_what_the_registers_hold():
     assert c.depth <= model.max_depth("avx", 128, "ctr32")
 
 
+@pytest.mark.parametrize("name", sorted(targets()))
+def test_every_target_choice_builds(name):
+    """A depth the mode does not take is moved to one it does: OCB's batch is a power of two
+    blocks, and Sapphire Rapids' zmm pipe wants 3 x 4 = 12 in flight (once --target native failed)."""
+    t = load(name)
+    for mode in ("ecb", "ctr32", "cbc", "xts", "ocb", "otr", "gcm"):
+        c = model.choose(t, mode)
+        assert model.builds(c.isa, c.width, mode, c.depth), (name, c)
+
+
+def test_ocb_rounds_an_odd_depth_up_to_a_power_of_two_batch():
+    c = model.choose(load("sapphirerapids"), "ocb")
+    assert (c.width, c.depth) == (512, 4) and "ocb takes depth 4, not 3" in c.reason
+
+
 def test_spec_for_sets_the_widest_width_and_per_mode_overrides():
     t = load("zen5")
     choices = {"ecb": model.ModeChoice("ecb", "avx512", 512, 8, ""),

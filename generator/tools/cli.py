@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat
 import sys
 import tempfile
 from dataclasses import replace
@@ -38,18 +37,11 @@ from .export import choose, parse_export_modes, render
 from .report import (console, print_bench, print_ceiling, print_circuits, print_doubling_exploration,
                      native_summary, print_exploration, print_limits, print_round_counts, print_targets,
                      print_tuning, print_verification)
+from .files import UsageFailure, require_folder, require_writable, write_atomically
+from . import ledger
 from .tune import load_tuned
 
 err = Console(stderr=True, highlight=False)
-
-
-class UsageFailure(click.ClickException):
-    """One clear line on stderr and exit code 2."""
-
-    exit_code = 2
-
-    def show(self, file=None) -> None:
-        click.echo(f"aesgen: error: {self.message}", err=True)
 
 
 def dropin_options(f):
@@ -227,71 +219,6 @@ def _spec_from_options(modes: str, isa: str | None, width: int | None, depth: in
         return target_spec(t, mode_list, isa, width, depth, backend, prefix)
     except (ConfigError, TargetError) as e:
         raise UsageFailure(str(e)) from None
-
-
-def write_atomically(files: dict[Path, str | bytes]) -> None:
-    """Write every file to a temporary name in its folder first; rename only when all are
-    written, so a failure leaves nothing behind (no temporary, no half of a file pair).
-    A new file gets 0o666 & ~umask (as open() would give it); a file overwritten keeps its
-    mode. A file that cannot be written is one line and exit code 2 (UsageFailure)."""
-    for path in files:
-        if path.is_dir():
-            raise UsageFailure(f"cannot write '{path}': it is a folder")
-    umask = os.umask(0o022)
-    os.umask(umask)
-    temps: list[tuple[Path, Path]] = []
-    current = next(iter(files), None)
-    try:
-        for current, content in files.items():
-            fd, tmp = tempfile.mkstemp(dir=current.parent, prefix=f".{current.name}.", suffix=".tmp")
-            temps.append((Path(tmp), current))
-            with os.fdopen(fd, "wb") as f:
-                f.write(content.encode("utf-8") if isinstance(content, str) else content)
-                os.fchmod(f.fileno(), _mode_for(current, umask))
-        for tmp, current in temps:
-            os.replace(tmp, current)
-    except OSError as e:
-        raise UsageFailure(f"cannot write '{current}': {e.strerror or e}") from None
-    finally:
-        for tmp, _ in temps:
-            tmp.unlink(missing_ok=True)
-
-
-def _mode_for(path: Path, umask: int) -> int:
-    """The permission bits a written file gets: the replaced file's, else what the umask allows."""
-    try:
-        return stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        return 0o666 & ~umask
-
-
-def require_folder(path: Path) -> None:
-    """The folder an output file goes into exists (else one line and exit code 2)."""
-    if not path.parent.is_dir():
-        what = "is not a folder" if path.parent.exists() else "does not exist"
-        raise UsageFailure(f"output folder '{path.parent}' {what}")
-
-
-def require_writable(*paths: Path | None, create_folder: bool = False) -> None:
-    """Before a long run (a benchmark, an exploration, tuning): each output's folder exists
-    (or is made, with create_folder) and takes a file; the write itself comes later."""
-    for path in paths:
-        if path is None:
-            continue
-        if create_folder:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as e:
-                raise UsageFailure(f"cannot create folder '{path.parent}': {e.strerror or e}") from None
-        require_folder(path)
-        try:
-            fd, probe = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        except OSError as e:
-            raise UsageFailure(f"cannot write '{path}': {e.strerror or e}") from None
-        os.close(fd)
-        os.unlink(probe)
-        if path.is_dir():
-            raise UsageFailure(f"cannot write '{path}': it is a folder")
 
 
 def generate_files(spec: KernelSpec, output: Path) -> tuple[Path, Path]:
@@ -540,17 +467,37 @@ def parse_sizes(text: str) -> list[int]:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the results as JSON (schema aesgen-bench/1).")
 @click.option("--no-verify", is_flag=True, help="Skip the quick verification before timing.")
+@click.option("--all", "all_modes", is_flag=True,
+              help="Every mode this CPU runs (--target native) at 256 B, 1 KiB and 16 KiB against every peer "
+                   "(unless --sizes / --compare say otherwise); on an AVX-512 CPU also the 16-register kernels "
+                   "(--isa avx2 --width 256, --isa avx --width 128).")
+@click.option("--record", "record_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="With --all: write the ledger DIR/<cpu-signature>.md (figures, peers, ceilings, goals, the "
+                   "command, the date, the CPU).")
 def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: int, budget: float,
-          show_ceiling: bool, json_path: Path | None, no_verify: bool, **config) -> None:
+          show_ceiling: bool, json_path: Path | None, no_verify: bool, all_modes: bool, record_dir: Path | None,
+          **config) -> None:
     """Time kernels against OpenSSL, intel-ipsec-mb, BoringSSL and AWS-LC, one call per message.
 
     Examples: aesgen bench --ceiling; aesgen bench ctr32 --target native --compare openssl,ipsec-mb;
     aesgen bench ocb,otr --isa avx512 --width 512 --depth 4;
-    aesgen bench ctr32 --backend gfni --isa avx512 --width 512 --depth 4 --compare openssl-noaesni
+    aesgen bench ctr32 --backend gfni --isa avx512 --width 512 --depth 4 --compare openssl-noaesni;
+    aesgen bench --all --record docs/perf/
     """
-    if modes is None and not show_ceiling:
-        raise UsageFailure("give MODES to benchmark, or --ceiling")
+    if all_modes and modes is not None:
+        raise UsageFailure("--all benchmarks every mode: give MODES or --all, not both")
+    if record_dir is not None and not all_modes:
+        raise UsageFailure("--record writes the ledger of a --all run: add --all")
+    if modes is None and not show_ceiling and not all_modes:
+        raise UsageFailure("give MODES to benchmark, --all, or --ceiling")
+    explicit = {k for k in ("sizes", "compare") if click.get_current_context().get_parameter_source(k).name
+                != "DEFAULT"}
+    if all_modes:
+        sizes = sizes if "sizes" in explicit else ",".join(map(str, ledger.SIZES))
+        compare = compare if "compare" in explicit else ",".join(ledger.LEDGER_PEERS)
     require_writable(json_path)
+    if record_dir is not None:
+        require_writable(record_dir / "ledger.md", create_folder=True)
     peers = tuple(p for p in compare.split(",") if p)
     for p in peers:
         if p not in PEERS:
@@ -559,11 +506,64 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
     ceiling = ceiling_mod.measure()
     if show_ceiling:
         print_ceiling(ceiling)
-    if modes is None:
+    if modes is None and not all_modes:
         if json_path:
             write_atomically({json_path: json.dumps({"schema": "aesgen-ceiling/1", **ceiling.to_dict()}, indent=1)})
         return
-    spec = spec_from_options(modes, **config)
+
+    def timed(spec: KernelSpec) -> timing.BenchResult:
+        result = bench_spec(spec, size_list, peers, int(key_bits), trials, budget, ceiling, no_verify)
+        print_bench(spec, result)
+        return result
+
+    if not all_modes:
+        result = timed(spec_from_options(modes, **config))
+        if json_path:
+            write_atomically({json_path: json.dumps(result.to_json(), indent=1)})
+            console.print(f"wrote {json_path}")
+        return
+    sections = []
+    for title, command, spec, goals in ledger_configs(config):
+        console.print(f"[bold]{title}[/bold]: {command}")
+        sections.append(ledger.Section(title, command, spec, timed(spec), goals))
+    if json_path:
+        write_atomically({json_path: json.dumps([s.result.to_json() for s in sections], indent=1)})
+        console.print(f"wrote {json_path}")
+    if record_dir is not None:
+        machine = ledger.this_machine()
+        mca = ledger.mca_rows() if sections[0].spec.isa == "avx512" else []  # no AVX2-only peer path here
+        path = ledger.record(record_dir, machine, sections, "aesgen " + " ".join(sys.argv[1:]), mca, int(key_bits))
+        console.print(f"wrote {path}")
+
+
+def ledger_configs(config: dict) -> list[tuple[str, str, KernelSpec, dict[str, float]]]:
+    """(title, the bench command that reproduces it, spec, goals) of a --all run: every mode native
+    builds, then the 16-register kernels on an AVX-512 CPU."""
+    config = {k: v for k, v in config.items() if k not in ("isa", "width", "depth", "target")}
+    runnable = [m for m, ops in OPS_BY_MODE.items() if ops and buildable(m)]
+    native = spec_from_options(",".join(runnable), target="native", **config)
+    out = [("--target native, every mode", f"aesgen bench {','.join(runnable)} --target native", native,
+            {op: g for op, g in ledger.REGISTER16_GOALS.items() if native.isa != "avx512"})]
+    for title, isa, width in ledger.register16_specs(native.isa):
+        modes = ",".join(ledger.REGISTER16_MODES)
+        spec = spec_from_options(modes, isa=isa, width=width, **config)
+        out.append((title, f"aesgen bench {modes} --isa {isa} --width {width}", spec, ledger.REGISTER16_GOALS))
+    return out
+
+
+def buildable(mode: str) -> bool:
+    """The mode builds for this CPU (--target native) and the CPU can run it."""
+    try:
+        spec = spec_from_options(mode, target="native", default_native=False)
+        generate_kernel(spec)
+    except (UsageFailure, BuildError):
+        return False
+    return not missing_features(spec.features)
+
+
+def bench_spec(spec: KernelSpec, sizes: list[int], peers: tuple[str, ...], key_bits: int, trials: int,
+               budget: float, ceiling, no_verify: bool) -> timing.BenchResult:
+    """Generate, quick-verify and time one file's functions."""
     if spec.abi != "sysv":
         raise UsageFailure(f"bench times SysV kernels; --abi {spec.abi} files are verified, not benchmarked")
     lacking = missing_features(spec.features)
@@ -585,12 +585,8 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
             if failed:
                 raise click.ClickException(f"{len(failed)} verification checks failed ({failed[0].name}); "
                                            "not benchmarking a wrong kernel")
-        result = run_bench(spec, path, ops=ops, sizes=size_list, peers=peers, key_bits=int(key_bits),
-                           trials=trials, ceiling=ceiling, budget=budget)
-    print_bench(spec, result)
-    if json_path:
-        write_atomically({json_path: json.dumps(result.to_json(), indent=1)})
-        console.print(f"wrote {json_path}")
+        return run_bench(spec, path, ops=ops, sizes=sizes, peers=peers, key_bits=key_bits,
+                         trials=trials, ceiling=ceiling, budget=budget)
 
 
 def parse_range(text: str) -> list[int]:

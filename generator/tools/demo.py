@@ -26,7 +26,7 @@ from ..spec import CIPHER_MODES as MODES, KernelSpec, default_prefix
 from ..target import native
 from ..verify import verify_kernel
 from . import explore, tune
-from .cli import write_atomically
+from .files import write_atomically
 from .report import console as report_console, print_bench, print_ceiling, print_exploration, spread
 
 SIZES = [64, 256, 1024, 4096, 16384]

@@ -1,0 +1,68 @@
+"""The per-microarchitecture ledger (aesgen.tools.ledger, `aesgen bench --all --record`)."""
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from aesgen.bench.timing import BenchResult, Measurement, OpCeiling
+from aesgen.spec import KernelSpec
+from aesgen.tools import ledger
+from aesgen.tools.cli import main
+
+MACHINE = ledger.Machine("GenuineIntel", 6, 0xA7, "Test CPU", "sapphirerapids", ("aes", "avx2", "vaes", "avx512f"))
+
+
+def measured(op: str, size: int, impl: str, gbps: float, rounds: int = 8) -> Measurement:
+    ticks = size / gbps  # at a 1 GHz TSC
+    return Measurement(op, size, impl, ticks, ticks, gbps, ticks / size, ticks * 0.99, ticks * 1.01, rounds,
+                       0.95, gbps * 0.01)
+
+
+def section(spec: KernelSpec, ms: list[Measurement], goals: dict[str, float], bpc: float = 6.4) -> ledger.Section:
+    result = BenchResult(spec={}, key_bits=128, tsc_hz=1e9, core_hz=1e9, measurements=ms,
+                         peers={"boringssl": "BoringSSL 5.4.0", "openssl": "OpenSSL 3"})
+    ops = {m.op for m in ms}
+    result.ceiling_bounds = {op: OpCeiling(op, bpc, bpc, "AES", "test") for op in ops}
+    result.ceilings = {op: bpc for op in ops}
+    return ledger.Section("a title", "aesgen bench x", spec, result, goals)
+
+
+def test_signature_names_the_file_by_vendor_family_model():
+    assert MACHINE.signature == "genuineintel-6-a7"
+
+
+def test_goals_are_met_or_not_met_from_the_16k_figure():
+    spec = KernelSpec(("ctr32", "xts"), "avx2", 256, 8)
+    s = section(spec, [measured("ctr32_encrypt", 16384, "aesgen", 6.2), measured("xts_encrypt", 16384, "aesgen", 5.0)],
+                {"ctr32_encrypt": 0.95, "xts_encrypt": 0.88})
+    lines = ledger.goal_lines(s)
+    assert lines == ["- ctr32_encrypt at 16384 B: 97% of the ceiling, goal >= 95%: **met**",
+                     "- xts_encrypt at 16384 B: 78% of the ceiling, goal >= 88%: **not met**"]
+
+
+def test_gcm_goal_is_the_ratio_to_boringssl_side_by_side():
+    spec = KernelSpec(("gcm",), "avx512", 512, 4)
+    ms = [measured("gcm_encrypt", n, impl, g) for n, impl, g in
+          ((16384, "aesgen", 20.0), (16384, "boringssl", 16.0), (256, "aesgen", 8.0), (256, "boringssl", 9.0))]
+    lines = ledger.gcm_goal_lines(section(spec, ms, {}), "avx512")
+    assert lines[0].startswith("- gcm_encrypt vs BoringSSL at 16384 B: 1.25 ±") and lines[0].endswith("**met**")
+    assert "not measured" in lines[1]  # no 1 KiB figures
+    assert lines[2].startswith("- gcm_encrypt vs BoringSSL at 256 B: 0.89 ±") and lines[2].endswith("**not met**")
+
+
+def test_render_holds_the_command_date_cpu_table_and_a_figure_without_interval():
+    spec = KernelSpec(("ecb",), "avx2", 256, 8)
+    ms = [measured("ecb_encrypt", 256, "aesgen", 10.0, rounds=1), measured("ecb_encrypt", 256, "openssl", 5.0, 1)]
+    text = ledger.render(MACHINE, [section(spec, ms, {})], "aesgen bench --all --record docs/perf", "2026-11-26",
+                         "abc123", [("aesgen loop", "znver3", 50.0, 256)], 128)
+    assert "# aesgen on Test CPU" in text and "family 6 (0x6) model 167 (0xa7)" in text
+    assert "Recorded 2026-11-26 with aesgen abc123: `aesgen bench --all --record docs/perf`" in text
+    assert "| ecb_encrypt | 256 | 10.00 ±? | openssl | 5.00 | 2.00 ±? |" in text  # one round: no interval
+    assert "| aesgen loop | znver3 | 50.0 | 256 | 5.12 |" in text
+    assert text.rstrip().endswith("aes avx2 vaes avx512f")  # the flags as recorded
+
+
+def test_record_requires_all_and_all_takes_no_modes():
+    r = CliRunner().invoke(main, ["bench", "ecb", "--record", "x"])
+    assert r.exit_code == 2 and "--record writes the ledger of a --all run" in r.output
+    r = CliRunner().invoke(main, ["bench", "ecb", "--all"])
+    assert r.exit_code == 2 and "give MODES or --all, not both" in r.output
