@@ -36,18 +36,43 @@ class Products:
     hi: VReg
 
 
-def multiply(b: FunctionBuilder, x: VReg, p, px, karatsuba: bool, width: int) -> Products:
-    """x * p lane-wise, unreduced. `px` is p's halves-xor (Karatsuba only)."""
+def product_terms(b: FunctionBuilder, x: VReg, p, px, karatsuba: bool, width: int) -> tuple[VReg, list[VReg], VReg]:
+    """x * p lane-wise, unreduced, as lo, the middle terms (to be xored) and hi."""
     lo = b.v("clmul", x, p, imm=0x00, width=width, comment="x0 * h0")
     hi = b.v("clmul", x, p, imm=0x11, width=width, comment="x1 * h1")
     if karatsuba:
         xx = b.v("vxor", x, b.v("pshufd", x, imm=0x4E, width=width), width=width, comment="x0 ^ x1")
-        mi = b.v("clmul", xx, px, imm=0x00, width=width, comment="(x0 ^ x1)(h0 ^ h1)")
-    else:
-        m1 = b.v("clmul", x, p, imm=0x01, width=width, comment="x1 * h0")
-        m2 = b.v("clmul", x, p, imm=0x10, width=width, comment="x0 * h1")
-        mi = b.v("vxor", m1, m2, width=width)
-    return Products(lo, mi, hi)
+        return lo, [b.v("clmul", xx, px, imm=0x00, width=width, comment="(x0 ^ x1)(h0 ^ h1)")], hi
+    m1 = b.v("clmul", x, p, imm=0x01, width=width, comment="x1 * h0")
+    m2 = b.v("clmul", x, p, imm=0x10, width=width, comment="x0 * h1")
+    return lo, [m1, m2], hi
+
+
+def multiply(b: FunctionBuilder, x: VReg, p, px, karatsuba: bool, width: int) -> Products:
+    """x * p lane-wise, unreduced. `px` is p's halves-xor (Karatsuba only)."""
+    lo, mids, hi = product_terms(b, x, p, px, karatsuba, width)
+    return Products(lo, xor_all(b, mids, width) if len(mids) > 1 else mids[0], hi)
+
+
+class XorSum:
+    """A running XOR fed term by term: on AVX-512 two new terms join the sum in one
+    vpternlogd (half the ops of pairwise vpxor), else each joins with a vpxor. At most
+    two terms wait, so a long sum never holds its products live."""
+
+    def __init__(self, b: FunctionBuilder, width: int) -> None:
+        self.b, self.width, self.terms = b, width, []
+        self.arity = 3 if b.spec.isa == "avx512" else 2
+
+    def add(self, *terms: VReg) -> None:
+        for t in terms:
+            self.terms.append(t)
+            if len(self.terms) == self.arity:
+                self.terms = [xor_all(self.b, self.terms, self.width)]
+
+    def value(self, dst: VReg | None = None) -> VReg:
+        if len(self.terms) == 1 and dst is None:
+            return self.terms[0]
+        return xor_all(self.b, self.terms, self.width, dst=dst)
 
 
 def xor_all(b: FunctionBuilder, values: list, width: int, dst: VReg | None = None, comment: str = "") -> VReg:
@@ -168,13 +193,21 @@ class HashCore:
         the powers shift up by one (H^(k+1)..H^2)."""
         b, L, D, W = self.b, self.lanes, self.depth, self.width
         shift = 16 if last else 0
-        total = last() if last else None
+        sums = Products(*(XorSum(b, W) for _ in range(3)))
+        if last:  # 128-bit products: the upper lanes of their registers are zero
+            extra = last()
+            for f in ("lo", "mi", "hi"):
+                getattr(sums, f).add(getattr(extra, f))
         for j in reversed(range(D)):
             x = self.block(at.base, at.disp + 16 * L * j, W)
             if j == 0:
                 x = b.v("vxor", x, acc, width=W, comment="the running hash joins the first block")
             p, px = self.power(16 * (self.k_max - D * L + L * j) - shift, W)
-            total = accumulate(b, total, multiply(b, x, p, px, self.karatsuba, W), W)
+            lo, mids, hi = product_terms(b, x, p, px, self.karatsuba, W)
+            sums.lo.add(lo)
+            sums.mi.add(*mids)
+            sums.hi.add(hi)
+        total = Products(sums.lo.value(), sums.mi.value(), sums.hi.value())
         reduce(b, total, self.karatsuba, W, dst=acc)
 
     def tail(self, acc: VReg, data: str, n: str, isa: str, last: Callable[[], Products] | None = None) -> None:
