@@ -17,13 +17,14 @@ def measured(op: str, size: int, impl: str, gbps: float, rounds: int = 8) -> Mea
                        0.95, gbps * 0.01)
 
 
-def section(spec: KernelSpec, ms: list[Measurement], goals: dict[str, float], bpc: float = 6.4) -> ledger.Section:
+def section(spec: KernelSpec, ms: list[Measurement], goals: dict[str, float], bpc: float = 6.4,
+            peer_goals: dict | None = None) -> ledger.Section:
     result = BenchResult(spec={}, key_bits=128, tsc_hz=1e9, core_hz=1e9, measurements=ms,
                          peers={"boringssl": "BoringSSL 5.4.0", "openssl": "OpenSSL 3"})
     ops = {m.op for m in ms}
     result.ceiling_bounds = {op: OpCeiling(op, bpc, bpc, "AES", "test") for op in ops}
     result.ceilings = {op: bpc for op in ops}
-    return ledger.Section("a title", "aesgen bench x", spec, result, goals)
+    return ledger.Section(ledger.Plan("a title", "aesgen bench x", spec, goals, peer_goals or {}), result)
 
 
 def test_signature_names_the_file_by_vendor_family_model():
@@ -35,25 +36,38 @@ def test_goals_are_met_or_not_met_from_the_16k_figure():
     s = section(spec, [measured("ctr32_encrypt", 16384, "aesgen", 6.2), measured("xts_encrypt", 16384, "aesgen", 5.0)],
                 {"ctr32_encrypt": 0.95, "xts_encrypt": 0.88})
     lines = ledger.goal_lines(s)
-    assert lines == ["- ctr32_encrypt at 16384 B: 97% of the ceiling, goal >= 95%: **met**",
-                     "- xts_encrypt at 16384 B: 78% of the ceiling, goal >= 88%: **not met**"]
+    assert lines == ["- ctr32_encrypt at 16384 B: 96.9% of the ceiling, goal >= 95%: **met**",
+                     "- xts_encrypt at 16384 B: 78.1% of the ceiling, goal >= 88%: **not met**"]
 
 
 def test_gcm_goal_is_the_ratio_to_boringssl_side_by_side():
     spec = KernelSpec(("gcm",), "avx512", 512, 4)
     ms = [measured("gcm_encrypt", n, impl, g) for n, impl, g in
           ((16384, "aesgen", 20.0), (16384, "boringssl", 16.0), (256, "aesgen", 8.0), (256, "boringssl", 9.0))]
-    lines = ledger.gcm_goal_lines(section(spec, ms, {}), "avx512")
-    assert lines[0].startswith("- gcm_encrypt vs BoringSSL at 16384 B: 1.25 ±") and lines[0].endswith("**met**")
+    goals = {"gcm_encrypt": ("boringssl", ledger.GCM_GOALS["avx512"])}
+    lines = ledger.peer_goal_lines(section(spec, ms, {}, peer_goals=goals))
+    assert lines[0].startswith("- gcm_encrypt AES-128 vs boringssl at 16384 B: 1.25x ±") and lines[0].endswith("**met**")
     assert "not measured" in lines[1]  # no 1 KiB figures
-    assert lines[2].startswith("- gcm_encrypt vs BoringSSL at 256 B: 0.89 ±") and lines[2].endswith("**not met**")
+    assert lines[2].startswith("- gcm_encrypt AES-128 vs boringssl at 256 B: 0.89x ±") and lines[2].endswith("**not met**")
+
+
+def test_plans_hold_the_aes256_peer_goals_and_the_native_gcm_goal():
+    native = KernelSpec(("ecb", "gcm", "xts"), "avx512", 512, 4)
+    aes256 = KernelSpec(("gcm", "xts"), "avx512", 512, 4)
+    first, second = ledger.plans(native, ("ecb", "gcm", "xts"), aes256)
+    assert first.peer_goals == {"gcm_encrypt": ("boringssl", ledger.GCM_GOALS["avx512"])} and first.goals == {}
+    assert second.key_bits == 256 and second.sizes == ledger.AES256_SIZES
+    assert second.peer_goals["xts_encrypt"] == ("awslc", {16384: 1.05, 4096: 1.05})
+    avx2 = KernelSpec(("ecb", "gcm", "xts"), "avx2", 256, 8)
+    first, second = ledger.plans(avx2, ("ecb", "gcm", "xts"), avx2)
+    assert "xts_encrypt" not in second.peer_goals and first.goals == ledger.REGISTER16_GOALS
 
 
 def test_render_holds_the_command_date_cpu_table_and_a_figure_without_interval():
     spec = KernelSpec(("ecb",), "avx2", 256, 8)
     ms = [measured("ecb_encrypt", 256, "aesgen", 10.0, rounds=1), measured("ecb_encrypt", 256, "openssl", 5.0, 1)]
     text = ledger.render(MACHINE, [section(spec, ms, {})], "aesgen bench --all --record docs/perf", "2026-11-26",
-                         "abc123", [("aesgen loop", "znver3", 50.0, 256)], 128)
+                         "abc123", [("aesgen loop", "znver3", 50.0, 256)])
     assert "# aesgen on Test CPU" in text and "family 6 (0x6) model 167 (0xa7)" in text
     assert "Recorded 2026-11-26 with aesgen abc123: `aesgen bench --all --record docs/perf`" in text
     assert "| ecb_encrypt | 256 | 10.00 ±? | openssl | 5.00 | 2.00 ±? |" in text  # one round: no interval

@@ -511,8 +511,9 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
             write_atomically({json_path: json.dumps({"schema": "aesgen-ceiling/1", **ceiling.to_dict()}, indent=1)})
         return
 
-    def timed(spec: KernelSpec) -> timing.BenchResult:
-        result = bench_spec(spec, size_list, peers, int(key_bits), trials, budget, ceiling, no_verify)
+    def timed(spec: KernelSpec, bits: int | None = None, sizes: tuple[int, ...] | None = None) -> timing.BenchResult:
+        result = bench_spec(spec, list(sizes or size_list), peers, bits or int(key_bits), trials, budget, ceiling,
+                            no_verify)
         print_bench(spec, result)
         return result
 
@@ -523,31 +524,32 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
             console.print(f"wrote {json_path}")
         return
     sections = []
-    for title, command, spec, goals in ledger_configs(config):
-        console.print(f"[bold]{title}[/bold]: {command}")
-        sections.append(ledger.Section(title, command, spec, timed(spec), goals))
+    for plan in ledger_plans(config):
+        console.print(f"[bold]{plan.title}[/bold]: {plan.command}")
+        sections.append(ledger.Section(plan, timed(plan.spec, plan.key_bits, plan.sizes)))
     if json_path:
         write_atomically({json_path: json.dumps([s.result.to_json() for s in sections], indent=1)})
         console.print(f"wrote {json_path}")
     if record_dir is not None:
         machine = ledger.this_machine()
-        mca = ledger.mca_rows() if sections[0].spec.isa == "avx512" else []  # no AVX2-only peer path here
-        path = ledger.record(record_dir, machine, sections, "aesgen " + " ".join(sys.argv[1:]), mca, int(key_bits))
+        mca = ledger.mca_rows() if sections[0].plan.spec.isa == "avx512" else []  # no AVX2-only peer path here
+        path = ledger.record(record_dir, machine, sections, "aesgen " + " ".join(sys.argv[1:]), mca)
         console.print(f"wrote {path}")
 
 
-def ledger_configs(config: dict) -> list[tuple[str, str, KernelSpec, dict[str, float]]]:
-    """(title, the bench command that reproduces it, spec, goals) of a --all run: every mode native
-    builds, then the 16-register kernels on an AVX-512 CPU."""
+def ledger_plans(config: dict) -> list[ledger.Plan]:
+    """The sections of a --all run: every mode native builds, AES-256 GCM and XTS against the
+    peers, then the 16-register kernels on an AVX-512 CPU."""
     config = {k: v for k, v in config.items() if k not in ("isa", "width", "depth", "target")}
-    runnable = [m for m, ops in OPS_BY_MODE.items() if ops and buildable(m)]
+    runnable = tuple(m for m, ops in OPS_BY_MODE.items() if ops and buildable(m))
     native = spec_from_options(",".join(runnable), target="native", **config)
-    out = [("--target native, every mode", f"aesgen bench {','.join(runnable)} --target native", native,
-            {op: g for op, g in ledger.REGISTER16_GOALS.items() if native.isa != "avx512"})]
+    aes256 = spec_from_options(",".join(ledger.AES256_MODES), target="native", **config)
+    out = ledger.plans(native, runnable, aes256)
     for title, isa, width in ledger.register16_specs(native.isa):
         modes = ",".join(ledger.REGISTER16_MODES)
         spec = spec_from_options(modes, isa=isa, width=width, **config)
-        out.append((title, f"aesgen bench {modes} --isa {isa} --width {width}", spec, ledger.REGISTER16_GOALS))
+        out.append(ledger.Plan(title, f"aesgen bench {modes} --isa {isa} --width {width}", spec,
+                               ledger.REGISTER16_GOALS))
     return out
 
 

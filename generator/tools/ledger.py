@@ -37,8 +37,12 @@ REGISTER16_GOALS = {"ecb_encrypt": 0.95, "ecb_decrypt": 0.95, "ctr32_encrypt": 0
                     "otr_encrypt": 0.85, "otr_decrypt": 0.85}
 REGISTER16_MODES = ("ecb", "ctr32", "cbc", "xts", "ocb", "otr")
 REGISTER16_CONFIGS = (("avx2", 256), ("avx", 128))
-# GCM, native, against BoringSSL in the same process: minimum ratio per message size.
+# GCM, native, against BoringSSL in the same process (AES-128 and AES-256): minimum ratio per size.
 GCM_GOALS = {"avx512": {16384: 1.10, 1024: 1.05, 256: 1.0}, "avx2": {16384: 1.25, 1024: 1.10, 256: 1.0}}
+# AES-256-XTS, native on an AVX-512 CPU, against AWS-LC's AVX-512 XTS (it has no AES-128-XTS).
+XTS_GOALS = {"avx512": {16384: 1.05, 4096: 1.05}}
+AES256_MODES = ("gcm", "xts")
+AES256_SIZES = (256, 1024, 4096, 16384)
 # Flags worth a line of their own in the ledger (the whole set is in the file's last section).
 KEY_FLAGS = ("aes", "pclmulqdq", "avx", "avx2", "vaes", "vpclmulqdq", "gfni", "avx512f", "avx512vl", "avx512bw",
              "avx512_vbmi", "avx512_vbmi2", "avx512_fp16", "amx_tile", "bmi2", "adx", "sha_ni")
@@ -46,12 +50,35 @@ BORINGSSL_AVX2_GCM = "deps/boringssl/gen/bcm/aes-gcm-avx2-x86_64-linux.S"
 
 
 @dataclass
-class Section:
+class Plan:
+    """One section of a --all run, before it is timed."""
     title: str
     command: str
     spec: KernelSpec
-    result: BenchResult
     goals: dict[str, float] = field(default_factory=dict)  # op -> fraction of the ceiling at 16 KiB
+    peer_goals: dict[str, tuple[str, dict[int, float]]] = field(default_factory=dict)  # op -> (peer, size -> ratio)
+    key_bits: int | None = None  # None: the run's --key-bits
+    sizes: tuple[int, ...] | None = None  # None: the run's --sizes
+
+
+@dataclass
+class Section:
+    plan: Plan
+    result: BenchResult
+
+
+def plans(native: KernelSpec, modes: tuple[str, ...], native_aes256: KernelSpec) -> list[Plan]:
+    """Every mode native runs; AES-256 GCM and XTS against the peers' best code; on an AVX-512
+    CPU the 16-register kernels (`register16`: specs made by the caller, which owns the options)."""
+    isa = native.isa
+    out = [Plan("--target native, every mode", f"aesgen bench {','.join(modes)} --target native", native,
+                {op: g for op, g in REGISTER16_GOALS.items() if isa != "avx512"},
+                {"gcm_encrypt": ("boringssl", GCM_GOALS.get(isa, {}))})]
+    xts = {op: ("awslc", XTS_GOALS[isa]) for op in ("xts_encrypt", "xts_decrypt") if isa in XTS_GOALS}
+    out.append(Plan("AES-256: GCM and XTS", f"aesgen bench {','.join(AES256_MODES)} --target native --key-bits 256 "
+                    f"--sizes {','.join(map(str, AES256_SIZES))}", native_aes256, {},
+                    {"gcm_encrypt": ("boringssl", GCM_GOALS.get(isa, {})), **xts}, 256, AES256_SIZES))
+    return out
 
 
 @dataclass
@@ -147,34 +174,38 @@ def section_table(s: Section) -> list[str]:
 
 def goal_lines(s: Section) -> list[str]:
     out = []
-    for op, goal in s.goals.items():
+    for op, goal in s.plan.goals.items():
         frac = s.result.ceiling_fraction(op, max(SIZES))
         if frac is None:
             continue
-        out.append(f"- {op} at {max(SIZES)} B: {100 * frac:.0f}% of the ceiling, goal >= {100 * goal:.0f}%: "
+        out.append(f"- {op} at {max(SIZES)} B: {100 * frac:.1f}% of the ceiling, goal >= {100 * goal:.0f}%: "
                    f"**{'met' if frac >= goal else 'not met'}**")
     return out
 
 
-def gcm_goal_lines(s: Section, isa: str) -> list[str]:
-    goals = GCM_GOALS.get(isa)
+def peer_goal_lines(s: Section) -> list[str]:
+    """Each peer goal of the section: our ratio to that peer, side by side, at each size."""
     out = []
-    for size, goal in (goals or {}).items():
-        ratio = s.result.ratio("gcm_encrypt", size, "boringssl")
-        if ratio is None:
-            out.append(f"- gcm_encrypt vs BoringSSL at {size} B: not measured (BoringSSL n/a: "
-                       f"{s.result.peers.get('boringssl', 'not compared')})")
+    bits = s.result.key_bits
+    for op, (peer, goals) in s.plan.peer_goals.items():
+        if op not in {m.op for m in s.result.measurements}:
             continue
-        half = s.result.ratio_halfwidth("gcm_encrypt", size, "boringssl")
-        rounds = next((m.rounds for m in s.result.measurements if (m.op, m.size) == ("gcm_encrypt", size)), 0)
-        figure = spread(ratio, half, 2, rounds) if half is not None else f"{ratio:.2f}"
-        out.append(f"- gcm_encrypt vs BoringSSL at {size} B: {figure}x, goal >= {goal:.2f}x: "
-                   f"**{'met' if ratio >= goal else 'not met'}**")
+        for size, goal in goals.items():
+            what = f"- {op} AES-{bits} vs {peer} at {size} B"
+            ratio = s.result.ratio(op, size, peer)
+            if ratio is None:
+                out.append(f"{what}: not measured ({peer}: {s.result.peers.get(peer, 'not compared')})")
+                continue
+            half = s.result.ratio_halfwidth(op, size, peer)
+            rounds = next((m.rounds for m in s.result.measurements if (m.op, m.size) == (op, size)), 0)
+            figure = spread(ratio, half, 2, rounds) if half is not None else f"{ratio:.2f}"
+            out.append(f"{what}: {figure.replace(' ', 'x ', 1)}, goal >= {goal:.2f}x: "
+                       f"**{'met' if ratio >= goal else 'not met'}**")
     return out
 
 
 def render(machine: Machine, sections: list[Section], command: str, date: str, commit: str,
-           mca: list[tuple[str, str, float, int]], key_bits: int) -> str:
+           mca: list[tuple[str, str, float, int]]) -> str:
     key = [f for f in KEY_FLAGS if f in machine.flags]
     first = sections[0].result
     out = [f"# aesgen on {machine.name}", "",
@@ -182,20 +213,21 @@ def render(machine: Machine, sections: list[Section], command: str, date: str, c
            f"model {machine.model} (0x{machine.model:x}); modelled as `{machine.modelled_as}`",
            f"- Features: {' '.join(key)}",
            f"- Recorded {date} with aesgen {commit}: `{command}`",
-           f"- AES-{key_bits}; TSC {first.tsc_hz / 1e9:.2f} GHz, core ~{first.core_hz / 1e9:.2f} GHz "
+           f"- TSC {first.tsc_hz / 1e9:.2f} GHz, core ~{first.core_hz / 1e9:.2f} GHz "
            "(from the ceiling's add chain); one call per message, every implementation in turn in one "
            "process; figures are medians ± half their 95% interval (docs/tuning.md); ratios > 1: aesgen faster.",
            ""]
     for s in sections:
-        out += [f"## {s.title}", "", f"`{s.command}` — file `{s.spec.prefix}`"
-                f" ({s.spec.isa}, {s.spec.width}-bit x {s.spec.depth}"
-                f"{''.join(f'; {m} {w}x{d}' for m, w, d in s.spec.overrides)})", ""]
+        spec = s.plan.spec
+        out += [f"## {s.plan.title}", "", f"`{s.plan.command}` — AES-{s.result.key_bits}, file `{spec.prefix}`"
+                f" ({spec.isa}, {spec.width}-bit x {spec.depth}"
+                f"{''.join(f'; {m} {w}x{d}' for m, w, d in spec.overrides)})", ""]
         out += section_table(s) + [""]
         out += [f"- {p}: {d}" for p, d in s.result.peers.items()] + [""]
         ceilings = [f"- {op}: {c.name} ceiling {c.bytes_per_cycle:.2f} B/cycle ({c.basis})"
                     for op, c in s.result.ceiling_bounds.items()]
         out += ["Ceilings measured here:", ""] + ceilings + [""] if ceilings else []
-        goals = goal_lines(s) + (gcm_goal_lines(s, s.spec.isa) if "gcm" in s.spec.modes else [])
+        goals = goal_lines(s) + peer_goal_lines(s)
         out += ["Goals:", ""] + goals + [""] if goals else []
     if mca:
         out += ["## Model: the avx2 GCM loop on AVX2-only cores (llvm-mca)", "",
@@ -209,9 +241,9 @@ def render(machine: Machine, sections: list[Section], command: str, date: str, c
 
 
 def record(directory: Path, machine: Machine, sections: list[Section], command: str,
-           mca: list[tuple[str, str, float, int]], key_bits: int) -> Path:
+           mca: list[tuple[str, str, float, int]]) -> Path:
     date = datetime.date.today().isoformat()
-    text = render(machine, sections, command, date, git_commit(), mca, key_bits)
+    text = render(machine, sections, command, date, git_commit(), mca)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{machine.signature}.md"
     tmp = path.with_suffix(".md.tmp")
