@@ -4,6 +4,7 @@ from __future__ import annotations
 from aesgen.dsl import FunctionBuilder
 
 from .regs import RESULT, r32
+from .registry import describes
 
 # Register roles, fixed by the instructions: cpuid takes the leaf in eax and the subleaf in ecx,
 # and returns the feature words in ebx and ecx (leaf 0: the highest leaf in eax); xgetbv takes
@@ -46,6 +47,7 @@ def feature_masks(features: tuple[str, ...]) -> dict[tuple[int, str], int]:
     return masks
 
 
+@describes("cpu_supported")
 def cpu_supported_function(b: FunctionBuilder) -> None:
     features = b.spec.features
     masks = feature_masks(features)

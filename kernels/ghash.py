@@ -21,6 +21,7 @@ from .aes import encrypt_rounds, finish, key_size_paths
 from .frame import aligned, drop_frame, open_frame
 from .modes import qword_mask_for_blocks, return_if_zero
 from .regs import RESULT, r32
+from .registry import describes
 
 # Register roles of HashCore's tail (public; the callers keep theirs elsewhere).
 POWER_AT = "r10"  # the next powers of H: their address, or their offset in the table (walk_by_index)
@@ -272,9 +273,12 @@ class HashCore:
         accumulate(b, sums, prod, W, into=sums)
 
 
-def ghash_function(b: FunctionBuilder, karatsuba: bool) -> None:
-    """P_ghash(gkey, acc, data, nblocks): acc = GHASH_H continued over the blocks."""
+@describes("ghash")
+def ghash_function(b: FunctionBuilder, karatsuba: bool | None = None) -> None:
+    """P_ghash(gkey, acc, data, nblocks): acc = GHASH_H continued over the blocks (Karatsuba
+    products as the spec says, unless told)."""
     spec = b.spec
+    karatsuba = spec.karatsuba if karatsuba is None else karatsuba
     acc_p, data, n = b.reg["acc"], b.reg["data"], b.reg["nblocks"]
     return_if_zero(b, n)
 
@@ -293,6 +297,7 @@ def ghash_function(b: FunctionBuilder, karatsuba: bool) -> None:
     b.single_path(None, body)
 
 
+@describes("gcm_set_key")
 def gcm_set_key_function(b: FunctionBuilder) -> None:
     """P_gcm_set_key(user_key, bits, gkey): AES schedule, then H^K..H^1 and their halves-xor."""
     spec = b.spec
@@ -357,14 +362,16 @@ def build_powers(b: FunctionBuilder, h: Mem, table: Mem, K: int, karatsuba: bool
     b.label(done)
 
 
-def polyval_function(b: FunctionBuilder, karatsuba: bool) -> None:
+@describes("polyval")
+def polyval_function(b: FunctionBuilder, karatsuba: bool | None = None) -> None:
     """P_polyval(h, acc, data, nblocks): RFC 8452 POLYVAL continued from acc.
 
     Short inputs go block by block (Horner); longer ones build H^K..H^1 in a
     stack frame first (no frame pointer: rsp only moves by constants), then run the
-    aggregated loop.
+    aggregated loop. Karatsuba products as the spec says, unless told.
     """
     spec = b.spec
+    karatsuba = spec.karatsuba if karatsuba is None else karatsuba
     h_p, acc_p, data, n = b.reg["h"], b.reg["acc"], b.reg["data"], b.reg["nblocks"]
     K = b.depth * b.lanes
     return_if_zero(b, n)

@@ -31,6 +31,7 @@ from .aes import EXPANDERS, encrypt_rounds, finish, key_size_paths
 from .frame import aligned, leave_frame, open_frame
 from .modes import ecb_function, return_if_zero
 from .regs import r32
+from .registry import describes
 
 ROW = 16  # one round key of one key
 # Register roles beside the arguments (b.reg); all public (pointers, counts, offsets).
@@ -128,6 +129,7 @@ class ColumnWriter:
         self.b.store(Mem(self.base, i * self.row), k, width=128, comment=f"ek[{i}]")
 
 
+@describes("set_encrypt_keys")
 def set_encrypt_keys_function(b: FunctionBuilder) -> None:
     """P_set_encrypt_keys(user_keys, bits, nkeys, keys): nkeys keys of bits/8 bytes each, one
     after the other, into the multikey schedule; 0, or -1 when bits is not 128/192/256."""
@@ -163,6 +165,7 @@ def set_encrypt_keys_function(b: FunctionBuilder) -> None:
 
 
 # ----------------------------------------------------------------------------- multikey ECB
+@describes("ecb_encrypt_multikey")
 def ecb_multikey_function(b: FunctionBuilder) -> None:
     """P_ecb_encrypt_multikey(keys, nkeys, in, out, blocks_per_key): block i of key k at
     in[(k * blocks_per_key + i) * 16]; lane l of a vector holds a block of key jL + l of its
@@ -329,6 +332,7 @@ def fixed_key_hash_rounds(b: FunctionBuilder, x: VReg, nr: int, width: int | Non
     return b.v("aesenclast", y, k, width=width, comment=f"round {nr} (last)")
 
 
+@describes("fixed_key_hash")
 def fixed_key_hash_function(b: FunctionBuilder) -> None:
     ecb_function(b, False, cipher=fixed_key_hash_rounds)
 
@@ -337,6 +341,7 @@ def fixed_key_hash_function(b: FunctionBuilder) -> None:
 KEY_ROWS = 15  # round keys a stream's copied schedule has room for
 
 
+@describes("cbc_encrypt_multi")
 def cbc_multi_function(b: FunctionBuilder) -> None:
     """P_cbc_encrypt_multi(keys, in, out, nblocks, ivs, nstreams): nstreams independent CBC
     encryptions of nblocks blocks, stream s with the schedule keys[s] (all of one key size),

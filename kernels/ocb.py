@@ -39,6 +39,7 @@ from .gcm import (AAD_LEN, BLOCK, BYTE, BYTES_HI, BYTES_LO, LEN, OUT, SCRATCH, T
 from .gfdouble import double_be
 from .modes import byte_mask, qword_mask_for_blocks
 from .regs import RESULT, arg, r32
+from .registry import describes
 
 def _q(m: Mem, disp: int = 0) -> Mem:
     return Mem(m.base, m.disp + disp, bits=64)
@@ -100,6 +101,7 @@ def fold_lanes(b: FunctionBuilder, v: VReg, width: int) -> VReg:
 
 
 # ----------------------------------------------------------------------------- key setup
+@describes("ocb_set_key")
 def ocb_set_key_function(b: FunctionBuilder) -> None:
     """P_ocb_set_key(user_key, bits, okey): both schedules, L_* = E(0), the doublings and tables."""
     spec = b.spec
@@ -515,5 +517,7 @@ class Ocb(Gcm):
         super().epilogue(label)
 
 
+@describes("ocb_encrypt", decrypt=False)
+@describes("ocb_decrypt", decrypt=True)
 def ocb_function(b: FunctionBuilder, decrypt: bool) -> None:
     Ocb(b, decrypt).function()

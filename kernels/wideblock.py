@@ -26,6 +26,7 @@ from aesgen.ir import Const, Mem, VReg
 from .aes import ScheduleWriter, expand_256, finish
 from .modes import return_if_zero, vector_loops
 from .regs import RESULT, r32
+from .registry import describes
 
 NB = 8  # columns of the Rijndael-256 state
 RIJNDAEL_SHIFTS = (0, 1, 3, 4)  # ShiftRows offsets C0..C3 for Nb = 8 (the Rijndael proposal)
@@ -92,6 +93,8 @@ def simpira_constant(c: int, lanes: int) -> Const:
 
 
 # ----------------------------------------------------------------------------- key setup
+@describes("rijndael256_set_encrypt_key", decrypt=False)
+@describes("rijndael256_set_decrypt_key", decrypt=True)
 def rijndael256_set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
     """P_rijndael256_set_{en,de}crypt_key(user_key, bits, rkey): 0, or -1 unless bits is 256.
     The decryption schedule is the equivalent inverse cipher's: round r's halves are
@@ -206,6 +209,8 @@ def _tail(b: FunctionBuilder, n: str, inp: str, outp: str, body) -> None:
         vector_loops(b, n, 1, (inp, outp), lambda g: body(g, 128), sizes=(1,), stride=32)
 
 
+@describes("rijndael256_ecb_encrypt", decrypt=False)
+@describes("rijndael256_ecb_decrypt", decrypt=True)
 def rijndael256_ecb_function(b: FunctionBuilder, decrypt: bool) -> None:
     """P_rijndael256_ecb_{en,de}crypt(rkey, in, out, nblocks): 32-byte blocks."""
     inp, outp, n = (b.reg[a] for a in ("in", "out", "nblocks"))
@@ -241,6 +246,8 @@ def rijndael256_ecb_function(b: FunctionBuilder, decrypt: bool) -> None:
     b.single_path(None, path)
 
 
+@describes("simpira256_permute", inverse=False)
+@describes("simpira256_inverse", inverse=True)
 def simpira256_function(b: FunctionBuilder, inverse: bool) -> None:
     """P_simpira256_permute / P_simpira256_inverse(in, out, nblocks): Simpira v2 (b = 2), or its
     inverse (the same rounds, c = 15 down to 1: each one's XOR undoes itself), of each 32-byte block."""
