@@ -142,18 +142,12 @@ class Xts:
         method = xmm_method(b)
         with b.at_width(128):
             if L > 1:  # whole blocks left over from the vector loops, one at a time
-                top, out = b.label_name("block"), b.label_name("blocks_done")
-                b.label(top)
-                b.s("cmp.r64.imm", n, imm=16)
-                b.branch("b", out)
-                x = b.v("vload", Mem(inp, 0))
-                b.store(Mem(outp, 0), self.cipher(x, single, nr))
-                b.assign(single, double(b, single, method), comment="next block's tweak")
-                b.s("add.r64.imm", inp, imm=16)
-                b.s("add.r64.imm", outp, imm=16)
-                b.s("sub.r64.imm", n, imm=16)
-                b.branch("jmp", top)
-                b.label(out)
+                def one_block(g: int) -> None:
+                    b.store(Mem(outp, 0), self.cipher(b.v("vload", Mem(inp, 0)), single, nr))
+
+                vector_loops(b, n, 16, (inp, outp), one_block, sizes=(1,), stride=16,
+                             advance=lambda g: b.assign(single, double(b, single, method),
+                                                        comment="next block's tweak"))
             done = b.label_name("done")
             b.s("test.r64.r64", PARTIAL, PARTIAL)
             b.branch("e", done)
