@@ -14,7 +14,7 @@ live a copy is inserted. A path that cannot fit raises `RegisterPressure`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import ops
 from .ir import BuildError, Branch, Insn, KeyRef, Label, Mark, Mem, Phys, VReg
@@ -146,17 +146,16 @@ def _share_spilled_keys(region: list, spilled: set[int], next_id: int, load: str
     """Replace the spilled keys of each run (uses of one key, at one width, with no other round key
     read between them) by one load into a fresh temporary, placed before the run's first use."""
     runs: list[tuple[int, list[int]]] = []  # (key, positions of its uses in the run)
-    open_run: dict[int, list[int]] = {}  # key -> positions of its run still open
-    width_of: dict[int, int] = {}
+    open_run: dict[int, tuple[int, list[int]]] = {}  # key -> (width, positions) of its run still open
     for n, it in enumerate(region):
         used = {s.index for s in getattr(it, "srcs", ()) if isinstance(s, KeyRef)}
         if used:
             open_run = {k: r for k, r in open_run.items() if k in used}  # another key read: runs end
         for k in sorted(used & spilled):
-            if k not in open_run or width_of[k] != it.width:
-                open_run[k], width_of[k] = [], it.width
-                runs.append((k, open_run[k]))
-            open_run[k].append(n)
+            if k not in open_run or open_run[k][0] != it.width:
+                open_run[k] = (it.width, [])
+                runs.append((k, open_run[k][1]))
+            open_run[k][1].append(n)
     temps: dict[int, dict[int, VReg]] = {}  # position -> key -> the run's temporary
     loads: dict[int, list[Insn]] = {}  # position of a run's first use -> its load
     for k, run in runs:
@@ -175,8 +174,7 @@ def _share_spilled_keys(region: list, spilled: set[int], next_id: int, load: str
         out.extend(loads.get(n, ()))
         if n in temps:
             regs = temps[n]
-            it = Insn(it.op, it.dst, tuple(regs.get(s.index, s) if isinstance(s, KeyRef) else s for s in it.srcs),
-                      imm=it.imm, width=it.width, mask=it.mask, mask_elem=it.mask_elem, comment=it.comment)
+            it = replace(it, srcs=tuple(regs.get(s.index, s) if isinstance(s, KeyRef) else s for s in it.srcs))
         out.append(it)
     return out, next_id
 

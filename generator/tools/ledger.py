@@ -26,6 +26,7 @@ from ..pipeline import generate
 from ..spec import KernelSpec
 from ..target import cpu_signature, load
 from .explore import llvm_mca
+from .files import require_writable, write_atomically
 from .report import spread
 
 SIZES = (256, 1024, 16384)
@@ -244,11 +245,9 @@ def record(directory: Path, machine: Machine, sections: list[Section], command: 
            mca: list[tuple[str, str, float, int]]) -> Path:
     date = datetime.date.today().isoformat()
     text = render(machine, sections, command, date, git_commit(), mca)
-    directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{machine.signature}.md"
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    require_writable(path, create_folder=True)
+    write_atomically({path: text})
     return path
 
 
