@@ -12,7 +12,8 @@ from aesgen.cpu import missing_features
 from aesgen.pipeline import generate
 from aesgen.spec import KernelSpec
 from aesgen.bench.timing import BenchResult, Measurement, OpCeiling, bench, ceiling_line, op_ceiling
-from aesgen.bench.ceiling import Ceiling, InstructionCost, ceiling_source, mix_source
+from aesgen.bench.ceiling import (PER_ITERATION, Ceiling, InstructionCost, ceiling_source, mix_source,
+                                   sampled_ceiling)
 
 SPEC = KernelSpec(("ecb", "ctr32"), "avx", 128, 2)
 pytestmark = pytest.mark.skipif(bool(missing_features(SPEC.features)),
@@ -76,7 +77,7 @@ def test_ceiling_source_has_throughput_and_latency_loops():
             assert f"ceil_{ins}_{w}_tput" in names and f"ceil_{ins}_{w}_lat" in names
     assert "ceil_add_lat" in names
     lat = text.split("ceil_vaesenc_512_lat:", 1)[1].split(".size", 1)[0]
-    assert lat.count("vaesenc %zmm15, %zmm0, %zmm0") == 12  # one dependent chain
+    assert lat.count("vaesenc %zmm15, %zmm0, %zmm0") == PER_ITERATION  # one dependent chain
     tput = text.split("ceil_vaesenc_512_tput:", 1)[1].split(".size", 1)[0]
     assert len({line.split(",")[-1] for line in tput.splitlines() if "vaesenc" in line}) == 12
 
@@ -156,3 +157,45 @@ def test_a_peer_that_runs_one_op_keeps_its_description(monkeypatch, tmp_path):
     monkeypatch.setattr(bench_mod, "run_op", lambda *a, **k: (1e9, next(infos), {}, []))
     result = bench(SPEC, tmp_path / "k.S", ops=["ghash", "polyval"], sizes=[64], peers=("ipsec-mb",), cpu=0)
     assert result.peers == {"ipsec-mb": "intel-ipsec-mb (fake)"}
+
+
+def test_the_sampled_ceiling_is_built_from_the_loops_median_ticks():
+    """Ticks per instruction as the harness reports them: an add chain at 0.5 ticks per cycle (a
+    2 GHz TSC, a 4 GHz core), zmm vaesenc at 1 cycle, a mix loop iteration of 30 cycles."""
+    mix = {("vaesenc", 512): 30, ("vpclmulqdq", 512): 14}
+    ticks = {"ceil_add_lat": 0.5, "ceil_vaesenc_512_tput": 0.5, "ceil_vaesenc_512_lat": 1.5,
+             "ceil_mix0": 30 * 0.5 / PER_ITERATION}
+    c = sampled_ceiling(2e9, ticks, [mix])
+    assert c.core_hz == pytest.approx(4e9)
+    assert c.cost("vaesenc", 512).throughput_cycles == pytest.approx(1.0)
+    assert c.cost("vaesenc", 512).latency_cycles == pytest.approx(3.0)
+    assert c.cost("vaesenc", 256) is None  # not timed: no bound from it
+    assert c.measure_mix(mix) == pytest.approx(30.0)
+    assert c.measure_mix({("vaesenc", 512): 40}) is None  # only the mixes that were timed
+    bound = op_ceiling(c, KernelSpec(("ctr32",), "avx512", 512, 4), "ctr32_encrypt", 128)
+    assert bound.bytes_per_cycle == pytest.approx(6.4) and bound.core_hz == pytest.approx(4e9)
+
+
+def test_bench_times_the_ceiling_in_every_round(monkeypatch, tmp_path):
+    """The bound reported is the one timed beside the kernel, round after round, not the
+    measurement bench started from."""
+    import aesgen.bench.timing as bench_mod
+
+    calls = []
+    monkeypatch.setattr(bench_mod, "build_shared", lambda p: p)
+    monkeypatch.setattr(bench_mod, "run_op", lambda *a, **k: (
+        calls.append("kernel") or (2e9, {}, {(s, "aesgen"): [1000.0] * 3 for s in a[4]}, [])))
+    monkeypatch.setattr(bench_mod, "probe_file", lambda mixes: ("probe.so", ["ceil_add_lat", "ceil_vaesenc_128_tput"]))
+    monkeypatch.setattr(bench_mod, "run_loops", lambda so, names, cpu: (
+        calls.append("probe") or (2e9, [{"name": "ceil_add_lat", "samples": [0.5] * 3},
+                                        {"name": "ceil_vaesenc_128_tput", "samples": [0.25] * 3},
+                                        {"name": "ceil_vaesenc_128_lat", "samples": [1.5] * 3}])))
+    start = Ceiling(tsc_hz=2e9, core_hz=9e9, costs=[InstructionCost("vaesenc", 128, 9.0, 9.0, 9.0)])
+    path = tmp_path / "k.S"
+    path.write_text("")
+    result = bench(SPEC, path, ops=["ecb_encrypt"], sizes=[1024], ceiling=start, cpu=0, budget=0)
+    assert calls == ["kernel", "probe"]  # one round: the kernel's sizes, then the ceiling's loops
+    bound = result.ceiling_bounds["ecb_encrypt"]
+    assert bound.bytes_per_cycle == pytest.approx(16 / (10 * 0.5))  # from the sampled 0.5 cycles, not 9
+    assert bound.core_hz == pytest.approx(4e9)
+    assert "and the ceiling sampled in turn" in result.sampling

@@ -560,18 +560,25 @@ static int ceiling(int argc, char **argv) {
     if (!h) { fprintf(stderr, "cannot load %s: %s\n", argv[2], dlerror()); return 2; }
     double hz = tsc_hz();
     printf("{\"meta\": true, \"tsc_hz\": %.0f}\n", hz);
-    const uint64_t iters = 20000; /* each loop iteration runs 12 instructions */
+    /* Each loop iteration runs 48 instructions (ceiling.py PER_ITERATION: 12 chains unrolled 4
+     * times); a trial of 500 iterations lasts a few microseconds, as one kernel call does, so a
+     * neighbour or an interrupt spoils few trials and the median sees through them. */
+    enum { TRIALS = 101 };
+    const uint64_t iters = 500;
     for (int i = 3; i < argc; i++) {
         void (*loop)(uint64_t) = (void (*)(uint64_t))dlsym(h, argv[i]);
         if (!loop) { printf("{\"name\": \"%s\", \"na\": \"missing\"}\n", argv[i]); continue; }
-        double best[15];
-        for (int t = 0; t < 15; t++) {
+        double best[TRIALS];
+        loop(iters); /* warm-up: wide units powered, code and branch predictors primed */
+        for (int t = 0; t < TRIALS; t++) {
             uint64_t t0 = ticks();
             loop(iters);
-            best[t] = (double)(ticks() - t0) / (iters * 12.0);
+            best[t] = (double)(ticks() - t0) / (iters * 48.0);
         }
-        qsort(best, 15, sizeof *best, cmp_double);
-        printf("{\"name\": \"%s\", \"min_ticks\": %.4f, \"median_ticks\": %.4f}\n", argv[i], best[0], best[7]);
+        printf("{\"name\": \"%s\", \"samples\": [", argv[i]);
+        for (int t = 0; t < TRIALS; t++) printf("%s%.4f", t ? ", " : "", best[t]);
+        qsort(best, TRIALS, sizeof *best, cmp_double);
+        printf("], \"min_ticks\": %.4f, \"median_ticks\": %.4f}\n", best[0], best[TRIALS / 2]);
     }
     return 0;
 }

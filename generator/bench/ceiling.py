@@ -5,6 +5,10 @@ and vgf2p8affineinvqb at xmm/ymm/zmm, a loop of 12 independent chains
 (throughput) and a loop of one dependent chain (latency); plus a chain of
 `add` (1 cycle each) that converts TSC ticks into core cycles.
 
+`aesgen bench` times these loops again in every sampling round, beside the
+kernels (probe_file, sampled_ceiling): a bound measured minutes earlier, or at
+another clock, is not the bound of the figure it is compared with.
+
 A *mix* loop holds given numbers of vaesenc and vpclmulqdq (per width), spread
 evenly over independent chains: it measures what a stitched loop such as GCM's
 allows when the two instructions compete for the same pipes (on Zen 4 they do,
@@ -13,14 +17,20 @@ so the bound is near the sum of their costs, not the larger one).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from aesgen.cpu import flags as cpu_flags
 
 from .build import bench_binary, build_so_from_text
 
 CHAINS = 12
+# Each loop iteration holds the chains UNROLL times: with one copy, the loop's own dec/jnz cost the
+# ymm vaesenc loop 2% here (0.51 cycles against 0.50 unrolled), which kernels then "beat".
+UNROLL = 4
+PER_ITERATION = CHAINS * UNROLL  # instructions per loop iteration; bench.c divides by it
 INSTRUCTIONS = {  # name -> (GAS mnemonic with operands {s} {d}, needs imm)
     "vaesenc": "vaesenc {s}, {d}, {d}",
     "vpclmulqdq": "vpclmulqdq $0x00, {s}, {d}, {d}",
@@ -40,7 +50,7 @@ KINDS = {128: "xmm", 256: "ymm", 512: "zmm"}
 # Golden Cove-class cores (Alder Lake, Sapphire Rapids) fold add-immediate chains at rename,
 # measured here at 0.13 TSC ticks per add against 0.67 for `add %rdx, %rax`, which made
 # the "core clock" 21 GHz and every cycle figure five times too large.
-CLOCK_CHAIN = ["add %rdx, %rax"] * CHAINS
+CLOCK_CHAIN = ["add %rdx, %rax"] * PER_ITERATION
 
 
 def _loop(name: str, body: list[str], wide: bool) -> list[str]:
@@ -56,8 +66,8 @@ def ceiling_source() -> tuple[str, list[str]]:
     for ins, pattern in INSTRUCTIONS.items():
         for width, kind in KINDS.items():
             src = f"%{kind}15"
-            tput = [pattern.format(s=src, d=f"%{kind}{r}") for r in range(CHAINS)]
-            lat = [pattern.format(s=src, d=f"%{kind}0")] * CHAINS
+            tput = [pattern.format(s=src, d=f"%{kind}{r}") for r in range(CHAINS)] * UNROLL
+            lat = [pattern.format(s=src, d=f"%{kind}0")] * PER_ITERATION
             for mode, body in (("tput", tput), ("lat", lat)):
                 name = f"ceil_{ins}_{width}_{mode}"
                 names.append(name)
@@ -71,9 +81,10 @@ def ceiling_source() -> tuple[str, list[str]]:
 # Chain registers of each unit in a mix loop (register 15 is the shared source).
 MIX_CHAINS = {"vaesenc": range(0, 10), "vpclmulqdq": range(10, 15)}
 MIX_REPEATS = 9
+Counts = dict[tuple[str, int], int]  # (instruction, width) -> how many per loop iteration
 
 
-def mix_source(counts: dict[tuple[str, int], int], name: str = "ceil_mix") -> str:
+def mix_loop(counts: Counts, name: str) -> list[str]:
     """One loop with counts[(instruction, width)] of each instruction, spread evenly through the
     body, each unit's instructions round-robin over its own independent chains."""
     slots = sorted(((i + 0.5) / n, ins, width) for (ins, width), n in counts.items() for i in range(n))
@@ -84,9 +95,22 @@ def mix_source(counts: dict[tuple[str, int], int], name: str = "ceil_mix") -> st
         reg = chains[turn[ins] % len(chains)]
         turn[ins] += 1
         body.append(INSTRUCTIONS[ins].format(s=f"%{KINDS[width]}15", d=f"%{KINDS[width]}{reg}"))
-    lines = ["\t.text", *_loop(name, body, any(w > 128 for _, w in counts)),
-             *_loop("ceil_add_lat", CLOCK_CHAIN, False), '\t.section .note.GNU-stack,"",@progbits']
+    return _loop(name, body, any(w > 128 for _, w in counts))
+
+
+def mix_source(counts: Counts, name: str = "ceil_mix") -> str:
+    lines = ["\t.text", *mix_loop(counts, name), *_loop("ceil_add_lat", CLOCK_CHAIN, False),
+             '\t.section .note.GNU-stack,"",@progbits']
     return "\n".join(lines) + "\n"
+
+
+def runs_here(counts: Counts) -> bool:
+    have = cpu_flags()
+    return bool(counts) and all(f in have for key in counts for f in FEATURES[key])
+
+
+def mix_key(counts: Counts) -> tuple:
+    return tuple(sorted(counts.items()))
 
 
 @dataclass
@@ -125,44 +149,90 @@ class Ceiling:
         costs = [(self.cost(ins, width), n) for (ins, width), n in counts.items()]
         return None if any(c is None for c, _ in costs) else sum(c.throughput_cycles * n for c, n in costs)
 
-    def measure_mix(self, counts: dict[tuple[str, int], int]) -> float | None:
+    def measure_mix(self, counts: Counts) -> float | None:
         """Core cycles one iteration of a mix loop (see mix_source) takes, measured; None when
         this CPU lacks an instruction of the mix."""
-        have = cpu_flags()
-        if not counts or any(f not in have for key in counts for f in FEATURES[key]):
+        if not runs_here(counts):
             return None
         so = build_so_from_text(mix_source(counts), "ceiling-mix")
         # MIX_REPEATS runs in one process, each next to a run of the 1-cycle add chain, so the
         # clock is calibrated at the same moment; the fastest pair counts. On a shared machine
         # a neighbour or a clock change can slow one burst of trials down twofold.
         names = ["ceil_add_lat", "ceil_mix"] * MIX_REPEATS
-        out = subprocess.run([str(bench_binary()), "--ceiling", str(so), *names],
-                             check=True, capture_output=True, text=True).stdout
-        rows = [json.loads(line) for line in out.splitlines() if line.strip()][1:]
-        # The harness divides each loop's ticks by CHAINS instructions per iteration.
-        return min(mix["min_ticks"] * CHAINS / add["min_ticks"] for add, mix in zip(rows[::2], rows[1::2]))
+        _, rows = run_loops(so, names)
+        # The harness divides each loop's ticks by PER_ITERATION instructions per iteration.
+        return min(mix["min_ticks"] * PER_ITERATION / add["min_ticks"] for add, mix in zip(rows[::2], rows[1::2]))
 
 
-def measure(cpu: int | None = None) -> Ceiling:
+@dataclass
+class SampledCeiling(Ceiling):
+    """The ceiling loops timed in the same rounds as the kernels they bound (medians of the round
+    medians), so the bound and the figure see the same clock: a core that runs faster or slower
+    for a while (turbo, a vector-width licence, a neighbour) moves both alike."""
+    mix_cycles: dict[tuple, float] = field(default_factory=dict)  # mix_key(counts) -> cycles per iteration
+
+    def measure_mix(self, counts: Counts) -> float | None:
+        return self.mix_cycles.get(mix_key(counts))
+
+
+def run_loops(so: Path, names: list[str], cpu: int | None = None) -> tuple[float, list[dict]]:
+    """One harness run of the named loops (pinned to `cpu` if given): the TSC rate and a row per
+    name (min_ticks, median_ticks, samples: ticks per loop iteration / PER_ITERATION)."""
+    pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
+    out = subprocess.run([str(bench_binary()), "--ceiling", str(so), *names], check=True,
+                         capture_output=True, text=True, preexec_fn=pin).stdout
+    rows = [json.loads(line) for line in out.splitlines() if line.strip()]
+    return rows[0]["tsc_hz"], rows[1:]
+
+
+def probe_file(mixes: list[Counts]) -> tuple[Path, list[str]]:
+    """The ceiling loops this CPU can run and a mix loop per entry of `mixes` (named mix_name(i)),
+    in one shared object: what `aesgen bench` times in every round beside the kernels."""
     text, names = ceiling_source()
     have = cpu_flags()
-    def needs(name: str) -> tuple[str, ...]:
-        _, ins, width, _ = name.split("_")
-        return FEATURES[(ins, int(width))]
+    runnable = [n for n in names if n == "ceil_add_lat" or all(f in have for f in _needs(n))]
+    extra = []
+    for i, counts in enumerate(mixes):
+        if runs_here(counts):
+            extra += mix_loop(counts, mix_name(i))
+            runnable.append(mix_name(i))
+    text = text.replace('\t.section .note.GNU-stack', "\n".join(extra) + '\n\t.section .note.GNU-stack') if extra else text
+    return build_so_from_text(text, "ceiling-probe"), runnable
 
-    runnable = [n for n in names if n == "ceil_add_lat" or all(f in have for f in needs(n))]
-    so = build_so_from_text(text, "ceiling")
-    cmd = [str(bench_binary()), "--ceiling", str(so), *runnable]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    rows = [json.loads(line) for line in out.splitlines() if line.strip()]
-    tsc = rows[0]["tsc_hz"]
-    by_name = {r["name"]: r for r in rows[1:] if "na" not in r}
-    ticks_per_cycle = by_name["ceil_add_lat"]["min_ticks"]
+
+def mix_name(i: int) -> str:
+    return f"ceil_mix{i}"
+
+
+def sampled_ceiling(tsc_hz: float, ticks: dict[str, float], mixes: list[Counts]) -> SampledCeiling:
+    """The ceiling from the loops' median ticks per instruction over the rounds of a bench run."""
+    ticks_per_cycle = ticks["ceil_add_lat"]
+    mix_cycles = {mix_key(c): ticks[mix_name(i)] * PER_ITERATION / ticks_per_cycle
+                  for i, c in enumerate(mixes) if mix_name(i) in ticks}
+    return SampledCeiling(tsc_hz, tsc_hz / ticks_per_cycle, _costs(ticks), mix_cycles)
+
+
+def _costs(ticks: dict[str, float]) -> list[InstructionCost]:
+    """Each instruction's costs from ticks per instruction of its loops (the add chain's ticks are
+    one core cycle)."""
+    ticks_per_cycle = ticks["ceil_add_lat"]
     costs = []
     for ins in INSTRUCTIONS:
         for width in KINDS:
-            t, l = by_name.get(f"ceil_{ins}_{width}_tput"), by_name.get(f"ceil_{ins}_{width}_lat")
+            t, l = ticks.get(f"ceil_{ins}_{width}_tput"), ticks.get(f"ceil_{ins}_{width}_lat")
             if t and l:
-                costs.append(InstructionCost(ins, width, t["min_ticks"] / ticks_per_cycle,
-                                             l["min_ticks"] / ticks_per_cycle, t["min_ticks"]))
-    return Ceiling(tsc, tsc / ticks_per_cycle, costs)
+                costs.append(InstructionCost(ins, width, t / ticks_per_cycle, l / ticks_per_cycle, t))
+    return costs
+
+
+def _needs(name: str) -> tuple[str, ...]:
+    _, ins, width, _ = name.split("_")
+    return FEATURES[(ins, int(width))]
+
+
+def measure(cpu: int | None = None) -> Ceiling:
+    """One run of every ceiling loop this CPU has, each at its fastest of 15 trials."""
+    so, names = probe_file([])
+    tsc, rows = run_loops(so, names, cpu)
+    ticks = {r["name"]: r["min_ticks"] for r in rows if "na" not in r}
+    return Ceiling(tsc, tsc / ticks["ceil_add_lat"], _costs(ticks))

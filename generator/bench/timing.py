@@ -25,7 +25,7 @@ from aesgen.spec import KernelSpec, mode_of
 from aesgen.verify.build import build_shared
 
 from .build import bench_binary
-from .ceiling import Ceiling
+from .ceiling import Ceiling, Counts, probe_file, run_loops, sampled_ceiling
 from .peer_libs import PEER_LIBS, built_library
 from .sampler import Sampling, sample
 from .stats import Interval
@@ -94,6 +94,7 @@ class OpCeiling:
     name: str  # what limits it: "clmul", "AES+CLMUL", "AES", "serial AES"
     basis: str  # how it was obtained, for the report line
     measured_together: bool = False  # a mix loop of the kernel's instructions, run on this CPU
+    core_hz: float = 0.0  # the core clock from the add chain timed with the ceiling's loops
 
 
 @dataclass
@@ -161,7 +162,9 @@ class BenchResult:
     def bytes_per_cycle(self, op: str, size: int, impl: str = "aesgen") -> float | None:
         """Bytes per core cycle, from the median ticks (None without the ceiling's clock)."""
         m = self.get(op, size, impl)
-        return m.size / (m.median_ticks * self.core_hz / self.tsc_hz) if m and self.core_hz else None
+        bound = self.ceiling_bounds.get(op)
+        core_hz = bound.core_hz if bound and bound.core_hz else self.core_hz
+        return m.size / (m.median_ticks * core_hz / self.tsc_hz) if m and core_hz else None
 
     def cycles_per_block(self, op: str, size: int) -> float | None:
         """Core cycles per 16-byte block (for gfdouble: per doubling), from the median ticks."""
@@ -226,37 +229,58 @@ def run_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[s
     return tsc, peer_info, samples, refused
 
 
+# The sampler's configuration that times the ceiling's loops (bench.c --ceiling) in every round, beside
+# the message sizes, so the bound is measured under the same conditions as the figures it bounds.
+CEILING = "ceiling"
+
+
 def sample_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[str, ...], key_bits: int,
-              trials: int, cpu: int | None, budget: float) -> tuple[float, dict[str, str], list[Measurement],
-                                                                    list["Refusal"], Sampling]:
+              trials: int, cpu: int | None, budget: float, probe: tuple[Path, list[str]] | None = None,
+              ) -> tuple[float, dict[str, str], list[Measurement], list["Refusal"], Sampling, dict[str, float]]:
     """Harness runs over every size (every implementation in turn within a run), until each median is
-    known to ±2% or the budget ends; a measurement per size and implementation."""
+    known to ±2% or the budget ends; a measurement per size and implementation. With `probe` (a
+    shared object and the loops to run), the ceiling's loops take a turn in every round too; their
+    median ticks per instruction come back by loop name."""
     tsc_rates: list[float] = []
     info: dict[str, str] = {}
     refused: dict[tuple[int, str], Refusal] = {}
 
-    def one_round(order: list[int]) -> dict[int, dict[tuple[int, str], list[float]]]:
-        tsc, peer_info, samples, why = run_op(spec, so, op, order, peers, key_bits, trials, cpu,
+    def probe_turn() -> dict[tuple, list[float]]:
+        _, rows = run_loops(probe[0], probe[1], cpu)
+        return {(CEILING, r["name"]): r["samples"] for r in rows if "samples" in r}
+
+    def one_round(order: list) -> dict:
+        got: dict = {CEILING: probe_turn()} if order[0] == CEILING else {}
+        sizes_now = [c for c in order if c != CEILING]
+        tsc, peer_info, samples, why = run_op(spec, so, op, sizes_now, peers, key_bits, trials, cpu,
                                               tsc_rates[0] if tsc_rates else None)
         tsc_rates.append(tsc)
         for peer, detail in peer_info.items():  # the first round (sizes in order) tells each peer's story
             info.setdefault(peer, detail)
         refused.update({(r.size, r.impl): r for r in why})
-        return {size: {key: xs for key, xs in samples.items() if key[0] == size} for size in order}
+        got.update({size: {key: xs for key, xs in samples.items() if key[0] == size} for size in sizes_now})
+        if probe and CEILING not in got:
+            got[CEILING] = probe_turn()
+        return got
 
-    got = sample(sizes, one_round, budget=budget)
+    got = sample([*sizes, CEILING] if probe else sizes, one_round, budget=budget)
     tsc = tsc_rates[0]  # one TSC rate for every figure
-    keys = sorted(got.round_medians, key=lambda key: (sizes.index(key[0]), key[1] != "aesgen"))
+    keys = sorted((key for key in got.round_medians if key[0] != CEILING),
+                  key=lambda key: (sizes.index(key[0]), key[1] != "aesgen"))
     ms = [measurement(op, size, impl, got.interval((size, impl)), got.minimum[(size, impl)], tsc)
           for size, impl in keys]
-    return tsc, info, ms, list(refused.values()), got
+    loops = {key[1]: got.interval(key).median for key in got.round_medians if key[0] == CEILING}
+    return tsc, info, ms, list(refused.values()), got, loops
 
 
 def bench(spec: KernelSpec, asm_path: Path, *, ops: list[str], sizes: list[int], peers: tuple[str, ...] = (),
           key_bits: int = 128, trials: int = 31, ceiling: Ceiling | None = None,
           cpu: int | None = None, budget: float = BUDGET) -> BenchResult:
-    """`budget`: seconds of sampling for all `ops`, shared out equally (0: one round each)."""
+    """`budget`: seconds of sampling for all `ops`, shared out equally (0: one round each). With
+    `ceiling` (its first measurement: which loops this CPU runs), every op's bound is timed again in
+    the same rounds as the op, and that is the bound reported."""
     so = build_shared(asm_path)
+    asm = asm_path.read_text() if ceiling is not None else ""
     result = BenchResult(spec=json.loads(spec.to_json()), key_bits=key_bits, tsc_hz=0.0, machine=machine_info())
     cpu = pin_cpu() if cpu is None else cpu
     start, lines = time.monotonic(), []
@@ -265,9 +289,11 @@ def bench(spec: KernelSpec, asm_path: Path, *, ops: list[str], sizes: list[int],
         if not op_sizes:
             continue
         share = max(0.0, budget - (time.monotonic() - start)) / (len(ops) - k)
-        tsc, info, ms, refused, got = sample_op(spec, so, op, op_sizes, () if op in DOUBLING_OPS else peers,
-                                                key_bits, trials, cpu, share)
-        lines.append(f"{op}: {got.describe('message sizes')}")
+        mixes = [counts] if ceiling is not None and (counts := mix_counts(spec, op, key_bits, asm)) else []
+        probe = probe_file(mixes) if ceiling is not None and op not in DOUBLING_OPS else None
+        tsc, info, ms, refused, got, loops = sample_op(spec, so, op, op_sizes, () if op in DOUBLING_OPS else peers,
+                                                       key_bits, trials, cpu, share, probe)
+        lines.append(f"{op}: {got.describe('message sizes' + (' and the ceiling' if probe else ''))}")
         result.refused.extend(refused)
         if result.tsc_hz and tsc != result.tsc_hz:  # one TSC rate for the whole result
             ms = [measurement(m.op, m.size, m.impl, m.ticks(), m.min_ticks, result.tsc_hz) for m in ms]
@@ -277,15 +303,22 @@ def bench(spec: KernelSpec, asm_path: Path, *, ops: list[str], sizes: list[int],
             if peer not in result.peers or result.peers[peer].startswith("n/a"):
                 result.peers[peer] = detail
         result.measurements.extend(ms)
+        if loops:
+            bound = op_ceiling(sampled_ceiling(result.tsc_hz, loops, mixes), spec, op, key_bits, asm)
+            if bound is not None:
+                result.ceiling_bounds[op] = bound
+                result.ceilings[op] = bound.gbps
     result.sampling = "; ".join(lines)
     merge_unavailable_reasons(result)
     if ceiling is not None:
-        asm = asm_path.read_text()
-        limits = {op: op_ceiling(ceiling, spec, op, key_bits, asm) for op in ops}
-        result.ceiling_bounds = {op: v for op, v in limits.items() if v is not None}
-        result.ceilings = {op: v.gbps for op, v in result.ceiling_bounds.items()}
         result.core_hz = ceiling.core_hz
     return result
+
+
+def mix_counts(spec: KernelSpec, op: str, key_bits: int, asm: str) -> Counts:
+    """GCM's bound is a loop of its main loop's vaesenc and vpclmulqdq run together: their counts
+    (empty for the other functions)."""
+    return dict(main_loop(asm, op, key_bits).unit_counts()) if op == "gcm_encrypt" else {}
 
 
 def merge_unavailable_reasons(result: BenchResult) -> None:
@@ -334,7 +367,7 @@ def op_ceiling(ceiling: Ceiling, spec: KernelSpec, op: str, key_bits: int, asm: 
     width, depth = spec.width_for(mode), spec.depth_for(mode)
     core = ceiling.core_hz
     def done(bytes_per_cycle: float, name: str, basis: str, together: bool = False) -> OpCeiling:
-        return OpCeiling(op, bytes_per_cycle * core / 1e9, bytes_per_cycle, name, basis, together)
+        return OpCeiling(op, bytes_per_cycle * core / 1e9, bytes_per_cycle, name, basis, together, core)
 
     if op in HASH_OPS or op == "gcm_encrypt":
         if asm is None:
