@@ -4,7 +4,9 @@ Depth fills the AES pipe: with latency L and reciprocal throughput T cycles,
 ceil(L / T) independent vaesenc must be in flight (8 on Zen 5, 4 on Zen 4's
 half-rate zmm, 4 on Skylake). Per mode: ECB and CBC decryption are that many independent groups;
 CTR32 too (its counter arithmetic runs on other ports); CBC encryption is one
-serial chain, so its depth does not matter (CBC decryption sets it). A depth
+serial chain, so its depth does not matter (CBC decryption sets it). A target
+file may record a measured depth for a mode and width where this rule falls
+short (its `[depths]` table, with the measurement it comes from). A depth
 the register file cannot hold is lowered to the largest that fits.
 """
 from __future__ import annotations
@@ -68,6 +70,10 @@ def choose(target: Target, mode: str, isa: str | None = None, width: int | None 
     want = pipe_depth(target, width)
     lat, tput = target.cost("aesenc", width)
     reason = f"vaesenc {width}-bit: latency {lat:g} / throughput {tput:g} cycles -> {want} in flight"
+    if measured := target.measured_depth(mode, width):
+        # A stitched loop (GCM's GHASH beside the rounds) wants more in flight than the AES pipe.
+        want, source = measured
+        reason = f"{mode} {width}-bit: depth {want}, {source}"
     fits = max_depth(isa, width, mode)
     depth = min(want, fits)
     if depth < want:

@@ -34,6 +34,9 @@ class Target:
     models: tuple = ()
     instructions: dict = field(default_factory=dict, hash=False, compare=False)
     ports: dict = field(default_factory=dict, hash=False, compare=False)  # the port model's table (perfmodel)
+    # Depths measured on the microarchitecture where the AES pipe rule (model.pipe_depth) falls
+    # short: "MODE_WIDTH" -> {depth, source}; see docs/costmodel.md.
+    depths: dict = field(default_factory=dict, hash=False, compare=False)
     modelled_as: str | None = None  # for native: the target whose costs it borrows
     # Flags that single this microarchitecture out among targets of the same features, when the
     # CPUID model is not one the file lists (virtual machines often report another model).
@@ -91,6 +94,11 @@ class Target:
                 return float(lat), float(tput)
         raise TargetError(f"target {self.name} has no cost for {instruction} at {width} bits")
 
+    def measured_depth(self, mode: str, width: int) -> tuple[int, str] | None:
+        """(depth, where the figure comes from) when the target file records one for the mode."""
+        entry = self.depths.get(f"{mode}_{width}")
+        return (int(entry["depth"]), entry["source"]) if entry else None
+
     def matches(self, vendor: str, family: int, model: int) -> bool:
         if vendor != self.vendor or family != self.family:
             return False
@@ -110,7 +118,7 @@ def _parse(text: str, origin: str) -> Target:
                       vector_registers=int(d["vector_registers"]),
                       preferred_widths=tuple(d["preferred_widths"]), family=d["match"]["family"],
                       models=tuple(d["match"].get("models", ())), instructions=dict(d["instructions"]),
-                      ports=dict(d.get("ports", {})),
+                      ports=dict(d.get("ports", {})), depths=dict(d.get("depths", {})),
                       marks=tuple(d["match"].get("marks", ())))
     except KeyError as e:
         raise TargetError(f"{origin}: missing field {e}") from None

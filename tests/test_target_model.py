@@ -46,6 +46,26 @@ def test_model_depth_is_latency_over_throughput(name, width, depth):
     assert (c.width, c.depth) == (width, depth)
 
 
+def test_a_measured_depth_in_the_target_file_overrides_the_pipe_rule():
+    """Sapphire Rapids records GCM at depth 8 on zmm (GHASH shares the AES ports); other modes
+    and widths keep latency / throughput, and the reason names the measurement."""
+    spr = load("sapphirerapids")
+    depth, source = spr.measured_depth("gcm", 512)
+    gcm = model.choose(spr, "gcm")
+    assert (gcm.width, gcm.depth) == (512, depth) and source in gcm.reason
+    assert model.choose(spr, "ecb").depth == model.pipe_depth(spr, 512)
+    assert spr.measured_depth("gcm", 256) is None and load("zen4").measured_depth("gcm", 512) is None
+
+
+@pytest.mark.parametrize("name", sorted(targets()))
+def test_measured_depths_name_their_source_and_build(name):
+    t = load(name)
+    for key, entry in t.depths.items():
+        mode, width = key.rsplit("_", 1)
+        assert set(entry) == {"depth", "source"} and "measured" in entry["source"], (name, key)
+        assert model.builds(t.isa_for_width(int(width)), int(width), mode, int(entry["depth"])), (name, key)
+
+
 def test_model_lowers_depth_to_what_the_registers_hold():
     # Sandy Bridge wants 8 (latency 8, throughput 1); CTR32 at depth 8 fits 16 registers,
     # at 16 it would not: max_depth bounds the choice.
