@@ -24,6 +24,7 @@ from aesgen.pipeline import generate
 from aesgen.spec import KernelSpec, mode_of
 from aesgen.verify.build import build_shared
 
+from . import peer_view
 from .build import bench_binary
 from .ceiling import Ceiling, Counts, probe_file, run_loops, sampled_ceiling
 from .peer_libs import PEER_LIBS, built_library
@@ -202,7 +203,8 @@ def run_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[s
     if cpu is not None:
         cmd.append(str(cpu))
     libs = {f"AESGEN_{name.upper()}_LIB": str(lib) for name in PEER_LIBS if (lib := built_library(name))}
-    env = {**os.environ, **libs, **({"AESGEN_BENCH_TSC_HZ": f"{tsc_hz:.0f}"} if tsc_hz else {})}
+    env = {**os.environ, **libs, **peer_view.environment(),
+           **({"AESGEN_BENCH_TSC_HZ": f"{tsc_hz:.0f}"} if tsc_hz else {})}
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.strip()]
     tsc = rows[0]["tsc_hz"]
@@ -223,6 +225,8 @@ def run_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[s
             samples[(r["size"], r["impl"])] = r["samples"]
     for p in peers:
         peer_info.setdefault(p, "available")
+        if not peer_info[p].startswith("n/a"):
+            peer_info[p] += peer_view.describe(p)
     for p, checked_sizes in checked.items():
         if not peer_info[p].startswith("n/a"):
             peer_info[p] += f"; output equal to aesgen's at {', '.join(map(str, checked_sizes))} B (checked before timing)"
