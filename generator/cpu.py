@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 import re
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
+from typing import Iterator
 
 from .spec import FEATURES_BY_ISA
 
@@ -108,6 +110,24 @@ def mask() -> frozenset[str]:
 def flags() -> frozenset[str]:
     """aesgen's view of this CPU: the host's flags less the mask."""
     return host_flags() - mask()
+
+
+@contextmanager
+def view(mask_text: str | None) -> Iterator[None]:
+    """Run a block under another AESGEN_CPU_MASK (None: leave the current one), then restore it."""
+    if mask_text is None:
+        yield
+        return
+    parse_mask(mask_text)  # MaskError on a bad name, before anything changes
+    before = os.environ.get(MASK_ENV)
+    os.environ[MASK_ENV] = mask_text
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[MASK_ENV]
+        else:
+            os.environ[MASK_ENV] = before
 
 
 def mask_note() -> str:

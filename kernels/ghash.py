@@ -11,7 +11,7 @@ halves-xor of each power precomputed in a second table).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 from aesgen.consts import bswap_mask, gfpoly
 from aesgen.dsl import FunctionBuilder
@@ -37,16 +37,26 @@ class Products:
     hi: VReg
 
 
-def product_terms(b: FunctionBuilder, x: VReg, p, px, karatsuba: bool, width: int) -> tuple[VReg, list[VReg], VReg]:
-    """x * p lane-wise, unreduced, as lo, the middle terms (to be xored) and hi."""
-    lo = b.v("clmul", x, p, imm=0x00, width=width, comment="x0 * h0")
-    hi = b.v("clmul", x, p, imm=0x11, width=width, comment="x1 * h1")
+def each_product(b: FunctionBuilder, x: VReg, p, px, karatsuba: bool, width: int) -> Iterator[tuple[str, VReg]]:
+    """x * p lane-wise, unreduced: its terms one at a time as ("lo" | "mi" | "hi", value), each
+    emitted only when asked for, so a caller that folds each into a running sum before taking
+    the next keeps one product live, not four (what lets GHASH ride a 16-register AES loop)."""
+    yield "lo", b.v("clmul", x, p, imm=0x00, width=width, comment="x0 * h0")
+    yield "hi", b.v("clmul", x, p, imm=0x11, width=width, comment="x1 * h1")
     if karatsuba:
         xx = b.v("vxor", x, b.v("pshufd", x, imm=0x4E, width=width), width=width, comment="x0 ^ x1")
-        return lo, [b.v("clmul", xx, px, imm=0x00, width=width, comment="(x0 ^ x1)(h0 ^ h1)")], hi
-    m1 = b.v("clmul", x, p, imm=0x01, width=width, comment="x1 * h0")
-    m2 = b.v("clmul", x, p, imm=0x10, width=width, comment="x0 * h1")
-    return lo, [m1, m2], hi
+        yield "mi", b.v("clmul", xx, px, imm=0x00, width=width, comment="(x0 ^ x1)(h0 ^ h1)")
+        return
+    yield "mi", b.v("clmul", x, p, imm=0x01, width=width, comment="x1 * h0")
+    yield "mi", b.v("clmul", x, p, imm=0x10, width=width, comment="x0 * h1")
+
+
+def product_terms(b: FunctionBuilder, x: VReg, p, px, karatsuba: bool, width: int) -> tuple[VReg, list[VReg], VReg]:
+    """x * p lane-wise, unreduced, as lo, the middle terms (to be xored) and hi."""
+    terms: dict[str, list[VReg]] = {"lo": [], "mi": [], "hi": []}
+    for field_name, value in each_product(b, x, p, px, karatsuba, width):
+        terms[field_name].append(value)
+    return terms["lo"][0], terms["mi"], terms["hi"][0]
 
 
 def multiply(b: FunctionBuilder, x: VReg, p, px, karatsuba: bool, width: int) -> Products:
@@ -204,10 +214,8 @@ class HashCore:
             if j == 0:
                 x = b.v("vxor", x, acc, width=W, comment="the running hash joins the first block")
             p, px = self.power(16 * (self.k_max - D * L + L * j) - shift, W)
-            lo, mids, hi = product_terms(b, x, p, px, self.karatsuba, W)
-            sums.lo.add(lo)
-            sums.mi.add(*mids)
-            sums.hi.add(hi)
+            for field_name, term in each_product(b, x, p, px, self.karatsuba, W):
+                getattr(sums, field_name).add(term)
         total = Products(sums.lo.value(), sums.mi.value(), sums.hi.value())
         reduce(b, total, self.karatsuba, W, dst=acc)
 

@@ -3,6 +3,7 @@ everything that depends on them. These tests set the mask themselves (monkeypatc
 hold under any mask CI runs them with."""
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
@@ -73,3 +74,17 @@ def test_the_global_option_sets_the_view() -> None:
     if "avx512f" in cpu.host_flags():
         assert "this CPU lacks" in p.stdout and "avx512f" in p.stdout
     assert f"{cpu.MASK_ENV}=avx512f" in p.stdout
+
+
+def test_a_view_block_sets_the_mask_and_restores_it(monkeypatch) -> None:
+    monkeypatch.setenv(cpu.MASK_ENV, "gfni")
+    with cpu.view("avx512f,gfni"):
+        assert "avx512f" not in cpu.flags() and "avx512bw" not in cpu.flags()
+    assert cpu.mask() == cpu.closure(frozenset({"gfni"}), cpu.host_flags())
+    monkeypatch.delenv(cpu.MASK_ENV)
+    with pytest.raises(cpu.MaskError):
+        with cpu.view("no_such_flag"):
+            pass
+    assert cpu.MASK_ENV not in os.environ  # refused before anything changed
+    with cpu.view(None):
+        assert cpu.mask() == frozenset()

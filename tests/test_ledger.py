@@ -63,6 +63,25 @@ def test_plans_hold_the_aes256_peer_goals_and_the_native_gcm_goal():
     assert "xts_encrypt" not in second.peer_goals and first.goals == ledger.REGISTER16_GOALS
 
 
+def test_the_avx2_view_plans_time_gcm_under_the_mask_against_the_avx2_goals():
+    spec = KernelSpec(("gcm",), "avx2", 256, 8)
+    plans = ledger.avx2_view_plans(spec, "avx512f,gfni")
+    assert [p.key_bits for p in plans] == [128, 256]
+    for p in plans:
+        assert p.cpu_mask == "avx512f,gfni" and p.spec is spec and p.command.startswith("AESGEN_CPU_MASK=avx512f,gfni ")
+        assert p.peer_goals == {"gcm_encrypt": ("boringssl", ledger.GCM_GOALS["avx2"])}
+
+
+def test_ledger_plans_add_the_avx2_view_only_on_an_avx512_cpu():
+    from aesgen.cpu import flags
+    from aesgen.tools.cli import ledger_plans
+    views = [p for p in ledger_plans({}) if p.cpu_mask]
+    if "avx512f" not in flags():
+        assert views == []
+        return
+    assert len(views) == 2 and all(p.spec.isa == "avx2" and p.spec.modes == ("gcm",) for p in views)
+
+
 def test_render_holds_the_command_date_cpu_table_and_a_figure_without_interval():
     spec = KernelSpec(("ecb",), "avx2", 256, 8)
     ms = [measured("ecb_encrypt", 256, "aesgen", 10.0, rounds=1), measured("ecb_encrypt", 256, "openssl", 5.0, 1)]

@@ -60,6 +60,7 @@ class Plan:
     peer_goals: dict[str, tuple[str, dict[int, float]]] = field(default_factory=dict)  # op -> (peer, size -> ratio)
     key_bits: int | None = None  # None: the run's --key-bits
     sizes: tuple[int, ...] | None = None  # None: the run's --sizes
+    cpu_mask: str | None = None  # the AESGEN_CPU_MASK the section is built and timed under (None: the run's)
 
 
 @dataclass
@@ -80,6 +81,15 @@ def plans(native: KernelSpec, modes: tuple[str, ...], native_aes256: KernelSpec)
                     f"--sizes {','.join(map(str, AES256_SIZES))}", native_aes256, {},
                     {"gcm_encrypt": ("boringssl", GCM_GOALS.get(isa, {})), **xts}, 256, AES256_SIZES))
     return out
+
+
+def avx2_view_plans(spec: KernelSpec, mask: str) -> list[Plan]:
+    """On an AVX-512 CPU: GCM as an AVX2-only CPU runs it (the mask hides AVX-512 from aesgen and
+    from the peers, so BoringSSL runs its VAES-AVX2 code), against the AVX2-only goals; `spec`
+    is --target native under that mask. The same cores' ports, not a Zen 3's or an Alder Lake's."""
+    return [Plan(f"AVX2 view: GCM AES-{bits} as an AVX2-only CPU runs it (AESGEN_CPU_MASK={mask})",
+                 f"AESGEN_CPU_MASK={mask} aesgen bench gcm --target native --key-bits {bits}", spec, {},
+                 {"gcm_encrypt": ("boringssl", GCM_GOALS["avx2"])}, bits, None, mask) for bits in (128, 256)]
 
 
 @dataclass
