@@ -61,7 +61,7 @@ class Lowerer:
             return [replace(i, op="vinsert128")]
         if i.op == "vstore_lane":  # lane imm of a register to 16 bytes of memory
             if i.imm == 0:
-                return [replace(i, op="vstore", width=128)]
+                return [replace(i, op="vstore", width=128, imm=None)]
             return [replace(i, op="vextract128")]
         if i.op == "widen":
             if spec.isa == "avx512":

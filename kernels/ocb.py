@@ -12,6 +12,9 @@ A batch covers blocks s .. s+B-1 with s a multiple of B: ntz(s + j) = ntz(j) for
 Offset_{s+j} = Offset_s ^ T_j, and only the step to the next batch depends on the (public) block
 index: Offset_{s+B} = Offset_s ^ Q_ntz(s+B). BASE holds Offset_s in every lane, so each vector's
 offsets are BASE ^ (T loaded at its position), folded into round key 0 and the last round key.
+The step to the next batch (bsf, a load, an XOR) rides among the current batch's rounds, so its
+latency is off the next batch's start; the loop ends with BASE one batch ahead (taken back when no
+block follows).
 Blocks 1..B-1 (positions 1.. of the batch at s = 0) and the blocks after the last whole batch
 go one vector at a time with T loaded at their position, the last few through an AVX-512 mask
 or, on AVX2, one xmm block.
@@ -212,20 +215,30 @@ class OffsetPass:
             b.s("sub.r64.r64", LEFT, HEAD)
             self.some_blocks(HEAD)
         top, end, done = b.label_name(f"batch{B}_"), b.label_name("batches_done"), b.label_name("pass_done")
-        b.label(top)
+        stepped = b.label_name("stepped")
         b.s("cmp.r64.imm", LEFT, imm=B)
         b.branch("b", end)
         self.step()
+        b.label(top)
+        # The step to the next batch rides among the rounds (riders never touch the registers the
+        # groups read): its bsf -> load -> xor chain would otherwise stall the next batch's start.
         b.groups(b.depth, lambda j: self.vector(Mem(self.src, 16 * L * j), Mem(self.okey, self.table + 16 * L * j),
                                                 Mem(self.dst, 16 * L * j) if self.dst else None),
-                 comment=f"{b.depth} vector(s) of {L} block(s)")
+                 comment=f"{b.depth} vector(s) of {L} block(s)", riders=self.next_base)
+        self.rekey()
         self.advance(16 * B)
         b.s("sub.r64.imm", LEFT, imm=B)
-        b.branch("jmp", top)
+        b.s("cmp.r64.imm", LEFT, imm=B)
+        b.branch("ae", top)
+        b.s("test.r64.r64", LEFT, LEFT)
+        b.branch("ne", stepped)
+        b.v("vxor", self.base, self.q_step(), dst=self.base, comment="back to the batch just done")
+        b.branch("jmp", done)
         b.label(end)
         b.s("test.r64.r64", LEFT, LEFT)
         b.branch("e", done)
         self.step()
+        b.label(stepped)
         b.s("xor.r32.r32", r32(POS), r32(POS), comment="from position 0 of the new batch")
         self.some_blocks(LEFT)
         b.label(done)
@@ -244,14 +257,20 @@ class OffsetPass:
             b.v("vxor", self.base, key(self.nr), dst=self.last, comment="Offset_s ^ last round key")
 
     def step(self) -> None:
-        """To the next batch: Offset_{s+B} = Offset_s ^ Q_ntz(s+B) (the block index is public)."""
+        """To the next batch, its round keys with the offset folded in."""
+        self.next_base()
+        self.rekey()
+
+    def next_base(self) -> None:
+        """BASE = Offset_{s+B} = Offset_s ^ Q_ntz(s+B) (the block index is public); STEP keeps 16 ntz."""
         b = self.b
         b.s("add.r64.imm", BATCH_START, imm=self.B)
         b.s("bsf.r64.r64", STEP, BATCH_START, comment="ntz of the batch's first block index")
         b.s("shl.r64.imm", STEP, imm=4)
-        q = b.v("vload_bcast", Mem(self.okey, b.spec.ocb_step_offset, index=STEP), comment="Q_ntz")
-        b.v("vxor", self.base, q, dst=self.base, comment="Offset of the batch's first block")
-        self.rekey()
+        b.v("vxor", self.base, self.q_step(), dst=self.base, comment="Offset of the batch's first block")
+
+    def q_step(self) -> VReg:
+        return self.b.v("vload_bcast", Mem(self.okey, self.b.spec.ocb_step_offset, index=STEP), comment="Q_ntz")
 
     def advance(self, nbytes: int | str) -> None:
         b = self.b

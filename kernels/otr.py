@@ -15,7 +15,9 @@ groups' first rounds interleave, then their second rounds. On AVX-512 (depth 1..
 batches are software-pipelined instead: one batch's second rounds beside the next one's
 first rounds, the offsets read from two frame tables that general-purpose registers fill
 two batches ahead, their stores riding between the AES rounds (Otr.pipelined_batches;
-docs/tuning.md has the measurements behind it).
+docs/tuning.md has the measurements behind it). On ymm with 16 registers (avx2) the batches are
+staged instead (kernels/otr_staged.py): blocks, offsets and last keys go to frame slots first,
+so a group holds only its AES state and 8 groups fit.
 
 The AD hash is PMAC-like: TA = E(sum of E(2^(j-1) Q ^ A_j) ^ ozp(A_a) ^ c' 2^(a-1) Q) with
 Q = E(0) kept in the key, its mask stream like the offsets'. Tag = E(Sigma ^ c La) ^ TA.
@@ -40,6 +42,7 @@ from .frame import CALLEE_SAVED, aligned, leave_frame, open_frame, push_saved
 from .gcm import BYTE, BYTES_HI, gather_partial
 from .gfdouble import TweakStream, double, gpr_double
 from .modes import byte_mask, vector_loops
+from .otr_staged import StagedChunks, slot_bytes, staged
 from .regs import RESULT, r8, r32
 from .registry import describes
 from .xts import steal_table, xmm_method
@@ -47,6 +50,7 @@ from .xts import steal_table, xmm_method
 GATHER, OUTGOING, TAG_DIFF, TA = (Mem("rsp", o) for o in (0, 16, 32, 48))
 WIPED = range(0, 64, 16)
 PIPELINED_DEPTH = 4  # the deepest batches that are software-pipelined
+STAGED_AD_DEPTH = 4  # the AD hash's groups beside staged batches (each keeps a mask and a state)
 TABLE = 64  # after the four slots: the offset tables (software pipelining)
 
 # Register roles beside the arguments (b.reg). The stack arguments move to OUT, LEN and TAG at
@@ -128,7 +132,11 @@ class Otr:
         # after the fixed slots, two offset tables of one batch each (its D L chunks' L_i,
         # big-endian, and the next chunk's), in whole vectors for the wipe
         self.table_bytes = -(-16 * (b.depth * b.lanes + 1) // self.vector_bytes) * self.vector_bytes
-        self.frame = aligned(TABLE + (2 * self.table_bytes if self.pipelined else 0))
+        self.staged = not self.pipelined and staged(self.spec)
+        # after the fixed slots: the offset tables (pipelined) or the staged batches' slots
+        self.area_bytes = 2 * self.table_bytes if self.pipelined else \
+            slot_bytes(b.depth, b.width) if self.staged else 0
+        self.frame = aligned(TABLE + self.area_bytes)
 
     # -- the function -----------------------------------------------------------
     def function(self) -> None:
@@ -378,10 +386,13 @@ class Otr:
                 self.store_chunks(off, y1, y2)
             b.groups(g, block, comment=f"{g} group(s) of {L} chunk(s)")
 
-        if self.pipelined:
-            self.pipelined_batches(nr, offsets, total)
-        vector_loops(b, count, 32 * L, (inp, outp), body, stride=32 * L,
-                     sizes=(1,) if self.pipelined else None)
+        if self.staged:
+            StagedChunks(self, TABLE).run(nr, offsets, total)
+        else:
+            if self.pipelined:
+                self.pipelined_batches(nr, offsets, total)
+            vector_loops(b, count, 32 * L, (inp, outp), body, stride=32 * L,
+                         sizes=(1,) if self.pipelined else None)
         fold(b, total)
         if L > 1:  # whole chunks left over from the vector loops, one at a time
             top, out = b.label_name("chunk"), b.label_name("chunks_done")
@@ -629,7 +640,9 @@ class Otr:
                 b.v("vxor", total, y, dst=total)
             b.groups(g, block, comment=f"{g} group(s) of {L} AD block(s)")
 
-        vector_loops(b, count, 16 * L, (aad,), body)
+        # staged batches are deeper than a group-per-mask AD loop fits: it keeps the old depth
+        ad_depth = min(b.depth, STAGED_AD_DEPTH) if self.staged else b.depth
+        vector_loops(b, count, 16 * L, (aad,), body, sizes=(ad_depth, 1) if ad_depth > 1 else (1,))
         fold(b, total)
         if L > 1:
             top, out = b.label_name("ad_block"), b.label_name("ad_blocks_done")
@@ -699,10 +712,10 @@ class Otr:
             z = b.v("vzero")
             for off in WIPED:
                 b.store(Mem("rsp", off), z, comment="wipe the frame's secrets")
-        if self.pipelined:
+        if self.area_bytes:
             z = b.v("vzero", width=self.width)
-            for off in range(TABLE, TABLE + 2 * self.table_bytes, self.vector_bytes):
-                b.store(Mem("rsp", off), z, width=self.width, comment="wipe the offset tables")
+            for off in range(TABLE, TABLE + self.area_bytes, self.vector_bytes):
+                b.store(Mem("rsp", off), z, width=self.width, comment="wipe the offset tables or slots")
         leave_frame(b, self.frame, CALLEE_SAVED)
 
 
