@@ -19,13 +19,15 @@ from . import __version__
 from .bitsliced_code import circuit_pass
 from .dsl import BuildError
 from .functions import FUNCTIONS, MODE_TITLES
-from .ir import Const, Function, GroupBlock, Insn, Mark, MarkKind, Path
+from .ir import Const, Function, GroupBlock, Insn, Mark, MarkKind, Path, VReg
 from .isa import Assembler, Emitted
 from .kernels import build_function, build_functions
+from .list_schedule import list_schedule, target_costs
 from .lower import Lowerer
-from .regalloc import RegisterPressure, allocate_path
+from .regalloc import Allocation, RegisterPressure, allocate_path
 from .schedule import flatten
 from .spec import MULTIKEY_BYTES, SPEC_MARKER, KernelSpec
+from .target import load as load_target
 from .win64 import Directive, bytes_below_rsp, check_body, wrap as wrap_win64
 
 T = TypeVar("T")
@@ -91,6 +93,7 @@ def command_line(spec: KernelSpec, output: str = "FILE.S") -> str:
     per_mode += " --hidden" if spec.hidden else ""
     per_mode += f" --format {spec.object_format}" if spec.object_format != "elf" else ""
     per_mode += f" --abi {spec.abi}" if spec.abi != "sysv" else ""
+    per_mode += f" --schedule list:{spec.schedule}" if spec.schedule else ""
     return (f"aesgen generate {','.join(spec.modes)} --isa {spec.isa} --width {spec.width} "
             f"--depth {spec.depth}{per_mode} --backend {spec.backend} --prefix {spec.prefix} -o {output}")
 
@@ -143,19 +146,39 @@ class FunctionEmitter:
         self.red_zone: dict[str, int] = {}  # function -> bytes it uses below rsp (SysV red zone)
 
     def path_items(self, fn: Function, path: Path, lower: Lowerer) -> list:
-        items = flatten(lower.items(path.items))
+        lowered = lower.items(path.items)
         what = f"{fn.name}" + (f" (AES-{path.nr * 32 - 192})" if path.nr else "")
         keys = path.schedule
-        alloc = allocate_path(items, nregs=self.nregs, legacy=self.spec.isa == "sse",
-                              key_base=keys.base if keys else fn.key_base,
-                              key_stride=keys.stride if keys else self.spec.key_stride, width=fn.width, what=what,
-                              key_disp=keys.disp if keys else 0, key_aligned=keys.aligned if keys else True)
+
+        def allocate(items: list) -> Allocation:
+            return allocate_path(items, nregs=self.nregs, legacy=self.spec.isa == "sse",
+                                 key_base=keys.base if keys else fn.key_base,
+                                 key_stride=keys.stride if keys else self.spec.key_stride, width=fn.width,
+                                 what=what, key_disp=keys.disp if keys else 0,
+                                 key_aligned=keys.aligned if keys else True)
+        alloc = None
+        if self.spec.schedule:  # list-scheduled; where that needs more registers than lockstep, lockstep
+            try:
+                alloc = allocate(flatten(lowered, self.scheduler(lowered)))
+            except RegisterPressure:
+                alloc = None
+        if alloc is None:
+            alloc = allocate(flatten(lowered))
         if alloc.key_regs or alloc.spilled_keys:
             how = "loaded once per round, shared by the groups" if alloc.shared_key_loads else "as memory operands"
             mem = f"; keys {','.join(map(str, alloc.spilled_keys))} {how}" if alloc.spilled_keys else ""
             self.notes.append(f"{what}: {alloc.registers_used} vector registers, "
                               f"{len(alloc.key_regs)} round keys in registers{mem}")
         return alloc.insns
+
+    def scheduler(self, items: list) -> Callable[[GroupBlock], list[Insn]]:
+        """The list scheduler for the spec's target, leaving a register for a shared round key
+        beside the path's pinned values."""
+        costs = target_costs(load_target(self.spec.schedule))
+        pinned = {o.id for it in items if isinstance(it, GroupBlock)
+                  for i in it.riders + [x for s in it.streams + it.finals for x in s]
+                  for o in (i.dst, *i.srcs) if isinstance(o, VReg) and o.pinned}
+        return lambda block: list_schedule(block, costs, self.nregs - len(pinned) - 1)
 
     def function(self, fn: Function) -> tuple[list[str], list[Emitted]]:
         lower = Lowerer(self.spec, fn.width)

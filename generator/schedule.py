@@ -9,6 +9,8 @@ it when in == out.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from .ir import BuildError, GroupBlock, Insn, Mem, VReg
 from .ops import info
 
@@ -37,12 +39,13 @@ def interleave(block: GroupBlock) -> list[Insn]:
     return out
 
 
-def flatten(items: list) -> list:
-    """Replace every GroupBlock in a list of items by its interleaved instructions."""
+def flatten(items: list, order: Callable[[GroupBlock], list[Insn]] = interleave) -> list:
+    """Replace every GroupBlock in a list of items by its instructions in `order` (lockstep by
+    default; list_schedule.list_schedule for a target's ports)."""
     out: list = []
     for item in items:
         if isinstance(item, GroupBlock):
-            out.extend(interleave(item))
+            out.extend(order(item))
         else:
             out.append(item)
     return out

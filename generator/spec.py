@@ -112,6 +112,9 @@ class KernelSpec:
     hidden: bool = False
     # The object format the .S is written for (OBJECT_FORMATS).
     object_format: str = "elf"
+    # Instruction order within the interleaved blocks: "" lockstep (schedule.interleave), or the
+    # target whose port table the list scheduler simulates (list_schedule), e.g. "zen3".
+    schedule: str = ""
 
     def __post_init__(self) -> None:
         if self.abi not in ABIS:
@@ -298,7 +301,7 @@ class KernelSpec:
         d["modes"] = list(self.modes)
         d["features"] = list(self.features)
         d["overrides"] = [list(o) for o in self.overrides]
-        for name in ("gfdouble", "table_lookups", "no_ternlog", "no_red_zone", "hidden"):  # only where they apply: older files stay as they were
+        for name in ("gfdouble", "table_lookups", "no_ternlog", "no_red_zone", "hidden", "schedule"):  # only where they apply: older files stay as they were
             if not d[name]:
                 del d[name]
         if d["object_format"] == "elf":

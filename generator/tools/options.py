@@ -12,6 +12,7 @@ from ..config import (ConfigError, default_depths_that_fit, make_spec, parse_mod
 from ..doubling import METHODS as DOUBLING_METHODS
 from ..dsl import BuildError
 from ..model import backend_isa_width, bitsliced_depth
+from ..perfmodel import port_table
 from ..pipeline import generate as generate_kernel
 from ..spec import ABIS, BITSLICED_MODES, ISAS, MAX_DEPTH, OBJECT_FORMATS, KernelSpec
 from ..target import TargetError, load
@@ -71,6 +72,9 @@ def config_options(f):
     f = click.option("--allow-table-lookups", "table_lookups", is_flag=True,
                      help="Allow methods that load from data-dependent addresses (NOT constant-time; "
                           "the static check reports them as warnings).")(f)
+    f = click.option("--schedule", "schedule", default="lockstep", show_default=True, metavar="lockstep|list[:TARGET]",
+                     help="Order within the interleaved blocks: lockstep (round by round, riders spread) or list "
+                          "(a list scheduler simulating the ports of --target's microarchitecture, or of TARGET).")(f)
     f = click.option("--no-ternlog", "no_ternlog", is_flag=True,
                      help="--backend bitsliced on avx512: no VPTERNLOGD (three-operand S-box and XOR linear "
                           "layers), to measure what ternary logic buys.")(f)
@@ -91,7 +95,8 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
                       tuned: bool = False, profile: str | None = None, per_mode: tuple[str, ...] = (),
                       karatsuba: bool = False, gfdouble: str = "", table_lookups: bool = False,
                       no_ternlog: bool = False, abi: str = "sysv", no_red_zone: bool = False,
-                      hidden: bool = False, object_format: str = "elf", default_native: bool = True) -> KernelSpec:
+                      hidden: bool = False, object_format: str = "elf", schedule: str = "lockstep",
+                      default_native: bool = True) -> KernelSpec:
     """The KernelSpec the options describe. With neither --isa nor --target the file is for this
     CPU (`--target native`, said in one line on stderr) unless default_native is False (simulate:
     the DSL runs anywhere, so its default stays the fixed avx512)."""
@@ -125,6 +130,8 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
         spec = replace(spec, no_red_zone=True)
     if hidden:
         spec = replace(spec, hidden=True)
+    if schedule != "lockstep":
+        spec = replace(spec, schedule=schedule_target(schedule, target))
     if object_format != spec.object_format:
         check_format(spec.abi, object_format)
         spec = replace(spec, object_format=object_format)
@@ -135,6 +142,22 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
     if say_native:  # said once the file is written (a refusal stays one line)
         _pending_notes.append(f"no --isa or --target: --target native ({native_summary()}): {describe_choice(spec)}")
     return spec
+
+
+def schedule_target(schedule: str, target: str | None) -> str:
+    """The target whose ports `--schedule list[:TARGET]` simulates (native: the one it is modelled as)."""
+    kind, _, named = schedule.partition(":")
+    if kind != "list":
+        raise UsageFailure(f"--schedule {schedule}: choose lockstep, list (with --target) or list:TARGET")
+    name = named or target
+    if not name:
+        raise UsageFailure("--schedule list simulates a microarchitecture's ports: give --target, or list:TARGET")
+    try:
+        t = load(name)
+        port_table(t)
+    except (TargetError, BuildError) as e:
+        raise UsageFailure(f"--schedule {schedule}: {e}") from None
+    return t.modelled_as or t.name
 
 
 _pending_notes: list[str] = []
