@@ -133,6 +133,10 @@ def test_bytes_per_cycle_and_the_ceiling_line():
     assert ceiling_line(spec, r, "ghash") == ("ghash 512x4 karatsuba, 16384 B: 2.67 B/cycle = 50% of the clmul "
                                               "ceiling 5.33 B/cycle (basis)")
     assert ceiling_line(spec, r, "polyval") is None
+    # Sampled in rounds, the line carries the figure's interval, in proportion, into both numbers.
+    r.measurements[0] = Measurement("ghash", 16384, "aesgen", 4000, 4096, 4.0, 0.25, 4000, 4192, 8, 0.96, 0.1)
+    assert ceiling_line(spec, r, "ghash").startswith(
+        "ghash 512x4 karatsuba, 16384 B: 2.67 ±0.07 B/cycle = 50 ±1% of the clmul ceiling 5.33 B/cycle")
 
 
 def test_mix_source_spreads_independent_chains():

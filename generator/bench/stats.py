@@ -72,6 +72,13 @@ def median_interval(samples: Iterable[float], confidence: float = CONFIDENCE) ->
     return Interval(xs[k - 1], median(xs), xs[len(xs) - k], len(xs), achieved)
 
 
+def spread(value: float, half_width: float, digits: int = 2, rounds: int = 6) -> str:
+    """'17.90 ±0.30': a median and half its 95% interval, in the same units; '17.90 ±?' when too
+    few rounds give no 95% interval."""
+    known = order_rank(rounds)[1] >= CONFIDENCE
+    return f"{value:.{digits}f} ±{half_width:.{digits}f}" if known else f"{value:.{digits}f} ±?"
+
+
 def converged(interval: Interval, target: float = TARGET, confidence: float = CONFIDENCE) -> bool:
     return interval.confidence >= confidence and interval.relative <= target
 

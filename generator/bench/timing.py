@@ -29,7 +29,7 @@ from .build import bench_binary
 from .ceiling import Ceiling, Counts, probe_file, run_loops, sampled_ceiling
 from .peer_libs import PEER_LIBS, built_library
 from .sampler import Sampling, sample
-from .stats import Interval
+from .stats import Interval, spread
 
 SCHEMA = "aesgen-bench/1"
 BUDGET = 20.0  # seconds of sampling for a whole `aesgen bench` run, shared by its functions
@@ -435,5 +435,13 @@ def ceiling_line(spec: KernelSpec, result: BenchResult, op: str) -> str | None:
     products = (" karatsuba" if spec.karatsuba else " schoolbook") if mode in ("ghash", "polyval", "gcm") \
         else tweak_source(spec, mode)
     kind = "measured " if c.measured_together else ""
-    return (f"{op} {spec.width_for(mode)}x{spec.depth_for(mode)}{products}, {size} B: {got:.2f} B/cycle = "
-            f"{got / c.bytes_per_cycle:.0%} of the {kind}{c.name} ceiling {c.bytes_per_cycle:.2f} B/cycle ({c.basis})")
+    m = result.get(op, size, "aesgen")
+    if m.rounds:  # the figure's interval carries over in proportion (the bound is a median too)
+        rel = m.gbps_halfwidth / m.gbps
+        frac = got / c.bytes_per_cycle
+        figure = (f"{spread(got, got * rel, 2, m.rounds)} B/cycle = "
+                  f"{spread(100 * frac, 100 * frac * rel, 0, m.rounds)}%")
+    else:
+        figure = f"{got:.2f} B/cycle = {got / c.bytes_per_cycle:.0%}"
+    return (f"{op} {spec.width_for(mode)}x{spec.depth_for(mode)}{products}, {size} B: {figure} of the "
+            f"{kind}{c.name} ceiling {c.bytes_per_cycle:.2f} B/cycle ({c.basis})")

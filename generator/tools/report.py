@@ -8,7 +8,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from ..bench.stats import CONFIDENCE, order_rank
+from ..bench.stats import spread
 from ..bench.timing import DOUBLING_OPS, ceiling_line, unavailable_by_op
 from ..circuits.report import KASPER_SCHWABE, ternlog_cell, three_operand_cell, two_operand_cell
 from ..cpu import mask_note, missing_features
@@ -20,13 +20,6 @@ from ..target import native, targets
 from ..verify.results import not_run
 
 console = Console(highlight=False)
-
-
-def spread(value: float, half_width: float, digits: int = 2, rounds: int = 6) -> str:
-    """'17.90 ±0.30': a median and half its 95% interval (bench.stats), in the same units;
-    '17.90 ±?' when too few rounds give no 95% interval."""
-    known = order_rank(rounds)[1] >= CONFIDENCE
-    return f"{value:.{digits}f} ±{half_width:.{digits}f}" if known else f"{value:.{digits}f} ±?"
 
 
 def spread_range(value: float, ci: tuple[float, float] | None, rounds: int, digits: int = 2) -> str:
