@@ -178,6 +178,19 @@ def test_export_verify_records_the_results(env, tmp_path: Path) -> None:
     assert re.search(r"\| `aesgen_native_ecb.S` \| \d+ passed, 0 failed", (tmp_path / "README.md").read_text())
 
 
+def test_a_failed_export_verify_writes_nothing_not_even_the_folder(tmp_path: Path, monkeypatch) -> None:
+    from click.testing import CliRunner
+
+    import aesgen.tools.cli as cli
+    from aesgen.verify.results import CheckResult
+
+    monkeypatch.setattr(cli, "verify_kernel", lambda *a, **k: [CheckResult("planted", "fail", "a planted failure")])
+    out = tmp_path / "deep" / "vendor"
+    r = CliRunner().invoke(cli.main, ["export", "--target", "westmere", "--modes", "ecb", "--verify", "-o", str(out)])
+    assert r.exit_code != 0 and "nothing written" in r.output
+    assert not (tmp_path / "deep").exists()
+
+
 # ---------------------------------------------------------------- COFF
 
 

@@ -158,11 +158,6 @@ def export(target: str, output: Path, abi: str, modes: str | None, run_verify: b
         files = render(families, target, abi, mode_list, run_verify, dropin)
     except BuildError as e:
         raise UsageFailure(str(e)) from None
-    created = [p for p in (output, *output.parents) if not p.exists()]  # deepest first
-    try:
-        output.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UsageFailure(f"cannot create folder '{output}': {e.strerror or e}") from None
     if run_verify:
         failed = []
         with tempfile.TemporaryDirectory(prefix="aesgen-export-") as tmp:
@@ -177,6 +172,11 @@ def export(target: str, output: Path, abi: str, modes: str | None, run_verify: b
         if failed:
             raise click.ClickException(f"verification failed for {', '.join(failed)}; nothing written")
         files = render(families, target, abi, mode_list, run_verify, dropin)
+    created = [p for p in (output, *output.parents) if not p.exists()]  # deepest first (made once verified)
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageFailure(f"cannot create folder '{output}': {e.strerror or e}") from None
     try:
         write_atomically({output / name: text for name, text in sorted(files.items())})
     except UsageFailure:

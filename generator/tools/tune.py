@@ -21,6 +21,7 @@ from ..model import max_depth, pipe_depth
 from ..spec import MAX_DEPTH, WIDTHS_BY_ISA, KernelSpec, default_prefix
 from ..target import Target, cpu_signature
 from .explore import Point, cheapest, explore, tied
+from .files import write_atomically
 
 SCHEMA = "aesgen-tune/2"  # /2: a pick is the cheapest tie and carries its interval and ties
 BUDGET = 30.0  # seconds of sampling per mode
@@ -103,9 +104,7 @@ def save(t: Tuning, path: Path | None = None) -> Path:
     data = asdict(t)
     data["modes"] = {**existing, **data["modes"]}  # tuning some modes keeps the others
     data["schema"] = SCHEMA
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
+    write_atomically({path: json.dumps(data, indent=1)})
     return path
 
 
