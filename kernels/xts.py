@@ -78,10 +78,12 @@ class Xts:
         y = _rounds_after_whitening(b, self.whiten(x, t, width), nr, width, self.decrypt)
         return self.last_round(y, t, nr, width)
 
-    def last_round(self, x: VReg, t: VReg | Mem, nr: int, width: int | None = None) -> VReg:
+    def last_round(self, x: VReg, t: VReg | Mem, nr: int, width: int | None = None,
+                   last: VReg | None = None) -> VReg:
+        """`last`: round key nr in a register (t in memory)."""
         b = self.b
         comment = "tweak folded into the last round key"
-        k = b.v("vxor", key(nr), t, width=width, comment=comment) if isinstance(t, Mem) else \
+        k = b.v("vxor", last, t, width=width, comment=comment) if last else \
             b.v("vxor", t, key(nr), width=width, comment=comment)
         return b.v("aesdeclast" if self.decrypt else "aesenclast", x, k, width=width,
                    comment=f"round {nr} (last)")
@@ -129,18 +131,21 @@ class Xts:
                  table: Tables | None = None) -> None:
             """g vectors; `table`: the tweaks are in its memory."""
             tweaks = tweaks or stream.vectors(g)
+            if table:  # a memory operand's partner must be a register: round keys 0 and nr loaded
+                first, last = (b.v("vload_key", Mem(b.fn.key_base, i * spec.key_stride), comment=f"round key {i}")
+                               for i in (0, nr))
 
             def block(j: int) -> None:
                 off = 16 * L * j
                 t = tweaks[j]
                 if table:  # in the table: memory operands, no register
-                    x = b.v("vxor", key(0), t, comment="tweak ^ round key 0")
+                    x = b.v("vxor", first, t, comment="tweak ^ round key 0")
                     x = b.v("vxor", x, Mem(inp, off), role="blk", comment="round 0: block ^ tweak ^ key")
                 else:
                     x = self.whiten(b.v("vload", Mem(inp, off), role="blk"), t, None)
                 x = _rounds_after_whitening(b, x, nr, None, self.decrypt)
                 b.final()
-                b.store(Mem(outp, off), self.last_round(x, t, nr))
+                b.store(Mem(outp, off), self.last_round(x, t, nr, last=last if table else None))
             b.groups(g, block, comment=f"{g} group(s) of {L} block(s)", riders=riders)
 
         if self.layout is not None:
