@@ -2,20 +2,16 @@
 
 With 16 registers the tweaks cannot sit beside 8 AES states, so they live in tables in the
 stack frame and are read as memory operands where used. Where they come from decides the
-speed: on Intel (Golden Cove: Sapphire Rapids, Alder Lake) vaesenc ymm takes ports 0 and 1,
-every other vector op competes for port 5, and the integer ALUs share ports 0, 1 and 5 too:
-the GPR doubling (xts_table.py: 5 integer ops and 2 stores a block) ran at 75% of ECB there.
+speed. On this Intel core (family 6 model 167; llvm-mca's Alder Lake model agrees) vaesenc
+ymm takes ports 0 and 1, every other vector op competes for port 5, the integer ALUs share
+ports 0, 1 and 5 too, and stores cost: the GPR doubling (xts_table.py: 5 integer ops and 2
+stores a block) ran at 65% of ECB's loop, this at 86-88% (docs/tuning.md has the others).
 
 The tweak of block i + 64 is T_i x^64: T's low qword moved up a qword (vpunpcklqdq with
 zero), plus its high qword carry-less times 0x87 (x^128 mod P; one vpclmulqdq), XOR: three
 vector ops per vector, both sources memory operands, one store. A batch of D x L blocks
 (D x L dividing 64) finds its source `far` = 64 / (D x L) batches back, so far + 1 tables
-rotate: the batch that reads one writes the one `far` on. Measured at depth 8 (256 B
-batches) in one process, ECB 0.104 ticks/B: these 0.120 (87%), GPR tweaks 0.136 (77%).
-What still costs: port 5 takes the 3 XORs a vector of the AES path and these 3 ops beside
-AES's ports 0 and 1 (a fourth of the slots); every tweak op less or store less measured
-3-4% (keeping the low qwords moved up by stores instead, a shadow table, cost more than
-the op it saved; so did GPR shadow updates).
+rotate: the batch that reads one writes the one `far` on.
 """
 from __future__ import annotations
 
@@ -24,7 +20,6 @@ from aesgen.ir import Mem, VReg
 
 from .gfdouble import reduction
 from .xts_table import Layout, Tables
-
 
 
 class FarTables(Tables):
