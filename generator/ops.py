@@ -279,9 +279,11 @@ SCALAR = [
     # -- shifts
     _s("shl.r64.imm", "gpr", "SHL_RM64_IMM8", sem.shl, by_one="SHL_RM64_1"),
     _s("shr.r64.imm", "gpr", "SHR_RM64_IMM8", sem.shr, by_one="SHR_RM64_1"),
+    _s("sar.r64.imm", "gpr", "SAR_RM64_IMM8", sem.sar, by_one="SAR_RM64_1"),  # arithmetic
     _s("ror.r32.imm", "gpr", "ROR_RM32_IMM8", sem.ror32),
     _s("shld.r64.r64.imm", "gpr", "SHLD_RM64_R64_IMM8", sem.shld(lambda it, i: i.imm)),  # d << imm | s >> (64 - imm)
     _s("shld.r64.r64.cl", "gpr", "SHLD_RM64_R64_CL", sem.shld(lambda it, i: it.m.get("rcx"))),  # constant time
+    _s("bt.r64.imm", "gpr", "BT_RM64_IMM8", sem.bt),  # CF = bit imm (flags only)
     _s("sarx.r64.r64.r64", "gpr", None, sem.sarx, vex="VEX_SARX_R64_RM64_R64"),  # arithmetic, flags kept (BMI2)
     _s("bzhi.r64.r64.r64", "gpr", None, sem.bzhi, vex="VEX_BZHI_R64_RM64_R64"),
     # -- vector state, masks, CPU

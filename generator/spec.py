@@ -154,6 +154,11 @@ class KernelSpec:
         return max(self.depth_for(m) * self.width_for(m) // 128 for m in self.modes)
 
     @property
+    def vector_registers(self) -> int:
+        """xmm/ymm/zmm registers the ISA has: 32 with AVX-512, else 16."""
+        return 32 if self.isa == "avx512" else 16
+
+    @property
     def lanes(self) -> int:
         """AES blocks held by one vector register."""
         return self.width // 128

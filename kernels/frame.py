@@ -10,6 +10,11 @@ back and pops the saved registers in reverse order (`drop_frame`), then returns
 (`leave_frame`: `aes.finish`, vzeroupper first after ymm/zmm code). Secrets in the frame
 are wiped by the kernel before it is dropped.
 
+A frame whose vectors must not split cache lines (32-byte tables) is aligned to 32 bytes
+inside the body (`align32`): rsp goes down by 0 or 16, a public amount kept in a register
+and given back by `unalign32` before the frame is dropped. The amount comes from rsp's bit 4
+through the flags (bt, sbb), so rsp is still never copied into another register.
+
 win64 files need nothing here: their wrapper saves xmm6-15, rdi and rsi around the body.
 """
 from __future__ import annotations
@@ -50,3 +55,15 @@ def leave_frame(b: FunctionBuilder, frame: int, saved: tuple[str, ...] = ()) -> 
     """The epilogue of such a function: drop the frame, return."""
     drop_frame(b, frame, saved)
     finish(b)
+
+
+def align32(b: FunctionBuilder, amount: str) -> None:
+    """rsp (16-byte aligned) down to 32-byte alignment; `amount` keeps the 0 or 16 (public)."""
+    b.s("bt.r64.imm", "rsp", imm=4, comment="rsp 16 mod 32?")
+    b.s("sbb.r64.r64", amount, amount)
+    b.s("and.r64.imm", amount, imm=16)
+    b.s("sub.r64.r64", "rsp", amount, comment="32-byte aligned: no vector of the frame splits a cache line")
+
+
+def unalign32(b: FunctionBuilder, amount: str) -> None:
+    b.s("add.r64.r64", "rsp", amount)

@@ -107,8 +107,14 @@ def gpr_double(b: FunctionBuilder, lo: str, hi: str, t: str, count63: str, comme
     """(hi, lo) = (hi, lo) * x in two GPRs (bit k the coefficient of x^k), 5 ops, no branch:
     t = hi >> 63 arithmetic (all ones if bit 127 is set) & x^128 mod P, (hi, lo) <<= 1 by
     add/adc, lo ^= t. `count63` holds 63 (public); `t` is scratch; `comment` names the result.
-    XTS's tweak tables (xts_table.py) and OTR's offset tables (otr.py) double this way."""
-    b.s("sarx.r64.r64.r64", t, hi, count63, comment="all ones if bit 127 is set")
+    XTS's tweak tables (xts_table.py) and OTR's offset tables (otr.py) double this way.
+    Without BMI2 in the file's features (AVX and AVX2 files: sarx is BMI2) a copy and a sar
+    stand in for the sarx."""
+    if "bmi2" in b.spec.features:
+        b.s("sarx.r64.r64.r64", t, hi, count63, comment="all ones if bit 127 is set")
+    else:
+        b.s("mov.r64.r64", t, hi)
+        b.s("sar.r64.imm", t, imm=63, comment="all ones if bit 127 is set")
     b.s("and.r64.imm", t, imm=doubling_reduction(), comment="x^128 = x^7 + x^2 + x + 1 then")
     b.s("add.r64.r64", lo, lo, comment="the low qword doubled, its bit 63 carried")
     b.s("adc.r64.r64", hi, hi, comment="the high qword doubled")

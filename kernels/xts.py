@@ -25,7 +25,8 @@ from .gfdouble import CLMUL_METHODS, TweakStream, double
 from .modes import return_if_zero, vector_loops
 from .regs import r32
 from .registry import describes
-from .xts_table import TABLE_FROM_BYTES, TweakTable, gpr_tweaks
+from .xts_far import FarTables
+from .xts_table import Tables, TweakTable, layout, table_from
 
 # Register roles beside the arguments (b.reg); all public.
 PARTIAL = "r9"  # r = len mod 16: the bytes of a last partial block (0: no stealing)
@@ -68,8 +69,8 @@ class Xts:
     def __init__(self, b: FunctionBuilder, decrypt: bool) -> None:
         self.b, self.decrypt = b, decrypt
         self.inp, self.outp, self.n, self.tweak = (b.reg[a] for a in ("in", "out", "len", "tweak"))
-        # VAES (zmm, ymm): the loop's tweaks doubled in GPRs (kernels/xts_table.py)
-        self.table = TweakTable(b) if gpr_tweaks(b) else None
+        # the batch loop's tweaks from tables where that pays (kernels/xts_table.py)
+        self.layout = layout(b.spec, b.width, b.depth)
 
     def cipher(self, x: VReg, t: VReg, nr: int, width: int | None = None) -> VReg:
         """One (vector of) block(s) under its tweak(s): whole, for tails."""
@@ -77,9 +78,13 @@ class Xts:
         y = _rounds_after_whitening(b, self.whiten(x, t, width), nr, width, self.decrypt)
         return self.last_round(y, t, nr, width)
 
-    def last_round(self, x: VReg, t: VReg, nr: int, width: int | None = None) -> VReg:
+    def last_round(self, x: VReg, t: VReg | Mem, nr: int, width: int | None = None,
+                   last: VReg | None = None) -> VReg:
+        """`last`: round key nr in a register (t in memory)."""
         b = self.b
-        k = b.v("vxor", t, key(nr), width=width, comment="tweak folded into the last round key")
+        comment = "tweak folded into the last round key"
+        k = b.v("vxor", last, t, width=width, comment=comment) if last else \
+            b.v("vxor", t, key(nr), width=width, comment=comment)
         return b.v("aesdeclast" if self.decrypt else "aesenclast", x, k, width=width,
                    comment=f"round {nr} (last)")
 
@@ -100,7 +105,7 @@ class Xts:
         b.s("ret", comment="less than one block: nothing to do")
         b.label(go)
         # with the tweak table rax holds tweak bits (the ct check tracks registers, not points)
-        b.key_paths("xkey", self.path, scratch=r32(NR if self.table is None else STEAL))
+        b.key_paths("xkey", self.path, scratch=r32(NR if self.layout is None else STEAL))
 
     def path(self, nr: int) -> None:
         b, L = self.b, self.b.lanes
@@ -122,19 +127,30 @@ class Xts:
         b.s("sub.r64.imm", n, imm=16, comment="the last whole block goes with the partial one")
         b.label(whole)
 
-        def body(g: int, tweaks: list[VReg] | None = None, riders: Callable[[], None] | None = None) -> None:
+        def body(g: int, tweaks: list[VReg | Mem] | None = None, riders: Callable[[], None] | None = None,
+                 table: Tables | None = None) -> None:
+            """g vectors; `table`: the tweaks are in its memory."""
             tweaks = tweaks or stream.vectors(g)
+            if table:  # a memory operand's partner must be a register: round keys 0 and nr loaded
+                first, last = (b.v("vload_key", Mem(b.fn.key_base, i * spec.key_stride), comment=f"round key {i}")
+                               for i in (0, nr))
 
             def block(j: int) -> None:
                 off = 16 * L * j
-                x = b.v("vload", Mem(inp, off), role="blk")
-                x = _rounds_after_whitening(b, self.whiten(x, tweaks[j], None), nr, None, self.decrypt)
+                t = tweaks[j]
+                if table:  # in the table: memory operands, no register
+                    x = b.v("vxor", first, t, comment="tweak ^ round key 0")
+                    x = b.v("vxor", x, Mem(inp, off), role="blk", comment="round 0: block ^ tweak ^ key")
+                else:
+                    x = self.whiten(b.v("vload", Mem(inp, off), role="blk"), t, None)
+                x = _rounds_after_whitening(b, x, nr, None, self.decrypt)
                 b.final()
-                b.store(Mem(outp, off), self.last_round(x, tweaks[j], nr))
+                b.store(Mem(outp, off), self.last_round(x, t, nr, last=last if table else None))
             b.groups(g, block, comment=f"{g} group(s) of {L} block(s)", riders=riders)
 
-        if self.table is not None:
-            self.batches(stream, body)
+        if self.layout is not None:
+            self.batches(stream, body, FarTables(b, self.layout) if self.layout.far else
+                         TweakTable(b, self.layout))
             vector_loops(b, n, 16 * L, (inp, outp), body, sizes=(1,))
         else:
             vector_loops(b, n, 16 * L, (inp, outp), body)
@@ -155,44 +171,47 @@ class Xts:
             b.label(done)
         finish(b)
 
-    def batches(self, stream: TweakStream, body) -> None:
-        """The D-vector loop with its tweaks from the GPR tables, filled two batches ahead.
-        From max(3 batches, TABLE_FROM_BYTES) on: the first two batches take vector-doubled
-        tweaks while the tables fill for the two after them (no load waits on the tables'
-        stores); the loop is unrolled twice, one body per table; after it the stream
-        restarts from the next table's first vector and the frame is wiped and dropped.
-        Shorter messages: main's loop, no frame."""
+    def batches(self, stream: TweakStream, body, table: Tables) -> None:
+        """The D-vector loop with its tweaks from tables (kernels/xts_table.py, xts_far.py).
+        From table_from(batch) bytes on: the filling batches take vector-doubled tweaks while
+        the tables fill for the ones after them (no load waits on the tables' stores); the
+        loop is unrolled once per table; after it the stream restarts from the next table's
+        first vector and the frame is wiped and dropped. Shorter messages: main's loop, no frame."""
         b, D, L, n = self.b, self.b.depth, self.b.lanes, self.n
-        table, batch = self.table, 16 * L * D
+        batch, tables = 16 * L * D, table.layout.tables
         few, joined, top = b.label_name("few_batches"), b.label_name("batches_done"), b.label_name("batch")
-        b.s("cmp.r64.imm", n, imm=max(3 * batch, TABLE_FROM_BYTES))
+        b.s("cmp.r64.imm", n, imm=table_from(batch, table.layout))
         b.branch("b", few)
         table.enter()  # registers saved and the frame made only here: short messages skip it
-        table.start(stream.current, batches=2)
+        table.start(stream.current)
         # the fills ride spread over the rounds: in one run before them their 64 stores
         # filled the store queue and stalled dispatch (0.18 ticks/B instead of 0.125)
-        for k in range(2):
-            body(D, stream.vectors(D), riders=lambda k=k: table.fill(k))  # batch k + 2's tweaks
+        memory = table if table.layout.in_memory else None
+        for k in range(table.layout.filling):
+            body(D, table.stage(k, stream.vectors(D)), riders=lambda k=k: table.filling_riders(k), table=memory)
             self.step(batch)
-        after_first = b.label_name("after_table0")
+        exits = [b.label_name(f"after_table{k}") for k in range(tables - 1)]
         b.label(top)
-        for k in range(2):
-            tweaks = table.vectors(k)
-            body(D, tweaks, riders=lambda k=k: table.fill(k))  # the batch after next
+        order = [(table.first + i) % tables for i in range(tables)]
+        for i, k in enumerate(order):
+            body(D, table.vectors(k), riders=lambda k=k: table.loop_riders(k), table=memory)
             self.step(batch)
             b.s("cmp.r64.imm", n, imm=batch)
-            b.branch("b" if k == 0 else "ae", after_first if k == 0 else top)
-        # the next block's tweaks head the table the last batch did not read
+            b.branch("b" if i < tables - 1 else "ae", exits[i] if i < tables - 1 else top)
+        # the next block's tweaks head the table after the one the last batch read
         done = b.label_name("tables_done")
-        b.assign(stream.current, b.v("vload", table.entry(0, 0)), comment="the next block's tweaks")
-        b.branch("jmp", done)
-        b.label(after_first)
-        b.assign(stream.current, b.v("vload", table.entry(1, 0)), comment="the next block's tweaks")
+        for i in [tables - 1, *range(tables - 1)]:
+            if i < tables - 1:
+                b.label(exits[i])
+            b.assign(stream.current, b.v("vload", table.entry((order[i] + 1) % tables, 0)),
+                     comment="the next block's tweaks")
+            if i != tables - 2:
+                b.branch("jmp", done)
         b.label(done)
         table.leave()
         b.branch("jmp", joined)
         b.label(few)
-        vector_loops(b, n, 16 * L, (self.inp, self.outp), body, sizes=(D,))
+        vector_loops(b, n, 16 * L, (self.inp, self.outp), body, sizes=(table.few_depth,))
         b.label(joined)
 
     def step(self, nbytes: int) -> None:

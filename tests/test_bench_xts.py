@@ -103,6 +103,7 @@ def test_ceiling_line_names_how_the_loop_makes_its_tweaks():
     ymm = KernelSpec(("xts", "otr"), "avx2", 256, 4, gfdouble="batch")
     assert tweak_source(ymm, "xts") == " tweaks doubled in GPRs into tables"
     assert tweak_source(ymm, "otr") == " batch doubling"
+    assert tweak_source(KernelSpec(("xts",), "avx2", 256, 8, gfdouble="batch"), "xts") == " tweaks x^64 from tables"
     xmm = KernelSpec(("xts",), "avx", 128, 4, gfdouble="batch")
     assert tweak_source(xmm, "xts") == " batch doubling"
     assert tweak_source(zmm, "ctr32") == ""

@@ -14,7 +14,7 @@ from aesgen.config import ConfigError, with_doubling
 from aesgen.doubling import METHODS, refusal
 from aesgen.gf128 import doubling_reduction
 from aesgen.kernels import build_function
-from aesgen.kernels.xts_table import TABLE_FROM_BYTES
+from aesgen.kernels.xts_table import TABLE_FROM_BYTES, layout, table_from
 from aesgen.simulate import Machine, call
 from aesgen.spec import KernelSpec
 from aesgen.verify import static_ct
@@ -166,36 +166,50 @@ def test_generated_file_verifies_full(tmp_path, method, isa, width, depth):
     verify_generated(tmp_path, spec_for(method, isa, width, depth))
 
 
-# -- the batch loop's tweaks from general-purpose registers (kernels/xts_table.py) ----------
-@pytest.mark.parametrize("isa,width,depth,method,backend,gpr", [
-    ("avx512", 512, 8, "batch", "aesni", True), ("avx512", 512, 2, "batch", "aesni", True),
-    ("avx512", 512, 8, "lanewise", "aesni", False), ("avx512", 512, 9, "batch", "aesni", False),
-    ("avx512", 512, 1, "batch", "aesni", False), ("avx512", 256, 8, "batch", "aesni", False),
-    ("avx2", 256, 4, "batch", "aesni", True), ("avx2", 256, 7, "batch", "aesni", True),
-    ("avx2", 256, 4, "krovetz", "aesni", False), ("avx", 128, 4, "batch", "aesni", False),
-    ("avx512", 512, 4, "batch", "gfni", False)])
-def test_gpr_tweak_table_only_where_chosen(isa, width, depth, method, backend, gpr):
-    """VAES at its widest (zmm on AVX-512, ymm on AVX2), the batch method, AES-NI, depth 2..8:
-    the table (sarx doublings); anything else keeps the vector doubling in the loop."""
+# -- the batch loop's tweaks from tables (kernels/xts_table.py, xts_far.py) ----------------------
+@pytest.mark.parametrize("isa,width,depth,method,backend,kind", [
+    ("avx512", 512, 8, "batch", "aesni", "registers"), ("avx512", 512, 2, "batch", "aesni", "registers"),
+    ("avx512", 512, 8, "lanewise", "aesni", None), ("avx512", 512, 9, "batch", "aesni", None),
+    ("avx512", 512, 1, "batch", "aesni", None), ("avx512", 256, 8, "batch", "aesni", None),
+    ("avx2", 256, 4, "batch", "aesni", "memory"), ("avx2", 256, 7, "batch", "aesni", "memory"),
+    ("avx2", 256, 8, "batch", "aesni", "far"), ("avx2", 256, 4, "krovetz", "aesni", None),
+    ("avx", 128, 4, "batch", "aesni", None), ("avx", 128, 5, "krovetz", "aesni", "memory"),
+    ("avx512", 512, 4, "batch", "gfni", None)])
+def test_tweak_tables_only_where_chosen(isa, width, depth, method, backend, kind):
+    """VAES at its widest with the batch method, or AES-NI xmm on 16 registers with krovetz;
+    AES-NI, depth 2 and up: tweak tables; anything else keeps the vector doubling in the loop.
+    Counted per key size and direction: GPR doublings (sarx with BMI2, else sar), lanes x
+    depth a fill: with tweaks in registers two fills riding the filling batches and one per
+    table in the loop (two); in memory two and three. x^64 tables: a vpunpcklqdq per vector,
+    for each of the four filling batches and the five in the loop (reading a table)."""
     import iced_x86 as ix
     from aesgen.pipeline import generate
     spec = KernelSpec(("xts",), isa, width, depth, backend=backend, gfdouble=method)
-    sarx = sum(ins.mnemonic == ix.Mnemonic.SARX for ins in generate(spec).instructions)
-    # per key size and direction, lanes x depth doublings per fill: two fills riding the
-    # vector-tweak batches, one per table in the loop (unrolled twice)
-    assert sarx == (2 * 3 * 4 * (width // 128) * depth if gpr else 0)
+    instructions = generate(spec).instructions
+    mnemonics = [ins.mnemonic for ins in instructions]
+    doublings = sum(m in (ix.Mnemonic.SARX, ix.Mnemonic.SAR) for m in mnemonics)
+    steps = sum(ins.mnemonic == ix.Mnemonic.VPUNPCKLQDQ and ins.memory_base == ix.Register.RSP
+                for ins in instructions)
+    fills = {"registers": 4, "memory": 5}.get(kind, 0)
+    assert doublings == 2 * 3 * fills * (width // 128) * depth
+    assert steps == (2 * 3 * (4 + 5) * depth if kind == "far" else 0)
+    assert (ix.Mnemonic.SARX in mnemonics) == (kind is not None and isa == "avx512")  # BMI2: AVX-512 files only
 
 
 @pytest.mark.parametrize("bits", [128, 256])
-def test_simulated_gpr_tweak_table_matches_cryptography(bits):
-    """The simulator runs the table's doublings, jumps and both tables (from where they
-    start, a batch more and a vector, and a partial block for stealing) as written;
-    cryptography says what is right."""
-    spec = KernelSpec(("xts",), "avx512", 512, 2)
+@pytest.mark.parametrize("isa,width,depth,method", [
+    ("avx512", 512, 2, "batch"), ("avx2", 256, 8, "batch"), ("avx2", 256, 3, "batch"), ("avx", 128, 3, "krovetz")])
+def test_simulated_tweak_tables_match_cryptography(bits, isa, width, depth, method):
+    """The simulator runs the tables' doublings, jumps or x^64 steps as written (from where
+    they start, past a pass over every table, a vector more and a partial block for
+    stealing); cryptography says what is right."""
+    spec = KernelSpec(("xts",), isa, width, depth, gfdouble=method)
+    tables = layout(spec, width, depth)
+    assert tables is not None
     rng = random.Random(bits)
     k1, k2, tweak = rng.randbytes(bits // 8), rng.randbytes(bits // 8), rng.randbytes(16)
     batch = 16 * spec.lanes * spec.depth
-    n = max(3 * batch, TABLE_FROM_BYTES) + batch + 16 * spec.lanes + 5
+    n = table_from(batch, tables) + tables.tables * batch + 16 * spec.lanes + 5
     data = rng.randbytes(n)
     for decrypt in (False, True):
         m = Machine(spec, size=1 << 16)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from aesgen.kernels.xts_table import TABLE_FROM_BYTES
+from aesgen.kernels.xts_table import Layout, layout, table_from
 from aesgen.verify import vectors
 from aesgen.verify.build import Kernel
 from aesgen.verify.harness.isolation import Probe, Unit
@@ -203,13 +203,14 @@ def batch_bytes(kernel: Kernel) -> int:
     return 16 * kernel.spec.depth_for("xts") * kernel.spec.width_for("xts") // 128
 
 
-def _lengths(n: int, quick: bool, rng: random.Random, batch: int) -> list[int]:
+def _lengths(n: int, quick: bool, rng: random.Random, batch: int, tables: Layout | None) -> list[int]:
     """Every length up to a few groups' worth of blocks (stealing at each); then whole
-    blocks, and 1 or 15 bytes more (stealing), at every block up to two batches and a
-    vector past where the GPR tweak tables start (kernels/xts_table.py: the batch loop's
-    entries, its iterations on both tables, its two exits and the tails after each);
+    blocks, and 1 or 15 bytes more (stealing), at every block up to a pass over every tweak
+    table and half a batch past where the table loop starts (kernels/xts_table.py: the
+    batch loop's entries, its iterations on each table, its exits and the tails after each);
     then random ones."""
-    last = max(3 * batch, TABLE_FROM_BYTES) + 2 * batch + batch // 2 + 16
+    last = table_from(batch, tables or Layout(False, 2)) + (tables.tables if tables else 2) * batch \
+        + batch // 2 + 16
     top = max(16 * n + 15, last + 15)
     every = list(range(0, min(top, 160 if quick else 16 * 24) + 1))
     near = sorted({k + d for k in range(16, last + 1, 16) for d in (0, 1, 15)} - set(every))
@@ -225,7 +226,8 @@ def diff_xts(kernel: Kernel, fn: str, bits: int, probe: Probe, *, n: int, quick:
     mem = HeapMem(rng)
     errors: list[str] = []
     oracles: set[str] = set()
-    lengths = _lengths(n, quick, rng, batch_bytes(kernel))
+    spec = kernel.spec
+    lengths = _lengths(n, quick, rng, batch_bytes(kernel), layout(spec, spec.width_for("xts"), spec.depth_for("xts")))
     for k, length in enumerate(lengths):
         probe.note(name, f"len={length}")
         key1, key2, tweak = rng.randbytes(bits // 8), rng.randbytes(bits // 8), rng.randbytes(16)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from aesgen.functions import TIMED_FUNCTIONS
 from aesgen.kernels.otr import pipelined
-from aesgen.kernels.xts_table import uses_gpr_tweaks
+from aesgen.kernels.xts_table import layout as xts_layout
 from aesgen.mainloop import main_loop
 from aesgen.pipeline import generate
 from aesgen.spec import KernelSpec, mode_of
@@ -415,8 +415,8 @@ def op_ceiling(ceiling: Ceiling, spec: KernelSpec, op: str, key_bits: int, asm: 
 def tweak_source(spec: KernelSpec, mode: str) -> str:
     """How the file's XTS tweaks / OTR offsets are made in the main loop (what the figure measured)."""
     width, depth = spec.width_for(mode), spec.depth_for(mode)
-    if mode == "xts" and uses_gpr_tweaks(spec, width, depth):
-        return " tweaks doubled in GPRs into tables"
+    if mode == "xts" and (tables := xts_layout(spec, width, depth)):
+        return " tweaks x^64 from tables" if tables.far else " tweaks doubled in GPRs into tables"
     if mode == "otr" and pipelined(spec, depth):
         return " pipelined, offsets doubled in GPRs into tables"
     return f" {spec.gfdouble} doubling" if mode in ("xts", "otr") else ""
