@@ -10,7 +10,7 @@ from dataclasses import replace
 from .doubling import DOUBLING_MODES, default_method, refusal
 from .dsl import BuildError
 from .model import ModeChoice, choose, max_depth, spec_for
-from .spec import BACKENDS, C_IDENTIFIER, FEATURES_BY_ISA, ISAS, MAX_DEPTH, MODES, WIDTHS_BY_ISA, KernelSpec
+from .spec import BACKENDS, C_IDENTIFIER, CLMUL_MODES, FEATURES_BY_ISA, GFMULS, ISAS, MAX_DEPTH, MODES, WIDTHS_BY_ISA, KernelSpec
 from .target import Target
 
 
@@ -116,6 +116,26 @@ def target_spec(target: Target, modes: tuple[str, ...], isa: str | None, width: 
         check_depth(depth)
         choices = {m: ModeChoice(m, c.isa, c.width, depth, "--depth") for m, c in choices.items()}
     return spec_for(target, modes, prefix, choices, backend)
+
+
+def with_gfmul(spec: KernelSpec, method: str, target: Target | None = None) -> KernelSpec:
+    """The spec with GHASH/POLYVAL's GF(2^128) multiply method (GFMULS); "" keeps the backend's
+    default. Refused: a method for a file that does not hash, the carry-less multiply in a
+    bitsliced file (logic only), and ctmul for a target whose multiplier is known to take
+    data-dependent time."""
+    if method and method not in GFMULS:
+        raise ConfigError(f"unknown --gfmul '{method}'; choose from {', '.join(GFMULS)}")
+    if method and not any(m in CLMUL_MODES for m in spec.modes):
+        raise ConfigError(f"--gfmul applies to the modes {', '.join(CLMUL_MODES)} only")
+    if method == "clmul" and spec.backend == "bitsliced":
+        raise ConfigError("--backend bitsliced uses logic instructions only: --gfmul ctmul or bitsliced, not clmul")
+    if method:
+        spec = replace(spec, gfmul=method, features=())
+    if (spec.gfmul == "ctmul" and target is not None and target.variable_time_multiply
+            and any(m in CLMUL_MODES for m in spec.modes)):
+        raise ConfigError(f"--gfmul ctmul is not constant-time on target {target.name}: "
+                          f"{target.variable_time_multiply}; use --gfmul bitsliced")
+    return spec
 
 
 def with_doubling(spec: KernelSpec, method: str, table_lookups: bool) -> KernelSpec:

@@ -20,7 +20,7 @@ from ..bench.timing import OPS_BY_MODE, PEERS, bench as run_bench
 from ..circuits.compile import DEFAULT_TRIES
 from ..circuits.report import report_rows
 from ..config import (ConfigError, default_depths_that_fit, make_spec, parse_modes, parse_per_mode, target_spec,
-                     with_doubling)
+                     with_doubling, with_gfmul)
 from ..cpu import MASK_ENV, MaskError, mask_note, missing_features, parse_mask
 from ..doubling import METHODS as DOUBLING_METHODS
 from ..dsl import BuildError
@@ -28,7 +28,7 @@ from ..kernels import build_function
 from ..model import backend_isa_width, bitsliced_depth
 from ..pipeline import generate as generate_kernel
 from ..simulate import Machine, call
-from ..spec import ABIS, BACKENDS, BITSLICED_MODES, ISAS, MAX_DEPTH, MODES, OBJECT_FORMATS, KernelSpec, mode_of
+from ..spec import ABIS, BACKENDS, BITSLICED_MODES, GFMULS, ISAS, MAX_DEPTH, MODES, OBJECT_FORMATS, KernelSpec, mode_of
 from ..target import TargetError, load
 from ..verify import signatures, verify_kernel
 from ..verify.results import NOT_RUN_EXIT, not_run
@@ -89,6 +89,10 @@ def config_options(f):
                      help="A mode's own width and depth, e.g. cbc=256x4 (repeatable; what tuned files record).")(f)
     f = click.option("--karatsuba", is_flag=True,
                      help="GHASH/POLYVAL: Karatsuba products (3 carry-less multiplies) instead of schoolbook (4).")(f)
+    f = click.option("--gfmul", default="", metavar="METHOD",
+                     help=f"GHASH/POLYVAL's GF(2^128) products: {', '.join(GFMULS)} (default: clmul with AES-NI, "
+                          "else ctmul: no carry-less multiply in a file without AES-NI; see `aesgen explore "
+                          "ghash --gfmul ctmul,bitsliced`).")(f)
     f = click.option("--gfdouble", default="", metavar="METHOD",
                      help=f"XTS tweaks / GF(2^128) doubling: {', '.join(DOUBLING_METHODS)} "
                           "(default: the ISA's best, see `aesgen explore gfdouble`).")(f)
@@ -114,13 +118,14 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
                       backend: str | None = None, prefix: str | None = None, target: str | None = None,
                       tuned: bool = False, profile: str | None = None, per_mode: tuple[str, ...] = (),
                       karatsuba: bool = False, gfdouble: str = "", table_lookups: bool = False,
-                      no_ternlog: bool = False, abi: str = "sysv", no_red_zone: bool = False,
+                      no_ternlog: bool = False, gfmul: str = "", abi: str = "sysv", no_red_zone: bool = False,
                       hidden: bool = False, object_format: str = "elf", default_native: bool = True) -> KernelSpec:
     """The KernelSpec the options describe. With neither --isa nor --target the file is for this
     CPU (`--target native`, said in one line on stderr) unless default_native is False (simulate:
     the DSL runs anywhere, so its default stays the fixed avx512)."""
     if profile is not None and not tuned:
         raise UsageFailure("--profile applies with --tuned only (it picks the bulk or short tuning)")
+    named_target = target  # the CPU the file is for, if one is named (--gfmul ctmul's refusal)
     if isa is None and target is None and default_native:
         target = "native"
         say_native = True
@@ -154,7 +159,8 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
         spec = replace(spec, object_format=object_format)
     try:
         spec = with_doubling(spec, gfdouble, table_lookups)
-    except ConfigError as e:
+        spec = with_gfmul(spec, gfmul, load(named_target) if named_target else None)
+    except (ConfigError, TargetError) as e:
         raise UsageFailure(str(e)) from None
     if say_native:  # said once the file is written (a refusal stays one line)
         _pending_notes.append(f"no --isa or --target: --target native ({native_summary()}): {describe_choice(spec)}")
