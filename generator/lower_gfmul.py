@@ -129,13 +129,9 @@ class GfmulLowering:
     def ctmul(self, a, qa: int, b, qb: int, dst: VReg, comment: str) -> None:
         """(a1 x^32 + a0)(b1 x^32 + b0): a0b0 and a1b1 from one set of dword products, the middle
         a0b1 + a1b0 from another (b's halves swapped), added at x^32."""
-        A = self.op("pshufd", a, imm=_dwords(2 * qa, 0, 2 * qa + 1, 0),
-                    comment=f"{comment}: integer products with holes".lstrip(": "))
-        B = self.op("pshufd", b, imm=_dwords(2 * qb, 0, 2 * qb + 1, 0), comment="(b0, b1)")
-        swapped = self.op("pshufd", b, imm=_dwords(2 * qb + 1, 0, 2 * qb, 0), comment="(b1, b0)")
-        parts = self.parts(A)
-        outer = self.holes(parts, B)  # (a0 b0, a1 b1): the product's low and high qwords
-        inner = self.holes(parts, swapped)  # (a0 b1, a1 b0)
+        A = self.parts(a, _dwords(2 * qa, 0, 2 * qa + 1, 0))  # (a0, a1) in the qwords' low dwords
+        outer = self.holes(A, self.parts(b, _dwords(2 * qb, 0, 2 * qb + 1, 0)))  # (a0 b0, a1 b1)
+        inner = self.holes(A, self.parts(b, _dwords(2 * qb + 1, 0, 2 * qb, 0)))  # (a0 b1, a1 b0)
         mid = self.op("vxor", inner, self.op("pshufd", inner, imm=0x4E), comment="a0 b1 + a1 b0, both qwords")
         mid = self.op("pshufd", mid, imm=_dwords(0, 0, 1, 0), comment="at x^32")
         keep = Const(f"gfmul_mid_x{self.lanes}", (b"\0" * 4 + b"\xff" * 8 + b"\0" * 4) * self.lanes)
@@ -144,32 +140,37 @@ class GfmulLowering:
         else:
             self.op("vxor", outer, self.op("pand", mid, keep), dst=dst)
 
-    def parts(self, v) -> list[Callable[[], VReg]]:
-        """The parts with holes of v, part i its bits = i mod 4. With 32 registers all four are
-        made once; with 16, each where it is used (the hashing loops around keep values live)."""
-        def make(i: int) -> VReg:
-            return self.op("pand", v, _dword_pattern(f"hole{i}", _pattern(HOLES, 32, i), self.lanes))
+    def parts(self, v, select: int) -> list[Callable[[], VReg]]:
+        """The parts with holes of pshufd(v, select), part i its bits = i mod 4. With 32 registers
+        all four are made once; with 16, each where it is used, from v (the hashing loops around
+        keep values live: nothing but v stays in a register)."""
+        def make(i: int, sel: VReg | None = None) -> VReg:
+            src = sel if sel is not None else self.op("pshufd", v, imm=select)
+            return self.op("pand", src, _dword_pattern(f"hole{i}", _pattern(HOLES, 32, i), self.lanes))
         if self.ternlog:
-            made = [make(i) for i in range(HOLES)]
+            sel = self.op("pshufd", v, imm=select)
+            made = [make(i, sel) for i in range(HOLES)]
             return [lambda k=k: made[k] for k in range(HOLES)]
         return [lambda k=k: make(k) for k in range(HOLES)]
 
-    def holes(self, parts: list[Callable[[], VReg]], b) -> VReg:
-        """Each qword: the carry-less product of the low dwords, from 16 vpmuludq of parts."""
-        bparts = self.parts(b)
+    def holes(self, parts: list[Callable[[], VReg]], bparts: list[Callable[[], VReg]]) -> VReg:
+        """Each qword: the carry-less product of the low dwords, from 16 vpmuludq of parts: the
+        products whose positions add to r mod 4 summed, and their class-r bits kept."""
         result = None
         for r in range(HOLES):
-            cls = None
-            for i in range(HOLES):
-                p = self.op("pmuludq", parts[i](), bparts[(r - i) % HOLES]())
-                cls = p if cls is None else self.op("vxor", cls, p)
             keep = _qword_pattern(f"class{r}", _pattern(HOLES, 64, r), self.lanes)
+            note = f"bit positions {r} mod {HOLES}"
+            if not self.ternlog:  # few registers: each product's class bits xored in at once
+                for i in range(HOLES):
+                    p = self.op("pand", self.op("pmuludq", parts[i](), bparts[(r - i) % HOLES]()), keep,
+                                comment=note if i == 0 else "")
+                    result = p if result is None else self.op("vxor", result, p)
+                continue
+            cls = self.xor([self.op("pmuludq", parts[i](), bparts[(r - i) % HOLES]()) for i in range(HOLES)])
             if result is None:
-                result = self.op("pand", cls, keep, comment=f"bit positions {r} mod {HOLES}")
-            elif self.ternlog:
-                result = self.op("ternlog", result, cls, keep, imm=AND_OR, comment=f"bit positions {r} mod {HOLES}")
+                result = self.op("pand", cls, keep, comment=note)
             else:
-                result = self.op("por", result, self.op("pand", cls, keep))
+                result = self.op("ternlog", result, cls, keep, imm=AND_OR, comment=note)
         return result
 
     # -- bitsliced: one bit at a time, masks from sign extension -------------------------------

@@ -196,6 +196,8 @@ class KernelSpec:
     def ghash_blocks(self) -> int:
         """K: blocks per GHASH reduction (lanes x depth), the number of powers of H stored."""
         users = [m for m in self.modes if m in GHASH_TABLE_MODES] or ["ghash"]
+        if "gcm" in users and "ghash" not in users:  # gcm exports P_ghash, which runs at ghash's own depth
+            users.append("ghash")
         return max(self.depth_for(m) * self.width_for(m) // 128 for m in users)
 
     @property
