@@ -70,6 +70,9 @@ class GfmulLowering:
             raise ValueError(f"unknown GF(2^128) multiply method {method!r}")
         self.isa, self.method, self.temp = isa, method, temp
         self.ternlog = isa == "avx512"
+        # ctmul with 16 registers: each part made where it is used, from the operand (the
+        # hashing loops around keep values live; holding the parts does not fit)
+        self.lean = isa != "avx512"
 
     def __call__(self, i: Insn) -> list[Insn]:
         self.out: list[Insn] = []
@@ -141,13 +144,12 @@ class GfmulLowering:
             self.op("vxor", outer, self.op("pand", mid, keep), dst=dst)
 
     def parts(self, v, select: int) -> list[Callable[[], VReg]]:
-        """The parts with holes of pshufd(v, select), part i its bits = i mod 4. With 32 registers
-        all four are made once; with 16, each where it is used, from v (the hashing loops around
-        keep values live: nothing but v stays in a register)."""
+        """The parts with holes of pshufd(v, select), part i its bits = i mod 4: made once, or
+        (lean) each where it is used, from v (nothing but v stays in a register)."""
         def make(i: int, sel: VReg | None = None) -> VReg:
             src = sel if sel is not None else self.op("pshufd", v, imm=select)
             return self.op("pand", src, _dword_pattern(f"hole{i}", _pattern(HOLES, 32, i), self.lanes))
-        if self.ternlog:
+        if not self.lean:
             sel = self.op("pshufd", v, imm=select)
             made = [make(i, sel) for i in range(HOLES)]
             return [lambda k=k: made[k] for k in range(HOLES)]
@@ -160,7 +162,7 @@ class GfmulLowering:
         for r in range(HOLES):
             keep = _qword_pattern(f"class{r}", _pattern(HOLES, 64, r), self.lanes)
             note = f"bit positions {r} mod {HOLES}"
-            if not self.ternlog:  # few registers: each product's class bits xored in at once
+            if self.lean:  # few registers: each product's class bits xored in at once
                 for i in range(HOLES):
                     p = self.op("pand", self.op("pmuludq", parts[i](), bparts[(r - i) % HOLES]()), keep,
                                 comment=note if i == 0 else "")
@@ -169,8 +171,10 @@ class GfmulLowering:
             cls = self.xor([self.op("pmuludq", parts[i](), bparts[(r - i) % HOLES]()) for i in range(HOLES)])
             if result is None:
                 result = self.op("pand", cls, keep, comment=note)
-            else:
+            elif self.ternlog:
                 result = self.op("ternlog", result, cls, keep, imm=AND_OR, comment=note)
+            else:
+                result = self.op("por", result, self.op("pand", cls, keep), comment=note)
         return result
 
     # -- bitsliced: one bit at a time, masks from sign extension -------------------------------

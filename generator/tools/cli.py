@@ -28,7 +28,7 @@ from ..kernels import build_function
 from ..model import backend_isa_width, bitsliced_depth
 from ..pipeline import generate as generate_kernel
 from ..simulate import Machine, call
-from ..spec import ABIS, BACKENDS, BITSLICED_MODES, GFMULS, ISAS, MAX_DEPTH, MODES, OBJECT_FORMATS, KernelSpec, mode_of
+from ..spec import ABIS, BACKENDS, BITSLICED_MODES, CLMUL_MODES, GFMUL_DEPTH, GFMULS, ISAS, MAX_DEPTH, MODES, OBJECT_FORMATS, KernelSpec, mode_of
 from ..target import TargetError, load
 from ..verify import signatures, verify_kernel
 from ..verify.results import NOT_RUN_EXIT, not_run
@@ -141,6 +141,9 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
         target = None
     if depth is None and backend == "bitsliced" and target is None:
         depth = bitsliced_depth(isa or "avx512")
+    if (depth is None and (backend != "aesni" or gfmul not in ("", "clmul")) and gfmul != "clmul"
+            and any(m in CLMUL_MODES for m in parse_modes(modes))):
+        depth = GFMUL_DEPTH if backend != "bitsliced" else min(GFMUL_DEPTH, bitsliced_depth(isa or "avx512"))
     spec = _spec_from_options(modes, isa, width, depth, backend, prefix, target, tuned, profile or "bulk", per_mode)
     if karatsuba:
         spec = replace(spec, karatsuba=True)
