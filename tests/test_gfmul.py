@@ -155,6 +155,7 @@ def test_hash_files_verify(tmp_path, backend, isa, width, method):
     verify_generated(tmp_path, spec, quick=True)
 
 
+@pytest.mark.full  # files of 8-15 MB (every GHASH product is a long sequence): minutes each
 @pytest.mark.parametrize("isa,width", [("avx2", 256), ("avx512", 512)])
 def test_gfni_gcm_files_verify(tmp_path, isa, width):
     spec = KernelSpec(("gcm", "gcm-siv"), isa, width, 1, backend="gfni")

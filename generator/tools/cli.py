@@ -634,9 +634,12 @@ def parse_range(text: str) -> list[int]:
                    "measurement (or llvm-mca), the knees and their rank correlation.")
 @click.option("--budget", type=float, default=exploration.BUDGET, show_default=True,
               help="Seconds of sampling: rounds over every config until each median is known to ±2% (0: one round).")
+@click.option("--gfmul", "gfmuls", default="", metavar="LIST",
+              help=f"ghash, polyval, gcm: compare GF(2^128) multiply methods ({', '.join(GFMULS)}; comma list) "
+                   "instead of the two product forms.")
 def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str | None, json_path: Path | None,
             plot_path: Path | None, methods: str, blocks: int | None, backend: str, port_model: bool,
-            budget: float) -> None:
+            budget: float, gfmuls: str) -> None:
     """Interleave depth vs throughput and latency, per width, for MODE.
 
     MODE is ecb, ctr32, cbc, or ghash/polyval/gcm (both product variants; aggregation
@@ -670,6 +673,12 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
         return
     if blocks is not None:
         raise UsageFailure("--blocks applies to explore gfdouble only")
+    gfmul_list = tuple(g for g in gfmuls.split(",") if g)
+    if gfmul_list and (mode not in exploration.PRODUCT_MODES or any(g not in GFMULS for g in gfmul_list)):
+        raise UsageFailure(f"--gfmul '{gfmuls}': for {', '.join(exploration.PRODUCT_MODES)}, "
+                           f"methods from {', '.join(GFMULS)}")
+    if backend == "bitsliced" and "clmul" in gfmul_list:
+        raise UsageFailure("--backend bitsliced uses logic instructions only: --gfmul ctmul or bitsliced, not clmul")
     if mode not in exploration.OP_FOR_MODE:
         raise UsageFailure(f"explore takes one mode: {', '.join([*exploration.OP_FOR_MODE, 'gfdouble'])}")
     size_list = sorted(set(parse_sizes(sizes) if sizes else exploration.DEFAULT_SIZES.get(mode, exploration.FALLBACK_SIZES)))
@@ -683,7 +692,7 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
         task = progress.add_task(f"explore {mode} on {t.name}", total=None)
         result = exploration.explore(mode, t, width_list, depth_list, bulk=bulk, short=shorts, measure=measure,
                             progress=lambda s: progress.update(task, description=s), methods=method_list,
-                            backend=backend, budget=budget)
+                            backend=backend, budget=budget, gfmuls=gfmul_list)
     print_exploration(result)
     if port_model:
         try:

@@ -175,8 +175,13 @@ def llvm_mca(text: str, mcpu: str, iterations: int = 200) -> float:
     return int(m.group(1)) / iterations
 
 
-def variants(mode: str, methods: tuple[str, ...] = DOUBLING_METHODS) -> list[tuple[str, dict]]:
-    """(variant name, KernelSpec options) each config of `mode` is built with."""
+def variants(mode: str, methods: tuple[str, ...] = DOUBLING_METHODS,
+             gfmuls: tuple[str, ...] = ()) -> list[tuple[str, dict]]:
+    """(variant name, KernelSpec options) each config of `mode` is built with; with `gfmuls`
+    (GHASH/POLYVAL/GCM), one variant per GF(2^128) multiply method instead of per product form
+    (without clmul the products are Karatsuba's)."""
+    if mode in PRODUCT_MODES and gfmuls:
+        return [(g, {"gfmul": g}) for g in gfmuls]
     if mode in PRODUCT_MODES:
         return [("schoolbook", {}), ("karatsuba", {"karatsuba": True})]
     if mode in DOUBLING_EXPLORED:
@@ -188,12 +193,13 @@ def explore(mode: str, target: Target, widths: list[int], depths: list[int], *, 
             short: int | tuple[int, ...] = 256, measure: bool = True, trials: int = TRIALS, budget: float = BUDGET,
             progress: Callable[[str], None] | None = None,
             methods: tuple[str, ...] = DOUBLING_METHODS, backend: str = "aesni",
-            pairs: set[tuple[int, int]] | None = None) -> Exploration:
+            pairs: set[tuple[int, int]] | None = None, gfmuls: tuple[str, ...] = ()) -> Exploration:
     """Every config is built and verified first, then timed in rounds over all of them (sampler.sample,
     `trials` samples per size per turn) until each median is known to ±2% or `budget` seconds end:
     slow drift and bursts of noise on the shared machine then land on every config alike.
     `short` is one short-message size or several; the smallest is the `short_cycles` one.
-    `backend` goes to every config's KernelSpec as it is. `pairs`: only these (width, depth)."""
+    `backend` goes to every config's KernelSpec as it is. `pairs`: only these (width, depth).
+    `gfmuls`: GHASH/POLYVAL/GCM's multiply methods to compare (--gfmul ctmul,bitsliced)."""
     isa = target.isa_for(backend) or target.isa
     shorts = sorted({short} if isinstance(short, int) else set(short))
     result = Exploration(mode, target.name, measure, bulk, shorts[0], short_sizes=shorts, backend=backend)
@@ -203,7 +209,7 @@ def explore(mode: str, target: Target, widths: list[int], depths: list[int], *, 
             result.predicted_knee[w] = pipe_depth(target, w)
     with tempfile.TemporaryDirectory(prefix="aesgen-explore-") as tmp:
         runnable: list[tuple[Point, KernelSpec, Path]] = []
-        for variant, options in variants(mode, methods):
+        for variant, options in variants(mode, methods, gfmuls):
             for w in widths:
                 for d in depths:
                     if pairs is not None and (w, d) not in pairs:
