@@ -19,8 +19,8 @@ from ..bench import timing
 from ..bench.timing import OPS_BY_MODE, PEERS, bench as run_bench
 from ..circuits.compile import DEFAULT_TRIES
 from ..circuits.report import report_rows
-from ..config import (ConfigError, default_depths_that_fit, make_spec, parse_modes, parse_per_mode, target_spec,
-                     with_doubling, with_gfmul)
+from ..config import (ConfigError, default_depths_that_fit, gfmul_depth, make_spec, parse_modes, parse_per_mode,
+                     target_spec, with_doubling, with_gfmul)
 from ..cpu import MASK_ENV, MaskError, mask_note, missing_features, parse_mask
 from ..doubling import METHODS as DOUBLING_METHODS
 from ..dsl import BuildError
@@ -28,7 +28,7 @@ from ..kernels import build_function
 from ..model import backend_isa_width, bitsliced_depth
 from ..pipeline import generate as generate_kernel
 from ..simulate import Machine, call
-from ..spec import ABIS, BACKENDS, BITSLICED_MODES, CLMUL_MODES, GFMUL_DEPTH, GFMULS, ISAS, MAX_DEPTH, MODES, OBJECT_FORMATS, KernelSpec, mode_of
+from ..spec import ABIS, BACKENDS, BITSLICED_MODES, GFMULS, ISAS, MAX_DEPTH, MODES, OBJECT_FORMATS, KernelSpec, mode_of
 from ..target import TargetError, load
 from ..verify import signatures, verify_kernel
 from ..verify.results import NOT_RUN_EXIT, not_run
@@ -89,10 +89,8 @@ def config_options(f):
                      help="A mode's own width and depth, e.g. cbc=256x4 (repeatable; what tuned files record).")(f)
     f = click.option("--karatsuba", is_flag=True,
                      help="GHASH/POLYVAL: Karatsuba products (3 carry-less multiplies) instead of schoolbook (4).")(f)
-    f = click.option("--gfmul", default="", metavar="METHOD",
-                     help=f"GHASH/POLYVAL's GF(2^128) products: {', '.join(GFMULS)} (default: clmul with AES-NI, "
-                          "else ctmul: no carry-less multiply in a file without AES-NI; see `aesgen explore "
-                          "ghash --gfmul ctmul,bitsliced`).")(f)
+    f = click.option("--gfmul", default="", metavar="METHOD", help=f"GHASH/POLYVAL's GF(2^128) products: "
+                     f"{', '.join(GFMULS)} (default: clmul with AES-NI, else ctmul; docs/gfmul.md).")(f)
     f = click.option("--gfdouble", default="", metavar="METHOD",
                      help=f"XTS tweaks / GF(2^128) doubling: {', '.join(DOUBLING_METHODS)} "
                           "(default: the ISA's best, see `aesgen explore gfdouble`).")(f)
@@ -141,9 +139,7 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
         target = None
     if depth is None and backend == "bitsliced" and target is None:
         depth = bitsliced_depth(isa or "avx512")
-    if (depth is None and (backend != "aesni" or gfmul not in ("", "clmul")) and gfmul != "clmul"
-            and any(m in CLMUL_MODES for m in parse_modes(modes))):
-        depth = GFMUL_DEPTH if backend != "bitsliced" else min(GFMUL_DEPTH, bitsliced_depth(isa or "avx512"))
+    depth = gfmul_depth(modes, backend, gfmul, isa) if depth is None else depth
     spec = _spec_from_options(modes, isa, width, depth, backend, prefix, target, tuned, profile or "bulk", per_mode)
     if karatsuba:
         spec = replace(spec, karatsuba=True)
@@ -634,9 +630,8 @@ def parse_range(text: str) -> list[int]:
                    "measurement (or llvm-mca), the knees and their rank correlation.")
 @click.option("--budget", type=float, default=exploration.BUDGET, show_default=True,
               help="Seconds of sampling: rounds over every config until each median is known to ±2% (0: one round).")
-@click.option("--gfmul", "gfmuls", default="", metavar="LIST",
-              help=f"ghash, polyval, gcm: compare GF(2^128) multiply methods ({', '.join(GFMULS)}; comma list) "
-                   "instead of the two product forms.")
+@click.option("--gfmul", "gfmuls", default="", metavar="LIST", help=f"ghash, polyval, gcm: compare GF(2^128) "
+              f"multiply methods ({', '.join(GFMULS)}; comma list) instead of the two product forms.")
 def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str | None, json_path: Path | None,
             plot_path: Path | None, methods: str, blocks: int | None, backend: str, port_model: bool,
             budget: float, gfmuls: str) -> None:
@@ -673,12 +668,6 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
         return
     if blocks is not None:
         raise UsageFailure("--blocks applies to explore gfdouble only")
-    gfmul_list = tuple(g for g in gfmuls.split(",") if g)
-    if gfmul_list and (mode not in exploration.PRODUCT_MODES or any(g not in GFMULS for g in gfmul_list)):
-        raise UsageFailure(f"--gfmul '{gfmuls}': for {', '.join(exploration.PRODUCT_MODES)}, "
-                           f"methods from {', '.join(GFMULS)}")
-    if backend == "bitsliced" and "clmul" in gfmul_list:
-        raise UsageFailure("--backend bitsliced uses logic instructions only: --gfmul ctmul or bitsliced, not clmul")
     if mode not in exploration.OP_FOR_MODE:
         raise UsageFailure(f"explore takes one mode: {', '.join([*exploration.OP_FOR_MODE, 'gfdouble'])}")
     size_list = sorted(set(parse_sizes(sizes) if sizes else exploration.DEFAULT_SIZES.get(mode, exploration.FALLBACK_SIZES)))
@@ -692,7 +681,7 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
         task = progress.add_task(f"explore {mode} on {t.name}", total=None)
         result = exploration.explore(mode, t, width_list, depth_list, bulk=bulk, short=shorts, measure=measure,
                             progress=lambda s: progress.update(task, description=s), methods=method_list,
-                            backend=backend, budget=budget, gfmuls=gfmul_list)
+                            backend=backend, budget=budget, gfmuls=exploration.gfmul_methods(gfmuls, mode, backend))
     print_exploration(result)
     if port_model:
         try:

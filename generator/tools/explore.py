@@ -27,6 +27,7 @@ from ..bench.ceiling import measure as measure_ceiling
 from ..bench.sampler import Sampling, sample
 from ..bench.stats import Interval, cheapest_tie, order_rank, ties
 from ..bench.timing import pin_cpu, run_op
+from ..config import ConfigError, parse_gfmuls
 from ..cpu import missing_features
 from ..doubling import METHODS as DOUBLING_METHODS, TABLE_METHODS, refusal
 from ..dsl import BuildError
@@ -42,6 +43,7 @@ from ..target import Target
 from ..verify import verify_kernel
 from ..verify.build import build_shared
 from ..verify.disasm import assemble, read_elf
+from .files import UsageFailure
 
 # The op explored per mode: the record marked `explored` (aesgen.functions).
 OP_FOR_MODE = EXPLORED_FUNCTIONS
@@ -173,6 +175,14 @@ def llvm_mca(text: str, mcpu: str, iterations: int = 200) -> float:
     if out.returncode != 0 or not m:
         raise BuildError(f"llvm-mca -mcpu={mcpu} failed: {out.stderr.strip().splitlines()[-1:]}")
     return int(m.group(1)) / iterations
+
+
+def gfmul_methods(text: str, mode: str, backend: str) -> tuple[str, ...]:
+    """--gfmul LIST, checked: the GF(2^128) multiply methods to compare."""
+    try:
+        return parse_gfmuls(text, mode, backend, PRODUCT_MODES)
+    except ConfigError as e:
+        raise UsageFailure(str(e)) from None
 
 
 def variants(mode: str, methods: tuple[str, ...] = DOUBLING_METHODS,
