@@ -65,11 +65,12 @@ def constant_qword(c: Const, half: int) -> int:
 
 
 class GfmulLowering:
-    def __init__(self, isa: str, method: str, temp: Callable[[], VReg]) -> None:
+    def __init__(self, isa: str, method: str, temp: Callable[[], VReg], ternlog: bool = True) -> None:
+        """`ternlog`: vpternlogd allowed on AVX-512 (not with --no-ternlog)."""
         if method not in METHODS:
             raise ValueError(f"unknown GF(2^128) multiply method {method!r}")
         self.isa, self.method, self.temp = isa, method, temp
-        self.ternlog = isa == "avx512"
+        self.ternlog = isa == "avx512" and ternlog
         # ctmul with 16 registers: each part made where it is used, from the operand (the
         # hashing loops around keep values live; holding the parts does not fit)
         self.lean = isa != "avx512"

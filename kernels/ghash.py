@@ -79,7 +79,7 @@ class XorSum:
 
     def __init__(self, b: FunctionBuilder, width: int) -> None:
         self.b, self.width, self.terms = b, width, []
-        self.arity = 3 if b.spec.isa == "avx512" else 2
+        self.arity = 3 if ternary(b) else 2
 
     def add(self, *terms: VReg) -> None:
         for t in terms:
@@ -93,13 +93,18 @@ class XorSum:
         return xor_all(self.b, self.terms, self.width, dst=dst)
 
 
+def ternary(b: FunctionBuilder) -> bool:
+    """XOR three at a time with vpternlogd: AVX-512, unless --no-ternlog."""
+    return b.spec.isa == "avx512" and not b.spec.no_ternlog
+
+
 def xor_all(b: FunctionBuilder, values: list, width: int, dst: VReg | None = None, comment: str = "") -> VReg:
     """The XOR of values: three at a time with vpternlogd on AVX-512, else two at a time."""
     acc, rest = values[0], list(values[1:])
     while rest:
-        last = len(rest) <= (2 if b.spec.isa == "avx512" else 1)
+        last = len(rest) <= (2 if ternary(b) else 1)
         out = dst if last else None
-        if b.spec.isa == "avx512" and len(rest) >= 2:
+        if ternary(b) and len(rest) >= 2:
             acc = b.v("ternlog", acc, rest[0], rest[1], imm=XOR3, width=width, dst=out, comment=comment)
             rest = rest[2:]
         else:
