@@ -9,8 +9,9 @@ from dataclasses import replace
 
 from .doubling import DOUBLING_MODES, default_method, refusal
 from .dsl import BuildError
-from .model import ModeChoice, choose, max_depth, spec_for
-from .spec import BACKENDS, C_IDENTIFIER, FEATURES_BY_ISA, ISAS, MAX_DEPTH, MODES, WIDTHS_BY_ISA, KernelSpec
+from .model import ModeChoice, bitsliced_depth, choose, max_depth, spec_for
+from .spec import (BACKENDS, C_IDENTIFIER, CLMUL_MODES, FEATURES_BY_ISA, GFMUL_DEPTH, GFMULS, ISAS, MAX_DEPTH, MODES,
+                   WIDTHS_BY_ISA, KernelSpec, default_gfmul)
 from .target import Target
 
 
@@ -116,6 +117,46 @@ def target_spec(target: Target, modes: tuple[str, ...], isa: str | None, width: 
         check_depth(depth)
         choices = {m: ModeChoice(m, c.isa, c.width, depth, "--depth") for m, c in choices.items()}
     return spec_for(target, modes, prefix, choices, backend)
+
+
+BITSLICED_CLMUL = "--backend bitsliced uses logic instructions only: --gfmul ctmul or bitsliced, not clmul"
+
+
+def gfmul_depth(modes: str, backend: str, gfmul: str, isa: str | None) -> int | None:
+    """No --depth: GFMUL_DEPTH for a file whose GF(2^128) products are lowered (no clmul), else None."""
+    if (gfmul or default_gfmul(backend)) == "clmul" or not any(m in CLMUL_MODES for m in parse_modes(modes)):
+        return None
+    return GFMUL_DEPTH if backend != "bitsliced" else min(GFMUL_DEPTH, bitsliced_depth(isa or "avx512"))
+
+
+def parse_gfmuls(text: str, mode: str, backend: str, product_modes: tuple[str, ...]) -> tuple[str, ...]:
+    """explore's --gfmul LIST: methods for a mode with GF(2^128) products."""
+    methods = tuple(g for g in text.split(",") if g)
+    if methods and (mode not in product_modes or any(g not in GFMULS for g in methods)):
+        raise ConfigError(f"--gfmul '{text}': for {', '.join(product_modes)}, methods from {', '.join(GFMULS)}")
+    if backend == "bitsliced" and "clmul" in methods:
+        raise ConfigError(BITSLICED_CLMUL)
+    return methods
+
+
+def with_gfmul(spec: KernelSpec, method: str, target: Target | None = None) -> KernelSpec:
+    """The spec with GHASH/POLYVAL's GF(2^128) multiply method (GFMULS); "" keeps the backend's
+    default. Refused: a method for a file that does not hash, the carry-less multiply in a
+    bitsliced file (logic only), and ctmul for a target whose multiplier is known to take
+    data-dependent time."""
+    if method and method not in GFMULS:
+        raise ConfigError(f"unknown --gfmul '{method}'; choose from {', '.join(GFMULS)}")
+    if method and not any(m in CLMUL_MODES for m in spec.modes):
+        raise ConfigError(f"--gfmul applies to the modes {', '.join(CLMUL_MODES)} only")
+    if method == "clmul" and spec.backend == "bitsliced":
+        raise ConfigError(BITSLICED_CLMUL)
+    if method:
+        spec = replace(spec, gfmul=method, features=())
+    if (spec.gfmul == "ctmul" and target is not None and target.variable_time_multiply
+            and any(m in CLMUL_MODES for m in spec.modes)):
+        raise ConfigError(f"--gfmul ctmul is not constant-time on target {target.name}: "
+                          f"{target.variable_time_multiply}; use --gfmul bitsliced")
+    return spec
 
 
 def with_doubling(spec: KernelSpec, method: str, table_lookups: bool) -> KernelSpec:

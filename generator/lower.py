@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .ir import GroupBlock, Insn, Mem, Path, VReg
+from .lower_gfmul import METHODS as GFMUL_METHODS, GfmulLowering
 from .lower_gfni import LOWERED as GFNI_LOWERED, GfniLowering
 from .ops import info
 from .spec import KernelSpec
@@ -30,6 +31,8 @@ class Lowerer:
         self.fn_width = width  # the function's main width (top_lane reads a register of it)
         self._ids = 1_000_000  # fresh temps, disjoint from the builder's
         self.gfni = GfniLowering(spec.isa, self._temp) if spec.backend == "gfni" else None
+        self.gfmul = (GfmulLowering(spec.isa, spec.gfmul, self._temp, not spec.no_ternlog)
+                      if spec.gfmul in GFMUL_METHODS else None)
 
     def _temp(self) -> VReg:
         self._ids += 1
@@ -40,6 +43,8 @@ class Lowerer:
         lanes = i.width // 128
         if self.gfni and i.op in GFNI_LOWERED:
             return [x for low in self.gfni(i) for x in self.insn(low)]
+        if self.gfmul and i.op == "clmul":
+            return [x for low in self.gfmul(i) for x in self.insn(low)]
         if i.op == "vload_bcast" and i.width == 128:
             return [replace(i, op="vload")]
         if i.op == "prev_lanes":

@@ -168,6 +168,10 @@ VECTOR = [
        "EVEX_VPADDD_{R}_K1Z_{R}_{R}M{W}B32", tied=L, commutative=True, lane=sem.paddd),
     _v("paddq", "v v vm", "arith", "PADDQ_XMM_XMMM128", "VEX_VPADDQ_{R}_{R}_{R}M{W}",
        "EVEX_VPADDQ_{R}_K1Z_{R}_{R}M{W}B64", tied=L, commutative=True, lane=sem.paddq),
+    # the unsigned products of each qword's low dwords (GF(2^128) products without clmul:
+    # generator/lower_gfmul.py)
+    _v("pmuludq", "v v vm", "arith", "PMULUDQ_XMM_XMMM128", "VEX_VPMULUDQ_{R}_{R}_{R}M{W}",
+       "EVEX_VPMULUDQ_{R}_K1Z_{R}_{R}M{W}B64", tied=L, commutative=True, lane=sem.pmuludq),
     # -- shifts (the legacy forms by an immediate name only the destination, which is the source)
     _v("psllq", "v v imm", "shift", "PSLLQ_XMM_IMM8", "VEX_VPSLLQ_{R}_{R}_IMM8", "EVEX_VPSLLQ_{R}_K1Z_{R}M{W}B64_IMM8",
        tied=L, lane=sem.psllq),
@@ -175,6 +179,7 @@ VECTOR = [
        tied=L, lane=sem.psrlq),
     _v("psrad", "v v imm", "shift", "PSRAD_XMM_IMM8", "VEX_VPSRAD_{R}_{R}_IMM8", "EVEX_VPSRAD_{R}_K1Z_{R}M{W}B32_IMM8",
        tied=L, lane=sem.psrad),
+    _v("psraq", "v vm imm", "shift", None, None, "EVEX_VPSRAQ_{R}_K1Z_{R}M{W}B64_IMM8", lane=sem.psraq),
     # per-qword shifts by per-qword counts (AVX2): counts >= 64 give 0
     _v("psllvq", "v v vm", "shift", None, "VEX_VPSLLVQ_{R}_{R}_{R}M{W}", "EVEX_VPSLLVQ_{R}_K1Z_{R}_{R}M{W}B64",
        lane=sem.psllvq),

@@ -185,6 +185,18 @@ def psrad(a: int, imm: int) -> int:
     return _from_dwords([(d >> n) | (-(d >> 31) << (32 - n)) if d >> 31 else d >> n for d in _dwords(a)])
 
 
+def pmuludq(a: int, b: int, _imm: None) -> int:
+    """Each qword: the unsigned product of the two low dwords (vpmuludq)."""
+    qa, qb = [(a >> (64 * k)) & M64 for k in range(2)], [(b >> (64 * k)) & M64 for k in range(2)]
+    return sum(((qa[k] & 0xFFFFFFFF) * (qb[k] & 0xFFFFFFFF)) << (64 * k) for k in range(2))
+
+
+def psraq(a: int, imm: int) -> int:
+    """Each qword shifted right arithmetically (vpsraq)."""
+    n = min(imm, 63)
+    return _qwords_map(a, lambda q: ((q - (1 << 64) if q >> 63 else q) >> n) & M64)
+
+
 def clmul(a: int, b: int, imm: int) -> int:
     """The qwords imm bit 0 of a and imm bit 4 of b, multiplied carry-less."""
     return gf128.clmul((a >> (64 * (imm & 1))) & M64, (b >> (64 * ((imm >> 4) & 1))) & M64)

@@ -32,7 +32,7 @@ ISAS = ("sse", "avx", "avx2", "avx512")
 WIDTHS_BY_ISA = {"sse": (128,), "avx": (128,), "avx2": (256,), "avx512": (128, 256, 512)}
 BACKENDS = ("aesni", "gfni", "bitsliced")
 # The modes the bitsliced backend implements (kernels/bitsliced.py).
-BITSLICED_MODES = ("ecb", "ctr32", "cbc")
+BITSLICED_MODES = ("ecb", "ctr32", "cbc", "ghash", "polyval")
 ABIS = ("sysv", "win64")  # calling conventions (win64: generator/win64.py)
 # Object formats of a SysV file: ELF (Linux, the BSDs...) or Mach-O (macOS). A win64 file is one
 # format of its own (COFF for Windows, ELF for testing), recorded as "elf".
@@ -48,12 +48,26 @@ FEATURES_BY_ISA = {
 }
 
 CLMUL_MODES = ("ghash", "polyval", "gcm", "gcm-siv")
+# How GHASH/POLYVAL multiply in GF(2^128) (--gfmul): the carry-less multiply, or without it
+# (generator/lower_gfmul.py: integer multiplies with holes, or bit-logical).
+GFMULS = ("clmul", "ctmul", "bitsliced")
+
+
+# Without clmul, the depth GHASH/POLYVAL/GCM files get when none is given: each product is already
+# hundreds of independent instructions, so deeper batches buy little and cost much code.
+GFMUL_DEPTH = 2
+
+
+def default_gfmul(backend: str) -> str:
+    """AES-NI files multiply with pclmulqdq; the files without AES-NI (gfni, bitsliced) with no
+    carry-less multiply either, by default: integer products with holes."""
+    return "clmul" if backend == "aesni" else "ctmul"
 
 
 def required_features(isa: str, width: int, modes: tuple[str, ...], gfdouble: str = "",
-                      backend: str = "aesni") -> tuple[str, ...]:
+                      backend: str = "aesni", gfmul: str = "clmul") -> tuple[str, ...]:
     """/proc/cpuinfo flags a file needs: the ISA's, plus carry-less multiply when hashing
-    (or doubling with it); the GFNI backend swaps AES-NI/VAES for GFNI."""
+    (or doubling with it) with `clmul`; the GFNI backend swaps AES-NI/VAES for GFNI."""
     feats = list(FEATURES_BY_ISA[isa])
     if backend == "gfni":
         feats = [f for f in feats if f not in ("aes", "vaes")] + ["gfni"]
@@ -64,7 +78,7 @@ def required_features(isa: str, width: int, modes: tuple[str, ...], gfdouble: st
     doubling_clmul = any(m in DOUBLING_MODES for m in modes) and needs_clmul(gfdouble, width)
     if "otr" in modes and isa == "avx512" and backend == "aesni":  # its offset table is stored big-endian (kernels/otr.py)
         feats.append("movbe")
-    if any(m in CLMUL_MODES for m in modes) or doubling_clmul:
+    if (any(m in CLMUL_MODES for m in modes) or doubling_clmul) and gfmul in ("clmul", ""):
         feats.append("pclmulqdq")
         if isa in ("avx2", "avx512"):  # ymm/zmm hashing; the xmm tails use it too on these files
             feats.append("vpclmulqdq")
@@ -101,6 +115,8 @@ class KernelSpec:
     gfdouble: str = ""
     # Allow methods that load from data-dependent addresses (not constant-time).
     table_lookups: bool = False
+    # GF(2^128) multiplication of GHASH/POLYVAL (GFMULS); "" = the backend's default.
+    gfmul: str = ""
     # Bitsliced backend on avx512: no VPTERNLOGD (S-box by the three-operand circuit compiler,
     # linear layers by two-input XORs) -- the comparison point for what ternary logic buys.
     no_ternlog: bool = False
@@ -127,13 +143,19 @@ class KernelSpec:
         object.__setattr__(self, "modes", tuple(self.modes))
         if not self.gfdouble and any(m in DOUBLING_MODES for m in self.modes):
             object.__setattr__(self, "gfdouble", default_method(self.isa, self.width))
+        if not self.gfmul:
+            object.__setattr__(self, "gfmul", default_gfmul(self.backend))
+        if self.gfmul != "clmul" and any(m in CLMUL_MODES for m in self.modes):
+            # without clmul a product is a long sequence: Karatsuba's 3 instead of 4 (-24% time, less code)
+            object.__setattr__(self, "karatsuba", True)
         if not self.prefix:
             object.__setattr__(
                 self, "prefix", default_prefix(f"aesgen_{self.backend}_{self.isa}_{self.width}x{self.depth}", self.modes)
             )
         if not self.features:
             object.__setattr__(self, "features",
-                               required_features(self.isa, self.width, self.modes, self.gfdouble, self.backend))
+                               required_features(self.isa, self.width, self.modes, self.gfdouble, self.backend,
+                                                 self.gfmul))
         object.__setattr__(self, "features", tuple(self.features))
         object.__setattr__(self, "overrides", tuple(tuple(o) for o in self.overrides))
 
@@ -190,6 +212,8 @@ class KernelSpec:
     def ghash_blocks(self) -> int:
         """K: blocks per GHASH reduction (lanes x depth), the number of powers of H stored."""
         users = [m for m in self.modes if m in GHASH_TABLE_MODES] or ["ghash"]
+        if "gcm" in users and "ghash" not in users:  # gcm exports P_ghash, which runs at ghash's own depth
+            users.append("ghash")
         return max(self.depth_for(m) * self.width_for(m) // 128 for m in users)
 
     @property
@@ -311,6 +335,8 @@ class KernelSpec:
                 del d[name]
         if d["object_format"] == "elf":
             del d["object_format"]
+        if d["gfmul"] == default_gfmul(self.backend):  # older files stay as they were
+            del d["gfmul"]
         return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
     @classmethod

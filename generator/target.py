@@ -41,6 +41,9 @@ class Target:
     # Flags that single this microarchitecture out among targets of the same features, when the
     # CPUID model is not one the file lists (virtual machines often report another model).
     marks: tuple[str, ...] = ()
+    # Why integer multiplies take data-dependent time on this CPU ("" when none is known):
+    # `--gfmul ctmul` is refused for it (docs/gfmul.md lists the facts and their sources).
+    variable_time_multiply: str = ""
 
     @property
     def isa(self) -> str:
@@ -119,7 +122,8 @@ def _parse(text: str, origin: str) -> Target:
                       preferred_widths=tuple(d["preferred_widths"]), family=d["match"]["family"],
                       models=tuple(d["match"].get("models", ())), instructions=dict(d["instructions"]),
                       ports=dict(d.get("ports", {})), depths=dict(d.get("depths", {})),
-                      marks=tuple(d["match"].get("marks", ())))
+                      marks=tuple(d["match"].get("marks", ())),
+                      variable_time_multiply=str(d.get("variable_time_multiply", "")))
     except KeyError as e:
         raise TargetError(f"{origin}: missing field {e}") from None
 

@@ -32,6 +32,7 @@ from aesgen.spec import BITSLICED_MODES, KernelSpec
 
 from .aes import ROUNDS_BY_BITS, finish
 from .frame import aligned, drop_frame, leave_frame, open_frame
+from .ghash import ghash_function, h_slot, polyval_function, power_table
 from .modes import DATA, SCRATCH, block_cipher_functions, return_if_zero
 from .regs import RESULT, arg, r8, r32
 
@@ -452,9 +453,10 @@ def cbc_decrypt_function(b: FunctionBuilder) -> None:
 
 
 # ----------------------------------------------------------------------------- key setup
-def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
+def set_key_function(b: FunctionBuilder, decrypt: bool, then: Callable[[], None] | None = None) -> None:
     """FIPS-197 key expansion in GPRs (SubWord by the bitsliced S-box), then every round key
-    stored as 8 planes; decryption's schedule in reverse order."""
+    stored as 8 planes; decryption's schedule in reverse order. `then`: what follows once the
+    schedule is written (instead of returning 0)."""
     spec = b.spec
     W = b.width
     # (the words start 16 bytes up: w[i-1] is read at rsp + 12 + 4i, never below rsp)
@@ -561,6 +563,9 @@ def set_key_function(b: FunctionBuilder, decrypt: bool) -> None:
     for off in range(0, payload, W // 8):
         b.emit(Insn("vstore", Mem("rsp", off), (x(0),), width=W))
     drop_frame(b, size)
+    if then is not None:
+        then()
+        return
     b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
     finish(b)
 
@@ -579,5 +584,32 @@ def sub_word(b: FunctionBuilder, slot: Mem, slots: int) -> None:
     b.s("mov.r32.m32", r32(TEMP), Mem(slot.base, slot.disp, bits=32))
 
 
-FUNCTIONS = block_cipher_functions(set_key_function, ecb_function, ctr32_function, cbc_encrypt_function,
-                                   cbc_decrypt_function)
+# ----------------------------------------------------------------------------- GHASH's key
+def gcm_set_key_function(b: FunctionBuilder) -> None:
+    """P_gcm_set_key: the bitsliced schedule, then H = E(K, 0) from one xmm batch (8 zero blocks,
+    block 0 kept) into the table's H^1 entry; the powers of H as in every other file."""
+    powers = b.label_name("powers")
+
+    def h_of_zero() -> None:
+        bt = Batch(b, CONTROLS, single=True)
+        bt.enter()
+        bt.vec("vzero", x(0))
+        for off in range(bt.frame.buf, bt.frame.payload, bt.vbytes):
+            bt.vec("vstore", Mem("rsp", off), x(0))
+        bt.load(Mem("rsp", bt.frame.buf))
+        outs = bt.run(False)
+        bt.vec("vstore", h_slot(b.spec, b.reg["key"]), bt.p.r(outs[0][0]), width=128, comment="E(K, 0)")
+        bt.vec("vzero", x(0), comment="wipe the frame")
+        for off in range(bt.frame.buf, bt.frame.payload, bt.vbytes):
+            bt.vec("vstore", Mem("rsp", off), x(0))
+        drop_frame(b, bt.frame.size)
+        b.branch("jmp", powers)
+
+    set_key_function(b, False, then=h_of_zero)
+    b.single_path(None, lambda: power_table(b), powers)
+
+
+FUNCTIONS = {**block_cipher_functions(set_key_function, ecb_function, ctr32_function, cbc_encrypt_function,
+                                      cbc_decrypt_function),
+             # GHASH and POLYVAL themselves have no AES: the descriptions every backend shares
+             "gcm_set_key": gcm_set_key_function, "ghash": ghash_function, "polyval": polyval_function}

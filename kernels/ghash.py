@@ -61,6 +61,14 @@ def product_terms(b: FunctionBuilder, x: VReg, p, px, karatsuba: bool, width: in
 
 def multiply(b: FunctionBuilder, x: VReg, p, px, karatsuba: bool, width: int) -> Products:
     """x * p lane-wise, unreduced. `px` is p's halves-xor (Karatsuba only)."""
+    if b.spec.gfmul != "clmul":  # the middle terms summed as they are made
+        mid: list[VReg] = []
+
+        def add(field: str, v: VReg) -> None:
+            if field == "mi":
+                mid[:] = [b.v("vxor", mid[0], v, width=width) if mid else v]
+        lo, _, hi = product_terms(b, x, p, px, karatsuba, width, add=add)
+        return Products(lo, mid[0], hi)
     lo, mids, hi = product_terms(b, x, p, px, karatsuba, width)
     return Products(lo, xor_all(b, mids, width) if len(mids) > 1 else mids[0], hi)
 
@@ -72,7 +80,7 @@ class XorSum:
 
     def __init__(self, b: FunctionBuilder, width: int) -> None:
         self.b, self.width, self.terms = b, width, []
-        self.arity = 3 if b.spec.isa == "avx512" else 2
+        self.arity = 3 if ternary(b) else 2
 
     def add(self, *terms: VReg) -> None:
         for t in terms:
@@ -86,13 +94,18 @@ class XorSum:
         return xor_all(self.b, self.terms, self.width, dst=dst)
 
 
+def ternary(b: FunctionBuilder) -> bool:
+    """XOR three at a time with vpternlogd: AVX-512, unless --no-ternlog."""
+    return b.spec.isa == "avx512" and not b.spec.no_ternlog
+
+
 def xor_all(b: FunctionBuilder, values: list, width: int, dst: VReg | None = None, comment: str = "") -> VReg:
     """The XOR of values: three at a time with vpternlogd on AVX-512, else two at a time."""
     acc, rest = values[0], list(values[1:])
     while rest:
-        last = len(rest) <= (2 if b.spec.isa == "avx512" else 1)
+        last = len(rest) <= (2 if ternary(b) else 1)
         out = dst if last else None
-        if b.spec.isa == "avx512" and len(rest) >= 2:
+        if ternary(b) and len(rest) >= 2:
             acc = b.v("ternlog", acc, rest[0], rest[1], imm=XOR3, width=width, dst=out, comment=comment)
             rest = rest[2:]
         else:
@@ -277,6 +290,10 @@ class HashCore:
         x = b.v("vxor", x, acc, width=width, comment="the running hash joins the first block")
         b.v("vzero", dst=acc, width=128)  # folded in: later vectors add nothing
         p, px = self.power(0, width, base=POWER_AT, mask=mask)
+        if b.spec.gfmul != "clmul":  # each term summed as it is made
+            product_terms(b, x, p, px, self.karatsuba, width,
+                          add=lambda f, v: b.v("vxor", getattr(sums, f), v, width=W, dst=getattr(sums, f)))
+            return
         prod = multiply(b, x, p, px, self.karatsuba, width)
         accumulate(b, sums, prod, W, into=sums)
 
@@ -310,7 +327,6 @@ def gcm_set_key_function(b: FunctionBuilder) -> None:
     """P_gcm_set_key(user_key, bits, gkey): AES schedule, then H^K..H^1 and their halves-xor."""
     spec = b.spec
     out = b.reg["key"]
-    K, table, halves = spec.ghash_blocks, spec.gcm_table_offset, spec.gcm_halves_offset
     powers = b.label_name("powers")
 
     def h_of(nr: int) -> None:
@@ -318,31 +334,41 @@ def gcm_set_key_function(b: FunctionBuilder) -> None:
             # The schedule was just written: read it from memory, not from registers
             # that regalloc would load at the path's entry (before it exists).
             h = encrypt_rounds(b, b.v("vzero"), nr, key_at=lambda i: Mem(out, i * spec.key_stride))
-            h = b.v("pshufb", h, bswap_mask(1), comment="H in POLYVAL order")
-            h = mul_x(b, h)
-            b.store(Mem(out, table + 16 * (K - 1)), h, comment="H^1 (GHASH's H * x)")
+            b.store(h_slot(spec, out), h, comment="E(K, 0)")
         b.branch("jmp", powers)
 
     key_size_paths(b, then=h_of)
+    b.single_path(None, lambda: power_table(b), powers)
 
-    def power_table() -> None:
-        # H^i = dot(H^(i/2), H^(i - i/2)): a tree, log2(K) products deep.
-        def entry(i: int) -> Mem:
-            return Mem(out, table + 16 * (K - i))
 
-        with b.at_width(128):
-            for i in range(2, K + 2):
-                a = b.v("vload", entry(i // 2))
-                c = b.v("vload", entry(i - i // 2))
-                b.store(entry(i), dot(b, a, c), comment=f"H^{i}")
-            for i in range(1, K + 2):
-                p = b.v("vload", entry(i))
-                px = b.v("vxor", p, b.v("pshufd", p, imm=0x4E))
-                b.store(Mem(out, table + halves + 16 * (K - i)), px, comment=f"H^{i} halves-xor")
-        b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
-        finish(b)
+def h_slot(spec, key: str) -> Mem:
+    """Where gcm_set_key leaves E(K, 0) for power_table: H^1's entry, which it then becomes."""
+    return Mem(key, spec.gcm_table_offset + 16 * (spec.ghash_blocks - 1))
 
-    b.single_path(None, power_table, powers)
+
+def power_table(b: FunctionBuilder) -> None:
+    """The GCM key's table from E(K, 0) in H^1's entry (h_slot): H = E(K, 0) * x in POLYVAL
+    order, then H^i = dot(H^(i/2), H^(i - i/2)) (a tree, log2(K) products deep) and the
+    halves-xor of each; returns 0."""
+    spec, out = b.spec, b.reg["key"]
+    K, table, halves = spec.ghash_blocks, spec.gcm_table_offset, spec.gcm_halves_offset
+
+    def entry(i: int) -> Mem:
+        return Mem(out, table + 16 * (K - i))
+
+    with b.at_width(128):
+        h = b.v("pshufb", b.v("vload", h_slot(spec, out)), bswap_mask(1), comment="H in POLYVAL order")
+        b.store(entry(1), mul_x(b, h), comment="H^1 (GHASH's H * x)")
+        for i in range(2, K + 2):
+            a = b.v("vload", entry(i // 2))
+            c = b.v("vload", entry(i - i // 2))
+            b.store(entry(i), dot(b, a, c), comment=f"H^{i}")
+        for i in range(1, K + 2):
+            p = b.v("vload", entry(i))
+            px = b.v("vxor", p, b.v("pshufd", p, imm=0x4E))
+            b.store(Mem(out, table + halves + 16 * (K - i)), px, comment=f"H^{i} halves-xor")
+    b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
+    finish(b)
 
 
 def build_powers(b: FunctionBuilder, h: Mem, table: Mem, K: int, karatsuba: bool,

@@ -52,6 +52,7 @@ MNEMONICS = {
     "gf2p8affineqb": ("GF2P8AFFINEQB", "VGF2P8AFFINEQB", "VGF2P8AFFINEQB"),
     "gf2p8affineinvqb": ("GF2P8AFFINEINVQB", "VGF2P8AFFINEINVQB", "VGF2P8AFFINEINVQB"),
     "prord": (None, None, "VPRORD"),
+    "pmuludq": ("PMULUDQ", "VPMULUDQ", "VPMULUDQ"), "psraq": (None, None, "VPSRAQ"),
 }
 # Widths each op is used at (lowering: broadcasts, lane extracts/inserts and lane shuffles only above 128).
 ABOVE_128 = {"vload_bcast", "vextract128", "vinserti128", "vinsert128", "vshufi32x4", "vperm2i128"}

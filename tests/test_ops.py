@@ -85,10 +85,12 @@ def _walk(items: list):
 def kernels(isa: str, width: int, backend: str) -> tuple:
     """Every function of every mode that builds for the config: (spec, function)."""
     out = []
-    # (gfni lowers the same AES-NI ops in every mode: two modes cover its ops, at a fraction of the time)
-    modes = {"bitsliced": ("ecb", "ctr32", "cbc"), "gfni": ("ecb", "ctr32")}.get(backend, MODES)
+    # (gfni lowers the same AES-NI ops in every mode: two modes cover its ops, at a fraction of the time;
+    # ghash the GF(2^128) products without clmul: ctmul on gfni, the bit-logical ones on bitsliced)
+    modes = {"bitsliced": ("ecb", "ctr32", "cbc", "ghash"), "gfni": ("ecb", "ctr32", "ghash")}.get(backend, MODES)
     for mode in modes:
-        spec = KernelSpec((mode,), isa, width, 2 if backend != "bitsliced" else 1, backend=backend)
+        gfmul = "bitsliced" if (backend, mode) == ("bitsliced", "ghash") else ""
+        spec = KernelSpec((mode,), isa, width, 2 if backend != "bitsliced" else 1, backend=backend, gfmul=gfmul)
         try:
             out += [(spec, fn) for fn in build_functions(spec)]
         except Exception:  # a mode this ISA cannot build (said elsewhere, one line)

@@ -20,7 +20,7 @@ struct impl {
     seal_fn seal; /* NULL unless the op is an AEAD decryption */
     void *self;
     const char *na; /* why it cannot run, or NULL */
-    char detail[192];
+    char detail[320];
     struct peer_process *process; /* non-NULL: the calls run and are timed in that process */
 };
 

@@ -379,7 +379,7 @@ def op_ceiling(ceiling: Ceiling, spec: KernelSpec, op: str, key_bits: int, asm: 
         counts = dict(main_loop(asm, op, key_bits).unit_counts())
         per_iteration = 16 * (width // 128) * depth
         clmul = clmul_ceiling_cycles(counts, ceiling)
-        if clmul is None:
+        if not clmul:  # None: not measurable here; 0: no carry-less multiply (--gfmul ctmul, bitsliced)
             return None
         if op in HASH_OPS:
             return done(per_iteration / clmul, "clmul",

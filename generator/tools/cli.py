@@ -27,7 +27,7 @@ from ..dsl import BuildError
 from ..kernels import build_function
 from ..pipeline import generate as generate_kernel
 from ..simulate import Machine, call
-from ..spec import ABIS, BACKENDS, MODES, KernelSpec, mode_of
+from ..spec import ABIS, BACKENDS, GFMULS, MODES, KernelSpec, mode_of
 from ..target import TargetError, load
 from ..verify import signatures, verify_kernel
 from ..verify.results import NOT_RUN_EXIT, not_run
@@ -437,9 +437,11 @@ def parse_range(text: str) -> list[int]:
                    "measurement (or llvm-mca), the knees and their rank correlation.")
 @click.option("--budget", type=float, default=exploration.BUDGET, show_default=True,
               help="Seconds of sampling: rounds over every config until each median is known to ±2% (0: one round).")
+@click.option("--gfmul", "gfmuls", default="", metavar="LIST", help=f"ghash, polyval, gcm: compare GF(2^128) "
+              f"multiply methods ({', '.join(GFMULS)}; comma list) instead of the two product forms.")
 def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str | None, json_path: Path | None,
             plot_path: Path | None, methods: str, blocks: int | None, backend: str, port_model: bool,
-            budget: float) -> None:
+            budget: float, gfmuls: str) -> None:
     """Interleave depth vs throughput and latency, per width, for MODE.
 
     MODE is ecb, ctr32, cbc, or ghash/polyval/gcm (both product variants; aggregation
@@ -486,7 +488,7 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
         task = progress.add_task(f"explore {mode} on {t.name}", total=None)
         result = exploration.explore(mode, t, width_list, depth_list, bulk=bulk, short=shorts, measure=measure,
                             progress=lambda s: progress.update(task, description=s), methods=method_list,
-                            backend=backend, budget=budget)
+                            backend=backend, budget=budget, gfmuls=exploration.gfmul_methods(gfmuls, mode, backend))
     print_exploration(result)
     if port_model:
         try:

@@ -27,6 +27,7 @@ from ..bench.ceiling import measure as measure_ceiling
 from ..bench.sampler import Sampling, sample
 from ..bench.stats import Interval, cheapest_tie, order_rank, ties
 from ..bench.timing import pin_cpu, run_op
+from ..config import ConfigError, parse_gfmuls
 from ..cpu import missing_features
 from ..doubling import METHODS as DOUBLING_METHODS, TABLE_METHODS, refusal
 from ..dsl import BuildError
@@ -42,6 +43,7 @@ from ..target import Target
 from ..verify import verify_kernel
 from ..verify.build import build_shared
 from ..verify.disasm import assemble, read_elf
+from .files import UsageFailure
 
 # The op explored per mode: the record marked `explored` (aesgen.functions).
 OP_FOR_MODE = EXPLORED_FUNCTIONS
@@ -175,8 +177,21 @@ def llvm_mca(text: str, mcpu: str, iterations: int = 200) -> float:
     return int(m.group(1)) / iterations
 
 
-def variants(mode: str, methods: tuple[str, ...] = DOUBLING_METHODS) -> list[tuple[str, dict]]:
-    """(variant name, KernelSpec options) each config of `mode` is built with."""
+def gfmul_methods(text: str, mode: str, backend: str) -> tuple[str, ...]:
+    """--gfmul LIST, checked: the GF(2^128) multiply methods to compare."""
+    try:
+        return parse_gfmuls(text, mode, backend, PRODUCT_MODES)
+    except ConfigError as e:
+        raise UsageFailure(str(e)) from None
+
+
+def variants(mode: str, methods: tuple[str, ...] = DOUBLING_METHODS,
+             gfmuls: tuple[str, ...] = ()) -> list[tuple[str, dict]]:
+    """(variant name, KernelSpec options) each config of `mode` is built with; with `gfmuls`
+    (GHASH/POLYVAL/GCM), one variant per GF(2^128) multiply method instead of per product form
+    (without clmul the products are Karatsuba's)."""
+    if mode in PRODUCT_MODES and gfmuls:
+        return [(g, {"gfmul": g}) for g in gfmuls]
     if mode in PRODUCT_MODES:
         return [("schoolbook", {}), ("karatsuba", {"karatsuba": True})]
     if mode in DOUBLING_EXPLORED:
@@ -188,12 +203,13 @@ def explore(mode: str, target: Target, widths: list[int], depths: list[int], *, 
             short: int | tuple[int, ...] = 256, measure: bool = True, trials: int = TRIALS, budget: float = BUDGET,
             progress: Callable[[str], None] | None = None,
             methods: tuple[str, ...] = DOUBLING_METHODS, backend: str = "aesni",
-            pairs: set[tuple[int, int]] | None = None) -> Exploration:
+            pairs: set[tuple[int, int]] | None = None, gfmuls: tuple[str, ...] = ()) -> Exploration:
     """Every config is built and verified first, then timed in rounds over all of them (sampler.sample,
     `trials` samples per size per turn) until each median is known to ±2% or `budget` seconds end:
     slow drift and bursts of noise on the shared machine then land on every config alike.
     `short` is one short-message size or several; the smallest is the `short_cycles` one.
-    `backend` goes to every config's KernelSpec as it is. `pairs`: only these (width, depth)."""
+    `backend` goes to every config's KernelSpec as it is. `pairs`: only these (width, depth).
+    `gfmuls`: GHASH/POLYVAL/GCM's multiply methods to compare (--gfmul ctmul,bitsliced)."""
     isa = target.isa_for(backend) or target.isa
     shorts = sorted({short} if isinstance(short, int) else set(short))
     result = Exploration(mode, target.name, measure, bulk, shorts[0], short_sizes=shorts, backend=backend)
@@ -203,7 +219,7 @@ def explore(mode: str, target: Target, widths: list[int], depths: list[int], *, 
             result.predicted_knee[w] = pipe_depth(target, w)
     with tempfile.TemporaryDirectory(prefix="aesgen-explore-") as tmp:
         runnable: list[tuple[Point, KernelSpec, Path]] = []
-        for variant, options in variants(mode, methods):
+        for variant, options in variants(mode, methods, gfmuls):
             for w in widths:
                 for d in depths:
                     if pairs is not None and (w, d) not in pairs:

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import click
 
-from ..config import (ConfigError, default_depths_that_fit, make_spec, parse_modes, parse_per_mode, target_spec,
-                      with_doubling)
+from ..config import (ConfigError, default_depths_that_fit, gfmul_depth, make_spec, parse_modes, parse_per_mode,
+                      target_spec, with_doubling, with_gfmul)
 from ..doubling import METHODS as DOUBLING_METHODS
 from ..dsl import BuildError
 from ..model import backend_isa_width, bitsliced_depth
 from ..perfmodel import port_table
 from ..pipeline import generate as generate_kernel
-from ..spec import ABIS, BITSLICED_MODES, ISAS, MAX_DEPTH, OBJECT_FORMATS, KernelSpec
+from ..spec import ABIS, BITSLICED_MODES, GFMULS, ISAS, MAX_DEPTH, OBJECT_FORMATS, KernelSpec
 from ..target import TargetError, load
 from .files import UsageFailure, require_folder, write_atomically
 from .report import native_summary
@@ -66,6 +66,8 @@ def config_options(f):
                      help="A mode's own width and depth, e.g. cbc=256x4 (repeatable; what tuned files record).")(f)
     f = click.option("--karatsuba", is_flag=True,
                      help="GHASH/POLYVAL: Karatsuba products (3 carry-less multiplies) instead of schoolbook (4).")(f)
+    f = click.option("--gfmul", default="", metavar="METHOD", help=f"GHASH/POLYVAL's GF(2^128) products: "
+                     f"{', '.join(GFMULS)} (default: clmul with AES-NI, else ctmul; docs/gfmul.md).")(f)
     f = click.option("--gfdouble", default="", metavar="METHOD",
                      help=f"XTS tweaks / GF(2^128) doubling: {', '.join(DOUBLING_METHODS)} "
                           "(default: the ISA's best, see `aesgen explore gfdouble`).")(f)
@@ -94,7 +96,7 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
                       backend: str | None = None, prefix: str | None = None, target: str | None = None,
                       tuned: bool = False, profile: str | None = None, per_mode: tuple[str, ...] = (),
                       karatsuba: bool = False, gfdouble: str = "", table_lookups: bool = False,
-                      no_ternlog: bool = False, abi: str = "sysv", no_red_zone: bool = False,
+                      no_ternlog: bool = False, gfmul: str = "", abi: str = "sysv", no_red_zone: bool = False,
                       hidden: bool = False, object_format: str = "elf", schedule: str = "lockstep",
                       default_native: bool = True) -> KernelSpec:
     """The KernelSpec the options describe. With neither --isa nor --target the file is for this
@@ -102,6 +104,7 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
     the DSL runs anywhere, so its default stays the fixed avx512)."""
     if profile is not None and not tuned:
         raise UsageFailure("--profile applies with --tuned only (it picks the bulk or short tuning)")
+    named_target = target  # the CPU the file is for, if one is named (--gfmul ctmul's refusal)
     if isa is None and target is None and default_native:
         target = "native"
         say_native = True
@@ -117,6 +120,7 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
         target = None
     if depth is None and backend == "bitsliced" and target is None:
         depth = bitsliced_depth(isa or "avx512")
+    depth = gfmul_depth(modes, backend, gfmul, isa) if depth is None else depth
     spec = _spec_from_options(modes, isa, width, depth, backend, prefix, target, tuned, profile or "bulk", per_mode)
     if karatsuba:
         spec = replace(spec, karatsuba=True)
@@ -137,7 +141,8 @@ def spec_from_options(modes: str, isa: str | None = None, width: int | None = No
         spec = replace(spec, object_format=object_format)
     try:
         spec = with_doubling(spec, gfdouble, table_lookups)
-    except ConfigError as e:
+        spec = with_gfmul(spec, gfmul, load(named_target) if named_target else None)
+    except (ConfigError, TargetError) as e:
         raise UsageFailure(str(e)) from None
     if say_native:  # said once the file is written (a refusal stays one line)
         _pending_notes.append(f"no --isa or --target: --target native ({native_summary()}): {describe_choice(spec)}")
