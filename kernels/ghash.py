@@ -61,14 +61,11 @@ def product_terms(b: FunctionBuilder, x: VReg, p, px, karatsuba: bool, width: in
 
 def multiply(b: FunctionBuilder, x: VReg, p, px, karatsuba: bool, width: int) -> Products:
     """x * p lane-wise, unreduced. `px` is p's halves-xor (Karatsuba only)."""
-    if b.spec.gfmul != "clmul":  # the middle terms summed as they are made
-        mid: list[VReg] = []
-
-        def add(field: str, v: VReg) -> None:
-            if field == "mi":
-                mid[:] = [b.v("vxor", mid[0], v, width=width) if mid else v]
-        lo, _, hi = product_terms(b, x, p, px, karatsuba, width, add=add)
-        return Products(lo, mid[0], hi)
+    if b.spec.gfmul != "clmul":  # without clmul a product is a long sequence: sum each term as it is made
+        terms: dict[str, VReg] = {}
+        for field_name, v in each_product(b, x, p, px, karatsuba, width):
+            terms[field_name] = b.v("vxor", terms[field_name], v, width=width) if field_name in terms else v
+        return Products(terms["lo"], terms["mi"], terms["hi"])
     lo, mids, hi = product_terms(b, x, p, px, karatsuba, width)
     return Products(lo, xor_all(b, mids, width) if len(mids) > 1 else mids[0], hi)
 
@@ -291,8 +288,8 @@ class HashCore:
         b.v("vzero", dst=acc, width=128)  # folded in: later vectors add nothing
         p, px = self.power(0, width, base=POWER_AT, mask=mask)
         if b.spec.gfmul != "clmul":  # each term summed as it is made
-            product_terms(b, x, p, px, self.karatsuba, width,
-                          add=lambda f, v: b.v("vxor", getattr(sums, f), v, width=W, dst=getattr(sums, f)))
+            for field_name, v in each_product(b, x, p, px, self.karatsuba, width):
+                b.v("vxor", getattr(sums, field_name), v, width=W, dst=getattr(sums, field_name))
             return
         prod = multiply(b, x, p, px, self.karatsuba, width)
         accumulate(b, sums, prod, W, into=sums)
