@@ -270,6 +270,7 @@ SCALAR = [
     _s("add.r32.r32", "gpr", "ADD_RM32_R32", sem.alu(operator.add, 32)),
     _s("xor.r32.r32", "gpr", "XOR_RM32_R32", sem.alu(operator.xor, 32)),
     _s("xor.r32.m32", "gpr", "XOR_R32_RM32", sem.xor_mem(4)),
+    _s("xor.r64.m64", "gpr", "XOR_R64_RM64", sem.xor_mem(8)),
     _s("xor.r8.m8", "gpr", "XOR_R8_RM8", sem.xor_mem(1)),
     _s("or.r8.r8", "gpr", "OR_RM8_R8", sem.or_byte),
     _s("neg.r64", "gpr", "NEG_RM64", sem.neg),
@@ -279,6 +280,7 @@ SCALAR = [
     # -- shifts
     _s("shl.r64.imm", "gpr", "SHL_RM64_IMM8", sem.shl, by_one="SHL_RM64_1"),
     _s("shr.r64.imm", "gpr", "SHR_RM64_IMM8", sem.shr, by_one="SHR_RM64_1"),
+    _s("sar.r64.imm", "gpr", "SAR_RM64_IMM8", sem.sar, by_one="SAR_RM64_1"),
     _s("ror.r32.imm", "gpr", "ROR_RM32_IMM8", sem.ror32),
     _s("shld.r64.r64.imm", "gpr", "SHLD_RM64_R64_IMM8", sem.shld(lambda it, i: i.imm)),  # d << imm | s >> (64 - imm)
     _s("shld.r64.r64.cl", "gpr", "SHLD_RM64_R64_CL", sem.shld(lambda it, i: it.m.get("rcx"))),  # constant time

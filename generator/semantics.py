@@ -399,6 +399,10 @@ def shr(it: Cpu, i: Insn) -> None:
     it.m.put(i.dst, it.m.get(i.dst) >> i.imm)
 
 
+def sar(it: Cpu, i: Insn) -> None:
+    it.m.put(i.dst, ((it.m.get(i.dst) ^ 1 << 63) - (1 << 63) >> i.imm) & M64)
+
+
 def ror32(it: Cpu, i: Insn) -> None:
     v, n = it.m.get(i.dst), i.imm & 31
     it.m.put(i.dst, ((v >> n) | (v << (32 - n))) & M32)

@@ -103,12 +103,17 @@ def double_be(b: FunctionBuilder, t: VReg, method: str, width: int | None = None
     return b.v("pshufb", u, swap, width=w, role="tweak", comment="back to big-endian")
 
 
-def gpr_double(b: FunctionBuilder, lo: str, hi: str, t: str, count63: str, comment: str) -> None:
+def gpr_double(b: FunctionBuilder, lo: str, hi: str, t: str, count63: str | None, comment: str) -> None:
     """(hi, lo) = (hi, lo) * x in two GPRs (bit k the coefficient of x^k), 5 ops, no branch:
     t = hi >> 63 arithmetic (all ones if bit 127 is set) & x^128 mod P, (hi, lo) <<= 1 by
-    add/adc, lo ^= t. `count63` holds 63 (public); `t` is scratch; `comment` names the result.
-    XTS's tweak tables (xts_table.py) and OTR's offset tables (otr.py) double this way."""
-    b.s("sarx.r64.r64.r64", t, hi, count63, comment="all ones if bit 127 is set")
+    add/adc, lo ^= t. `count63` holds 63 (public) for BMI2's sarx; None: mov and sar (6 ops,
+    no BMI2); `t` is scratch; `comment` names the result. XTS's tweak tables (xts_table.py)
+    and OTR's offset tables (otr.py, otr_tabled.py) double this way."""
+    if count63 is None:
+        b.s("mov.r64.r64", t, hi)
+        b.s("sar.r64.imm", t, imm=63, comment="all ones if bit 127 is set")
+    else:
+        b.s("sarx.r64.r64.r64", t, hi, count63, comment="all ones if bit 127 is set")
     b.s("and.r64.imm", t, imm=doubling_reduction(), comment="x^128 = x^7 + x^2 + x + 1 then")
     b.s("add.r64.r64", lo, lo, comment="the low qword doubled, its bit 63 carried")
     b.s("adc.r64.r64", hi, hi, comment="the high qword doubled")

@@ -1,0 +1,217 @@
+"""AES-OTR's whole chunks on 16 vector registers (avx2 ymm, avx xmm): offsets from GPR tables.
+
+Doubling the offsets in vectors costs shifts, carry-less multiplies, byte reversals and lane
+moves on the ports vaesenc needs (Intel p0/p1/p5): about 18 vector ops per 20 AES rounds on
+ymm. Here general-purpose registers (integer ALUs, store ports) fill a table per batch of
+D vectors of chunks, entry i the chunk's
+
+    A_i = L_i ^ k0    (big-endian, k0 round key 0)
+
+by one chain: A_(i+1) = 2 A_i ^ 3K (K = k0 in the le convention: 2 L_i ^ 2K ^ K). Then
+L_i ^ k0 = A_i and L*_i ^ k0 = L_i ^ L_(i+1) ^ k0 = A_i ^ A_(i+1) ^ k0 (the table read one
+entry on). A batch's groups hold nothing but their AES state; riders spread over the rounds
+do the rest per group, first the work the groups wait for:
+
+    K1 = second blocks ^ last round key   (the first round's last key; encrypting: checksum)
+    K2 = first blocks ^ last round key    (the second round's: read before out overwrites them)
+    O2 = the second round's offset ^ k0   (from the table, before the chain refills it)
+
+into frame slots that the groups read as memory operands; then the chain's fill. The first
+round's offset is read from the table at the groups' start (round 1's whitening). Blocks are
+read lane by lane (vinserti128: any vector ALU, not the shuffle port) and written lane by lane
+(vextracti128 to memory: a store), so no lane shuffle remains.
+
+Two tables alternate: batch k reads table k mod 2 and, after its groups' first whitenings and
+its O2 riders, refills it for batch k + 2 (a vector load spanning recent 8-byte stores cannot
+be forwarded: two batches on, they are done). The chain is two batches ahead, so the tables
+start from two straight fills, and the loop runs from two batches on; fewer chunks go to the
+smaller loops after it.
+"""
+from __future__ import annotations
+
+from aesgen.consts import bswap_mask
+from aesgen.dsl import key
+from aesgen.ir import Mem, VReg
+from aesgen.spec import KernelSpec
+
+from .gfdouble import double, gpr_double
+from .otr_staged import store_lanes
+
+# The chain (le: bit k the coefficient of x^k) and its scratch: the only GPRs that hold
+# data in the OTR functions (the static check's data registers); COUNT63 is public.
+LO, HI, T = "rax", "rbp", "r11"
+COUNT63 = "r10"
+SLOTS = ("X", "K1", "K2", "O2")
+
+
+def tabled(spec: KernelSpec) -> bool:
+    """Whether OTR's whole chunks come from GPR offset tables: xmm on the 16-register VEX ISAs
+    with AES-NI (measured on a Sapphire Rapids-class VM, AES-128 16 KiB: 66% -> 79% of the
+    ceiling). On ymm the tables' fill and the batches' stage cost more uops than the AES
+    rounds leave room for (51% vs the staged batches' 62%): ymm keeps kernels/otr_staged.py."""
+    return spec.isa in ("avx", "avx2") and spec.backend == "aesni" and spec.width_for("otr") == 128
+
+
+def bmi2(spec: KernelSpec) -> bool:
+    """sarx and movbe (every VAES CPU has them; --isa avx files run on CPUs without)."""
+    return spec.isa == "avx2"
+
+
+def table_bytes(depth: int, lanes: int, width: int) -> int:
+    """Frame bytes: 3K, two tables of D L + 1 entries, the slots; whole vectors (the wipe)."""
+    vb = width // 8
+    raw = 16 + 2 * 16 * (depth * lanes + 1) + len(SLOTS) * depth * vb
+    return -(-raw // vb) * vb
+
+
+class TabledChunks:
+    """Whole chunks of an Otr (kernels/otr.py) in batches of D groups, from rsp + `base`."""
+
+    def __init__(self, otr, base: int) -> None:
+        self.o, self.b = otr, otr.b
+        self.n = self.b.depth * self.b.lanes  # chunks per batch
+        self.three_k = base
+        self.tables = base + 16
+        self.table_stride = 16 * (self.n + 1)
+        self.slots = self.tables + 2 * self.table_stride
+        self.count63 = COUNT63 if bmi2(self.b.spec) else None
+
+    # -- frame --------------------------------------------------------------------
+    def entry(self, table: int, k: int, half: int | None = None) -> Mem:
+        """Entry k (chunk k of the batch) of table 0 or 1; half: one of its qwords."""
+        disp = self.tables + table * self.table_stride + 16 * k
+        return Mem("rsp", disp) if half is None else Mem("rsp", disp + half, bits=64)
+
+    def slot(self, j: int, name: str) -> Mem:
+        vb = self.b.width // 8
+        return Mem("rsp", self.slots + (len(SLOTS) * j + SLOTS.index(name)) * vb)
+
+    # -- the loop -----------------------------------------------------------------
+    def run(self, nr: int, offsets, total: VReg) -> None:
+        """Batches while two or more are left; `offsets` then starts at the next chunk."""
+        o, b, D = self.o, self.b, self.b.depth
+        batch = 32 * self.n
+        skip, top = b.label_name("no_tables"), b.label_name("tabled")
+        exits = [b.label_name(f"tables_done{t}_") for t in (0, 1)]
+        b.s("cmp.r64.imm", o.count, imm=2 * batch)
+        b.branch("b", skip)
+        self.start(offsets)
+        self.fill(0)
+        self.fill(1)
+        b.label(top)
+        for t in (0, 1):  # unrolled once per table
+            b.s("cmp.r64.imm", o.count, imm=batch)
+            b.branch("b", exits[t])
+            for j in range(D):
+                self.stage(nr, t, j, total)
+            b.groups(D, lambda j: self.group(nr, j, total),
+                     comment=f"{D} group(s) of {b.lanes} chunk(s), both rounds; the chain refills table {t}",
+                     riders=lambda t=t: self.fill(t))
+            b.s("add.r64.imm", o.inp, imm=batch)
+            b.s("add.r64.imm", o.outp, imm=batch)
+            b.s("sub.r64.imm", o.count, imm=batch)
+        b.branch("jmp", top)
+        for t in (0, 1):
+            b.label(exits[t])
+            self.resume(t, offsets)
+            if t == 0:
+                b.branch("jmp", skip)
+        b.label(skip)
+
+    def start(self, offsets) -> None:
+        """3K to the frame; the chain at A of the next chunk (lane 0 of offsets, le)."""
+        b = self.b
+        with b.at_width(128):
+            k = b.v("pshufb", b.v("vload", Mem(self.o.key, 0)), bswap_mask(1), comment="K: round key 0, le")
+            three = b.v("vxor", k, double(b, k, self.o.method), comment="3K")
+            b.store(Mem("rsp", self.three_k), three)
+            b.store(self.entry(0, 0), b.v("vxor", offsets.current, k, comment="A: the next chunk's L ^ K"))
+        b.s("mov.r64.m64", LO, self.entry(0, 0, 0))
+        b.s("mov.r64.m64", HI, self.entry(0, 0, 8))
+        if self.count63:
+            b.s("mov.r64.imm", self.count63, imm=63, comment="sarx count: bit 127 spread over the qword")
+
+    def resume(self, table: int, offsets) -> None:
+        """After the batches: the next chunk's L = its table entry ^ k0, for the loops after."""
+        b = self.b
+        with b.at_width(128):
+            be = b.v("vxor", b.v("vload", self.entry(table, 0)), key(0), comment="the next chunk's L_i")
+            le = b.v("pshufb", be, bswap_mask(1), comment="byte-reversed")
+        offsets.start(le)  # at the function's width: lane l = 2^l L
+
+    # -- the chain ----------------------------------------------------------------
+    def fill(self, table: int) -> None:
+        """The table's n + 1 entries (its batch's chunks and the next batch's first); the
+        chain ends on the last, where the next fill starts."""
+        b = self.b
+        for k in range(self.n + 1):
+            for half, reg in ((0, HI), (8, LO)):  # big-endian: the high qword first, bytes reversed
+                self.store_swapped(self.entry(table, k, half), reg, f"A of chunk {k} of the batch" if half else "")
+            if k == self.n:
+                break
+            gpr_double(b, LO, HI, T, self.count63, "2 A_i")
+            b.s("xor.r64.m64", LO, Mem("rsp", self.three_k, bits=64))
+            b.s("xor.r64.m64", HI, Mem("rsp", self.three_k + 8, bits=64), comment="A_(i+1) = 2 A_i ^ 3K")
+
+    def store_swapped(self, mem: Mem, reg: str, comment: str) -> None:
+        b = self.b
+        if self.count63:
+            b.s("movbe.m64.r64", mem, reg, comment=comment)
+            return
+        b.s("mov.r64.r64", T, reg)
+        b.s("bswap.r64", T)
+        b.s("mov.m64.r64", mem, T, comment=comment)
+
+    # -- vectors ------------------------------------------------------------------
+    def blocks(self, off: int, p: int) -> VReg:
+        """The first (p = 0) or second (1) blocks of the group's chunks at inp + off, lane by lane."""
+        b, inp = self.b, self.o.inp
+        with b.at_width(128):
+            v = b.v("vload", Mem(inp, off + 16 * p), role="blk")
+        for k in range(1, b.lanes):
+            v = b.v("insert_lane", v, Mem(inp, off + 16 * p + 32 * k), imm=k, role="blk",
+                    comment="first blocks of the chunks" if p == 0 else "second blocks")
+        return v
+
+    def offsets_pair(self, table: int, j: int) -> tuple[Mem, Mem]:
+        """Group j's L_i ^ k0 (table entries) and the next entries, as vector memory operands."""
+        L = self.b.lanes
+        return self.entry(table, L * j), self.entry(table, L * j + 1)
+
+    def star(self, v: VReg | None, table: int, j: int, comment: str) -> VReg:
+        """v ^ L*_i ^ k0 = v ^ A_i ^ A_(i+1) ^ k0 (v None: L*_i ^ k0)."""
+        b = self.b
+        here, on = self.offsets_pair(table, j)
+        a = b.v("vload", here) if v is None else b.v("vxor", v, here)
+        return b.v("vxor", b.v("vxor", a, on), key(0), comment=comment)
+
+    def stage(self, nr: int, table: int, j: int, total: VReg) -> None:
+        """Group j's slots from its blocks and the table (decrypting, the offsets swap:
+        the first round takes L*_i, the second L_i)."""
+        o, b = self.o, self.b
+        off = 32 * b.lanes * j
+        here, _ = self.offsets_pair(table, j)
+        first = self.blocks(off, 0)
+        x = self.star(first, table, j, "round 1: block ^ L*_i ^ round key 0") if o.decrypt else \
+            b.v("vxor", first, here, comment="round 1: block ^ L_i ^ round key 0")
+        b.store(self.slot(j, "X"), x)
+        b.store(self.slot(j, "K2"), o.last_key(nr, first))
+        second = self.blocks(off, 1)
+        o.checksum_plain(total, second, None)
+        b.store(self.slot(j, "K1"), b.v("vxor", second, key(nr), comment="second blocks ^ last round key"))
+        o2 = b.v("vload", here, comment="L_i ^ k0") if o.decrypt else self.star(None, table, j, "L*_i ^ k0")
+        b.store(self.slot(j, "O2"), o2)
+
+    def group(self, nr: int, j: int, total: VReg) -> None:
+        """Both rounds of group j from its slots; its outputs lane by lane to out."""
+        o, b = self.o, self.b
+        off = 32 * b.lanes * j
+        x = o.middle_rounds(nr, b.v("vload", self.slot(j, "X"), role="blk"))
+        y1 = b.v("aesenclast", x, self.slot(j, "K1"), comment=f"round {nr}: first output block")
+        store_lanes(b, o.outp, off, y1)
+        x = o.middle_rounds(nr, b.v("vxor", y1, self.slot(j, "O2"), comment="round 2: block ^ offset ^ round key 0"))
+        b.final()
+        y2 = b.v("aesenclast", x, self.slot(j, "K2"), comment=f"round {nr}: second output block")
+        if o.decrypt:
+            b.v("vxor", total, y2, dst=total, comment="checksum of even plaintext blocks")
+        store_lanes(b, o.outp, off + 16, y2)
