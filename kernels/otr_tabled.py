@@ -3,26 +3,26 @@
 Doubling the offsets in vectors costs shifts, carry-less multiplies, byte reversals and lane
 moves on the ports vaesenc needs (Intel p0/p1/p5): about 18 vector ops per 20 AES rounds on
 ymm. Here general-purpose registers (integer ALUs, store ports) fill a table per batch of
-D vectors of chunks, entry i the chunk's
+chunks, entry i the chunk's
 
     A_i = L_i ^ k0    (big-endian, k0 round key 0)
 
 by one chain: A_(i+1) = 2 A_i ^ 3K (K = k0 in the le convention: 2 L_i ^ 2K ^ K). Then
 L_i ^ k0 = A_i and L*_i ^ k0 = L_i ^ L_(i+1) ^ k0 = A_i ^ A_(i+1) ^ k0 (the table read one
-entry on). A batch's groups hold nothing but their AES state; riders spread over the rounds
-do the rest per group, first the work the groups wait for:
+entry on). A batch (half the depth in groups) is first staged: per group, four frame slots
 
-    K1 = second blocks ^ last round key   (the first round's last key; encrypting: checksum)
-    K2 = first blocks ^ last round key    (the second round's: read before out overwrites them)
-    O2 = the second round's offset ^ k0   (from the table, before the chain refills it)
+    X  = first blocks ^ first offset ^ k0      K1 = second blocks ^ last round key
+    O2 = second offset ^ k0                    K2 = first blocks ^ last round key
 
-into frame slots that the groups read as memory operands; then the chain's fill. The first
-round's offset is read from the table at the groups' start (round 1's whitening). Blocks are
-read lane by lane (vinserti128: any vector ALU, not the shuffle port) and written lane by lane
-(vextracti128 to memory: a store), so no lane shuffle remains.
+(decrypting, the offsets swap: the first round takes L*_i), and the encrypting checksum. Then
+the batches are software-pipelined: one batch's first rounds run beside the previous batch's
+second rounds, each group holding nothing but its AES state (the first round's result goes
+back to X for the next iteration), so depth D keeps D chains of one Feistel round each in
+flight with no stall between batches. Blocks are read lane by lane (vinserti128: any vector
+ALU, not the shuffle port) and written lane by lane (vextracti128 to memory: a store).
 
-Two tables alternate: batch k reads table k mod 2 and, after its groups' first whitenings and
-its O2 riders, refills it for batch k + 2 (a vector load spanning recent 8-byte stores cannot
+Two tables alternate, as do two slot sets: batch k reads table k mod 2 in its stage and its
+groups' riders refill it for batch k + 2 (a vector load spanning recent 8-byte stores cannot
 be forwarded: two batches on, they are done). The chain is two batches ahead, so the tables
 start from two straight fills, and the loop runs from two batches on; fewer chunks go to the
 smaller loops after it.
@@ -58,9 +58,10 @@ def bmi2(spec: KernelSpec) -> bool:
 
 
 def table_bytes(depth: int, lanes: int, width: int) -> int:
-    """Frame bytes: 3K, two tables of D L + 1 entries, the slots; whole vectors (the wipe)."""
-    vb = width // 8
-    raw = 16 + 2 * 16 * (depth * lanes + 1) + len(SLOTS) * depth * vb
+    """Frame bytes: 3K, two tables of a batch's chunks + 1, two sets of slots of a batch's
+    groups (a batch: half the depth); whole vectors (the wipe)."""
+    vb, half = width // 8, max(1, depth // 2)
+    raw = 16 + 2 * 16 * (half * lanes + 1) + 2 * len(SLOTS) * half * vb
     return -(-raw // vb) * vb
 
 
@@ -69,7 +70,8 @@ class TabledChunks:
 
     def __init__(self, otr, base: int) -> None:
         self.o, self.b = otr, otr.b
-        self.n = self.b.depth * self.b.lanes  # chunks per batch
+        self.half = max(1, self.b.depth // 2)  # groups per batch: two batches are in flight
+        self.n = self.half * self.b.lanes  # chunks per batch
         self.three_k = base
         self.tables = base + 16
         self.table_stride = 16 * (self.n + 1)
@@ -82,39 +84,51 @@ class TabledChunks:
         disp = self.tables + table * self.table_stride + 16 * k
         return Mem("rsp", disp) if half is None else Mem("rsp", disp + half, bits=64)
 
-    def slot(self, j: int, name: str) -> Mem:
+    def slot(self, s: int, j: int, name: str) -> Mem:
+        """Group j's slot `name` in slot set s (batch k uses set k mod 2)."""
         vb = self.b.width // 8
-        return Mem("rsp", self.slots + (len(SLOTS) * j + SLOTS.index(name)) * vb)
+        return Mem("rsp", self.slots + (len(SLOTS) * (s * self.half + j) + SLOTS.index(name)) * vb)
 
     # -- the loop -----------------------------------------------------------------
     def run(self, nr: int, offsets, total: VReg) -> None:
-        """Batches while two or more are left; `offsets` then starts at the next chunk."""
-        o, b, D = self.o, self.b, self.b.depth
+        """Batches while two or more are left, software-pipelined: one batch's second rounds
+        beside the next one's first rounds (2 x half independent chains, each half as long as
+        a group's two rounds: no stall where one batch ends and the next starts). outp runs a
+        batch behind inp while a batch is in flight. `offsets` then starts at the next chunk."""
+        o, b, H = self.o, self.b, self.half
         batch = 32 * self.n
         skip, top = b.label_name("no_tables"), b.label_name("tabled")
-        exits = [b.label_name(f"tables_done{t}_") for t in (0, 1)]
+        drains = {t: b.label_name(f"drain{t}_") for t in (0, 1)}
         b.s("cmp.r64.imm", o.count, imm=2 * batch)
         b.branch("b", skip)
         self.start(offsets)
         self.fill(0)
         self.fill(1)
+        self.stage_batch(nr, 0, total)  # batch 0: table 0, slot set 0; its first rounds alone
+        b.groups(H, lambda j: self.first_rounds(nr, 0, j, batch=0), riders=lambda: self.fill(0),
+                 comment=f"first rounds of {H} group(s) of {b.lanes} chunk(s)")
+        b.s("add.r64.imm", o.inp, imm=batch)
+        b.s("sub.r64.imm", o.count, imm=batch)
         b.label(top)
-        for t in (0, 1):  # unrolled once per table
+        for t in (1, 0):  # batch k: table and slot set k mod 2; unrolled once per table
             b.s("cmp.r64.imm", o.count, imm=batch)
-            b.branch("b", exits[t])
-            for j in range(D):
-                self.stage(nr, t, j, total)
-            b.groups(D, lambda j: self.group(nr, j, total),
-                     comment=f"{D} group(s) of {b.lanes} chunk(s), both rounds; the chain refills table {t}",
-                     riders=lambda t=t: self.fill(t))
+            b.branch("b", drains[t])
+            self.stage_batch(nr, t, total)
+            b.groups(2 * H, lambda j, t=t: self.second_rounds(nr, 1 - t, j, total) if j < H else
+                     self.first_rounds(nr, t, j - H, batch),
+                     comment=f"second rounds of {H} group(s) beside the next {H} groups' first rounds; "
+                     f"the chain refills table {t}", riders=lambda t=t: self.fill(t))
             b.s("add.r64.imm", o.inp, imm=batch)
             b.s("add.r64.imm", o.outp, imm=batch)
             b.s("sub.r64.imm", o.count, imm=batch)
         b.branch("jmp", top)
-        for t in (0, 1):
-            b.label(exits[t])
+        for t in (1, 0):  # the batch in flight used set 1 - t; table t heads the next chunks
+            b.label(drains[t])
+            b.groups(H, lambda j, t=t: self.second_rounds(nr, 1 - t, j, total),
+                     comment=f"second rounds of the last {H} group(s)")
+            b.s("add.r64.imm", o.outp, imm=batch)
             self.resume(t, offsets)
-            if t == 0:
+            if t == 1:
                 b.branch("jmp", skip)
         b.label(skip)
 
@@ -185,33 +199,44 @@ class TabledChunks:
         a = b.v("vload", here) if v is None else b.v("vxor", v, here)
         return b.v("vxor", b.v("vxor", a, on), key(0), comment=comment)
 
+    def stage_batch(self, nr: int, table: int, total: VReg) -> None:
+        for j in range(self.half):
+            self.stage(nr, table, j, total)
+
     def stage(self, nr: int, table: int, j: int, total: VReg) -> None:
-        """Group j's slots from its blocks and the table (decrypting, the offsets swap:
-        the first round takes L*_i, the second L_i)."""
+        """Group j's slots (set `table`) from its blocks at inp and the table (decrypting,
+        the offsets swap: the first round takes L*_i, the second L_i)."""
         o, b = self.o, self.b
         off = 32 * b.lanes * j
         here, _ = self.offsets_pair(table, j)
         first = self.blocks(off, 0)
         x = self.star(first, table, j, "round 1: block ^ L*_i ^ round key 0") if o.decrypt else \
             b.v("vxor", first, here, comment="round 1: block ^ L_i ^ round key 0")
-        b.store(self.slot(j, "X"), x)
-        b.store(self.slot(j, "K2"), o.last_key(nr, first))
+        b.store(self.slot(table, j, "X"), x)
+        b.store(self.slot(table, j, "K2"), o.last_key(nr, first))
         second = self.blocks(off, 1)
         o.checksum_plain(total, second, None)
-        b.store(self.slot(j, "K1"), b.v("vxor", second, key(nr), comment="second blocks ^ last round key"))
+        b.store(self.slot(table, j, "K1"), b.v("vxor", second, key(nr), comment="second blocks ^ last round key"))
         o2 = b.v("vload", here, comment="L_i ^ k0") if o.decrypt else self.star(None, table, j, "L*_i ^ k0")
-        b.store(self.slot(j, "O2"), o2)
+        b.store(self.slot(table, j, "O2"), o2)
 
-    def group(self, nr: int, j: int, total: VReg) -> None:
-        """Both rounds of group j from its slots; its outputs lane by lane to out."""
+    def first_rounds(self, nr: int, s: int, j: int, batch: int) -> None:
+        """Group j's first round from slot set s; its first blocks to outp + batch (the batch
+        outp trails by); the second round's input back to its X slot."""
         o, b = self.o, self.b
         off = 32 * b.lanes * j
-        x = o.middle_rounds(nr, b.v("vload", self.slot(j, "X"), role="blk"))
-        y1 = b.v("aesenclast", x, self.slot(j, "K1"), comment=f"round {nr}: first output block")
-        store_lanes(b, o.outp, off, y1)
-        x = o.middle_rounds(nr, b.v("vxor", y1, self.slot(j, "O2"), comment="round 2: block ^ offset ^ round key 0"))
+        x = o.middle_rounds(nr, b.v("vload", self.slot(s, j, "X"), role="blk"))
+        y1 = b.v("aesenclast", x, self.slot(s, j, "K1"), comment=f"round {nr}: first output block")
+        store_lanes(b, o.outp, batch + off, y1)
+        b.store(self.slot(s, j, "X"), b.v("vxor", y1, self.slot(s, j, "O2"),
+                                          comment="round 2: block ^ offset ^ round key 0"))
+
+    def second_rounds(self, nr: int, s: int, j: int, total: VReg) -> None:
+        """Group j's second round from slot set s; its second blocks to outp."""
+        o, b = self.o, self.b
+        x = o.middle_rounds(nr, b.v("vload", self.slot(s, j, "X"), role="blk"))
         b.final()
-        y2 = b.v("aesenclast", x, self.slot(j, "K2"), comment=f"round {nr}: second output block")
+        y2 = b.v("aesenclast", x, self.slot(s, j, "K2"), comment=f"round {nr}: second output block")
         if o.decrypt:
             b.v("vxor", total, y2, dst=total, comment="checksum of even plaintext blocks")
-        store_lanes(b, o.outp, off + 16, y2)
+        store_lanes(b, o.outp, 32 * b.lanes * j + 16, y2)
