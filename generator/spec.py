@@ -62,9 +62,8 @@ def required_features(isa: str, width: int, modes: tuple[str, ...], gfdouble: st
     if isa == "avx512" and "rijndael256" in modes:  # vpermt2b: Rijndael-256's ShiftRows in one op per half
         feats.append("avx512vbmi")
     doubling_clmul = any(m in DOUBLING_MODES for m in modes) and needs_clmul(gfdouble, width)
-    if "otr" in modes and isa in ("avx2", "avx512") and backend == "aesni":
-        # its offset tables: doubled with sarx, stored big-endian (kernels/otr.py, otr_tabled.py)
-        feats += [f for f in ("bmi2", "movbe") if f not in feats]
+    if "otr" in modes and isa == "avx512" and backend == "aesni":  # its offset table is stored big-endian (kernels/otr.py)
+        feats.append("movbe")
     if any(m in CLMUL_MODES for m in modes) or doubling_clmul:
         feats.append("pclmulqdq")
         if isa in ("avx2", "avx512"):  # ymm/zmm hashing; the xmm tails use it too on these files

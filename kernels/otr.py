@@ -356,6 +356,11 @@ class Otr:
         b, L = self.b, self.b.lanes
         if L == 1:
             return b.v("vload", Mem(self.inp, off + 16 * p), role="blk")
+        if L == 2 and not self.avx512:  # lane by lane: vinserti128 on any vector ALU, not the shuffle port
+            with b.at_width(128):
+                v = b.v("vload", Mem(self.inp, off + 16 * p), role="blk")
+            return b.v("insert_lane", v, Mem(self.inp, off + 16 * p + 32), imm=1, role="blk",
+                       comment="first blocks of the chunks" if p == 0 else "second blocks")
         v0 = b.v("vload", Mem(self.inp, off), role="blk")
         return b.v("deal_lanes", v0, Mem(self.inp, off + 16 * L), imm=p, role="blk",
                    comment="first blocks of the chunks" if p == 0 else "second blocks")

@@ -1,8 +1,7 @@
-"""AES-OTR's whole chunks on 16 vector registers (avx2 ymm, avx xmm): offsets from GPR tables.
+"""AES-OTR's whole chunks on 16 xmm registers (--isa avx): offsets from GPR tables.
 
 Doubling the offsets in vectors costs shifts, carry-less multiplies, byte reversals and lane
-moves on the ports vaesenc needs (Intel p0/p1/p5): about 18 vector ops per 20 AES rounds on
-ymm. Here general-purpose registers (integer ALUs, store ports) fill a table per batch of
+moves on the ports vaesenc needs (Intel p0/p1/p5). Here general-purpose registers (integer ALUs, store ports) fill a table per batch of
 chunks, entry i the chunk's
 
     A_i = L_i ^ k0    (big-endian, k0 round key 0)
@@ -18,8 +17,7 @@ entry on). A batch (half the depth in groups) is first staged: per group, four f
 the batches are software-pipelined: one batch's first rounds run beside the previous batch's
 second rounds, each group holding nothing but its AES state (the first round's result goes
 back to X for the next iteration), so depth D keeps D chains of one Feistel round each in
-flight with no stall between batches. Blocks are read lane by lane (vinserti128: any vector
-ALU, not the shuffle port) and written lane by lane (vextracti128 to memory: a store).
+flight with no stall between batches.
 
 Two tables alternate, as do two slot sets: batch k reads table k mod 2 in its stage and its
 groups' riders refill it for batch k + 2 (a vector load spanning recent 8-byte stores cannot
@@ -38,23 +36,19 @@ from .gfdouble import double, gpr_double
 from .otr_staged import store_lanes
 
 # The chain (le: bit k the coefficient of x^k) and its scratch: the only GPRs that hold
-# data in the OTR functions (the static check's data registers); COUNT63 is public.
+# data in the OTR functions (the static check's data registers).
 LO, HI, T = "rax", "rbp", "r11"
-COUNT63 = "r10"
 SLOTS = ("X", "K1", "K2", "O2")
 
 
 def tabled(spec: KernelSpec) -> bool:
-    """Whether OTR's whole chunks come from GPR offset tables: xmm on the 16-register VEX ISAs
-    with AES-NI (measured on a Sapphire Rapids-class VM, AES-128 16 KiB: 66% -> 79% of the
-    ceiling). On ymm the tables' fill and the batches' stage cost more uops than the AES
-    rounds leave room for (51% vs the staged batches' 62%): ymm keeps kernels/otr_staged.py."""
-    return spec.isa in ("avx", "avx2") and spec.backend == "aesni" and spec.width_for("otr") == 128
-
-
-def bmi2(spec: KernelSpec) -> bool:
-    """sarx and movbe (every VAES CPU has them; --isa avx files run on CPUs without)."""
-    return spec.isa == "avx2"
+    """Whether OTR's whole chunks come from GPR offset tables: xmm with AES-NI on 16 registers
+    (--isa avx; measured on a Sapphire Rapids-class VM, AES-128 16 KiB: 66% -> 82% of the
+    ceiling). On ymm (avx2) the same batches measured 50% (the staged batches: 62%): per 20
+    AES rounds they carry two chunks' fill and slot traffic, more uops than the rounds leave
+    room for, so ymm keeps kernels/otr_staged.py. No BMI2 or MOVBE: avx files run on CPUs
+    without them (Sandy Bridge), so sar and bswap."""
+    return spec.isa == "avx" and spec.backend == "aesni"
 
 
 def table_bytes(depth: int, lanes: int, width: int) -> int:
@@ -76,7 +70,6 @@ class TabledChunks:
         self.tables = base + 16
         self.table_stride = 16 * (self.n + 1)
         self.slots = self.tables + 2 * self.table_stride
-        self.count63 = COUNT63 if bmi2(self.b.spec) else None
 
     # -- frame --------------------------------------------------------------------
     def entry(self, table: int, k: int, half: int | None = None) -> Mem:
@@ -142,8 +135,6 @@ class TabledChunks:
             b.store(self.entry(0, 0), b.v("vxor", offsets.current, k, comment="A: the next chunk's L ^ K"))
         b.s("mov.r64.m64", LO, self.entry(0, 0, 0))
         b.s("mov.r64.m64", HI, self.entry(0, 0, 8))
-        if self.count63:
-            b.s("mov.r64.imm", self.count63, imm=63, comment="sarx count: bit 127 spread over the qword")
 
     def resume(self, table: int, offsets) -> None:
         """After the batches: the next chunk's L = its table entry ^ k0, for the loops after."""
@@ -163,30 +154,17 @@ class TabledChunks:
                 self.store_swapped(self.entry(table, k, half), reg, f"A of chunk {k} of the batch" if half else "")
             if k == self.n:
                 break
-            gpr_double(b, LO, HI, T, self.count63, "2 A_i")
+            gpr_double(b, LO, HI, T, None, "2 A_i")
             b.s("xor.r64.m64", LO, Mem("rsp", self.three_k, bits=64))
             b.s("xor.r64.m64", HI, Mem("rsp", self.three_k + 8, bits=64), comment="A_(i+1) = 2 A_i ^ 3K")
 
     def store_swapped(self, mem: Mem, reg: str, comment: str) -> None:
         b = self.b
-        if self.count63:
-            b.s("movbe.m64.r64", mem, reg, comment=comment)
-            return
         b.s("mov.r64.r64", T, reg)
         b.s("bswap.r64", T)
         b.s("mov.m64.r64", mem, T, comment=comment)
 
     # -- vectors ------------------------------------------------------------------
-    def blocks(self, off: int, p: int) -> VReg:
-        """The first (p = 0) or second (1) blocks of the group's chunks at inp + off, lane by lane."""
-        b, inp = self.b, self.o.inp
-        with b.at_width(128):
-            v = b.v("vload", Mem(inp, off + 16 * p), role="blk")
-        for k in range(1, b.lanes):
-            v = b.v("insert_lane", v, Mem(inp, off + 16 * p + 32 * k), imm=k, role="blk",
-                    comment="first blocks of the chunks" if p == 0 else "second blocks")
-        return v
-
     def offsets_pair(self, table: int, j: int) -> tuple[Mem, Mem]:
         """Group j's L_i ^ k0 (table entries) and the next entries, as vector memory operands."""
         L = self.b.lanes
@@ -209,12 +187,12 @@ class TabledChunks:
         o, b = self.o, self.b
         off = 32 * b.lanes * j
         here, _ = self.offsets_pair(table, j)
-        first = self.blocks(off, 0)
+        first = o.dealt(off, 0)
         x = self.star(first, table, j, "round 1: block ^ L*_i ^ round key 0") if o.decrypt else \
             b.v("vxor", first, here, comment="round 1: block ^ L_i ^ round key 0")
         b.store(self.slot(table, j, "X"), x)
         b.store(self.slot(table, j, "K2"), o.last_key(nr, first))
-        second = self.blocks(off, 1)
+        second = o.dealt(off, 1)
         o.checksum_plain(total, second, None)
         b.store(self.slot(table, j, "K1"), b.v("vxor", second, key(nr), comment="second blocks ^ last round key"))
         o2 = b.v("vload", here, comment="L_i ^ k0") if o.decrypt else self.star(None, table, j, "L*_i ^ k0")
