@@ -734,9 +734,9 @@ class Otr:
             z = b.v("vzero")
             for off in WIPED:
                 b.store(Mem("rsp", off), z, comment="wipe the frame's secrets")
-        if self.area_bytes:
+        if self.tabled_at > TABLE:  # (the GPR tables are wiped where their loop ends)
             z = b.v("vzero", width=self.width)
-            for off in range(TABLE, TABLE + self.area_bytes, self.vector_bytes):
+            for off in range(TABLE, self.tabled_at, self.vector_bytes):
                 b.store(Mem("rsp", off), z, width=self.width, comment="wipe the offset tables or slots")
         leave_frame(b, self.frame, CALLEE_SAVED)
 

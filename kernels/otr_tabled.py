@@ -34,6 +34,7 @@ from aesgen.spec import KernelSpec
 
 from .gfdouble import double, gpr_double
 from .otr_staged import store_lanes
+from .regs import r32
 
 # The chain (le: bit k the coefficient of x^k) and its scratch: the only GPRs that hold
 # data in the OTR functions (the static check's data registers).
@@ -70,6 +71,7 @@ class TabledChunks:
         self.tables = base + 16
         self.table_stride = 16 * (self.n + 1)
         self.slots = self.tables + 2 * self.table_stride
+        self.bytes = table_bytes(self.b.depth, self.b.lanes, self.b.width)
 
     # -- frame --------------------------------------------------------------------
     def entry(self, table: int, k: int, half: int | None = None) -> Mem:
@@ -90,7 +92,7 @@ class TabledChunks:
         batch behind inp while a batch is in flight. `offsets` then starts at the next chunk."""
         o, b, H = self.o, self.b, self.half
         batch = 32 * self.n
-        skip, top = b.label_name("no_tables"), b.label_name("tabled")
+        skip, top, done = b.label_name("no_tables"), b.label_name("tabled"), b.label_name("tables_done")
         drains = {t: b.label_name(f"drain{t}_") for t in (0, 1)}
         b.s("cmp.r64.imm", o.count, imm=2 * batch)
         b.branch("b", skip)
@@ -122,8 +124,19 @@ class TabledChunks:
             b.s("add.r64.imm", o.outp, imm=batch)
             self.resume(t, offsets)
             if t == 1:
-                b.branch("jmp", skip)
+                b.branch("jmp", done)
+        b.label(done)
+        self.wipe()  # only when the tables were used: short messages skip the stores
         b.label(skip)
+
+    def wipe(self) -> None:
+        """Zero the tables, slots and 3K (secret), from rsp + three_k on."""
+        b = self.b
+        with b.at_width(128):
+            z = b.v("vzero")
+            for off in range(self.three_k, self.three_k + self.bytes, 16):
+                b.store(Mem("rsp", off), z, comment="wipe the offset tables and slots")
+        b.s("xor.r32.r32", r32(T), r32(T), comment="r11 (caller-saved) held offset bits")
 
     def start(self, offsets) -> None:
         """3K to the frame; the chain at A of the next chunk (lane 0 of offsets, le)."""
