@@ -103,14 +103,14 @@ def double_be(b: FunctionBuilder, t: VReg, method: str, width: int | None = None
     return b.v("pshufb", u, swap, width=w, role="tweak", comment="back to big-endian")
 
 
-def gpr_double(b: FunctionBuilder, lo: str, hi: str, t: str, count63: str, comment: str) -> None:
+def gpr_double(b: FunctionBuilder, lo: str, hi: str, t: str, count63: str | None, comment: str) -> None:
     """(hi, lo) = (hi, lo) * x in two GPRs (bit k the coefficient of x^k), 5 ops, no branch:
     t = hi >> 63 arithmetic (all ones if bit 127 is set) & x^128 mod P, (hi, lo) <<= 1 by
-    add/adc, lo ^= t. `count63` holds 63 (public); `t` is scratch; `comment` names the result.
-    XTS's tweak tables (xts_table.py) and OTR's offset tables (otr.py) double this way.
-    Without BMI2 in the file's features (AVX and AVX2 files: sarx is BMI2) a copy and a sar
-    stand in for the sarx."""
-    if "bmi2" in b.spec.features:
+    add/adc, lo ^= t. `count63` holds 63 (public) for BMI2's sarx; without it, or without BMI2
+    in the file's features (AVX and AVX2 files: sarx is BMI2), a copy and a sar stand in;
+    `t` is scratch; `comment` names the result. XTS's tweak tables (xts_table.py) and OTR's
+    offset tables (otr.py, otr_tabled.py) double this way."""
+    if count63 is not None and "bmi2" in b.spec.features:
         b.s("sarx.r64.r64.r64", t, hi, count63, comment="all ones if bit 127 is set")
     else:
         b.s("mov.r64.r64", t, hi)

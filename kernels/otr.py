@@ -17,7 +17,8 @@ first rounds, the offsets read from two frame tables that general-purpose regist
 two batches ahead, their stores riding between the AES rounds (Otr.pipelined_batches;
 docs/tuning.md has the measurements behind it). On ymm with 16 registers (avx2) the batches are
 staged instead (kernels/otr_staged.py): blocks, offsets and last keys go to frame slots first,
-so a group holds only its AES state and 8 groups fit.
+so a group holds only its AES state and 8 groups fit. On xmm (avx) the offsets come from tables
+that general-purpose registers fill (kernels/otr_tabled.py), staged the same way.
 
 The AD hash is PMAC-like: TA = E(sum of E(2^(j-1) Q ^ A_j) ^ ozp(A_a) ^ c' 2^(a-1) Q) with
 Q = E(0) kept in the key, its mask stream like the offsets'. Tag = E(Sigma ^ c La) ^ TA.
@@ -42,7 +43,8 @@ from .frame import CALLEE_SAVED, aligned, leave_frame, open_frame, push_saved
 from .gcm import BYTE, BYTES_HI, gather_partial
 from .gfdouble import TweakStream, double, gpr_double
 from .modes import byte_mask, vector_loops
-from .otr_staged import StagedChunks, slot_bytes, staged
+from .otr_staged import StagedChunks, sizes, slot_bytes, staged
+from .otr_tabled import TabledChunks, table_bytes, tabled
 from .regs import RESULT, r8, r32
 from .registry import describes
 from .xts import steal_table, xmm_method
@@ -51,6 +53,7 @@ GATHER, OUTGOING, TAG_DIFF, TA = (Mem("rsp", o) for o in (0, 16, 32, 48))
 WIPED = range(0, 64, 16)
 PIPELINED_DEPTH = 4  # the deepest batches that are software-pipelined
 STAGED_AD_DEPTH = 4  # the AD hash's groups beside staged batches (each keeps a mask and a state)
+PLAIN_DEPTH = 4  # xmm groups that keep their offsets in registers: the deepest that fit 16
 TABLE = 64  # after the four slots: the offset tables (software pipelining)
 
 # Register roles beside the arguments (b.reg). The stack arguments move to OUT, LEN and TAG at
@@ -133,9 +136,14 @@ class Otr:
         # big-endian, and the next chunk's), in whole vectors for the wipe
         self.table_bytes = -(-16 * (b.depth * b.lanes + 1) // self.vector_bytes) * self.vector_bytes
         self.staged = not self.pipelined and staged(self.spec)
-        # after the fixed slots: the offset tables (pipelined) or the staged batches' slots
+        self.tabled = not self.pipelined and tabled(self.spec)
+        # after the fixed slots: the offset tables (pipelined) or the staged batches' slots,
+        # then the GPR-filled tables and their slots
         self.area_bytes = 2 * self.table_bytes if self.pipelined else \
             slot_bytes(b.depth, b.width) if self.staged else 0
+        self.tabled_at = TABLE + self.area_bytes
+        if self.tabled:
+            self.area_bytes += table_bytes(b.depth, b.lanes, b.width)
         self.frame = aligned(TABLE + self.area_bytes)
 
     # -- the function -----------------------------------------------------------
@@ -348,6 +356,11 @@ class Otr:
         b, L = self.b, self.b.lanes
         if L == 1:
             return b.v("vload", Mem(self.inp, off + 16 * p), role="blk")
+        if L == 2 and not self.avx512:  # lane by lane: vinserti128 on any vector ALU, not the shuffle port
+            with b.at_width(128):
+                v = b.v("vload", Mem(self.inp, off + 16 * p), role="blk")
+            return b.v("insert_lane", v, Mem(self.inp, off + 16 * p + 32), imm=1, role="blk",
+                       comment="first blocks of the chunks" if p == 0 else "second blocks")
         v0 = b.v("vload", Mem(self.inp, off), role="blk")
         return b.v("deal_lanes", v0, Mem(self.inp, off + 16 * L), imm=p, role="blk",
                    comment="first blocks of the chunks" if p == 0 else "second blocks")
@@ -386,13 +399,15 @@ class Otr:
                 self.store_chunks(off, y1, y2)
             b.groups(g, block, comment=f"{g} group(s) of {L} chunk(s)")
 
+        if self.tabled:  # two batches or more; the loops below take the rest
+            TabledChunks(self, self.tabled_at).run(nr, offsets, total)
         if self.staged:
             StagedChunks(self, TABLE).run(nr, offsets, total)
         else:
             if self.pipelined:
                 self.pipelined_batches(nr, offsets, total)
             vector_loops(b, count, 32 * L, (inp, outp), body, stride=32 * L,
-                         sizes=(1,) if self.pipelined else None)
+                         sizes=(1,) if self.pipelined else self.rest_sizes())
         fold(b, total)
         if L > 1:  # whole chunks left over from the vector loops, one at a time
             top, out = b.label_name("chunk"), b.label_name("chunks_done")
@@ -412,6 +427,13 @@ class Otr:
             b.s("sub.r64.imm", count, imm=32)
             b.branch("jmp", top)
             b.label(out)
+
+    def rest_sizes(self) -> tuple[int, ...] | None:
+        """The plain groups' loop sizes (None: vector_loops' own); after GPR tables on 16
+        registers, no deeper than the groups that keep their offsets in registers fit."""
+        if not self.tabled:
+            return None
+        return tuple(s for s in sizes(self.b.depth) if s <= PLAIN_DEPTH)
 
     # -- whole chunks, software-pipelined -------------------------------------------
     def pipelined_batches(self, nr: int, offsets: TweakStream, total: VReg) -> None:
@@ -641,7 +663,7 @@ class Otr:
             b.groups(g, block, comment=f"{g} group(s) of {L} AD block(s)")
 
         # staged batches are deeper than a group-per-mask AD loop fits: it keeps the old depth
-        ad_depth = min(b.depth, STAGED_AD_DEPTH) if self.staged else b.depth
+        ad_depth = min(b.depth, STAGED_AD_DEPTH) if self.staged or self.tabled else b.depth
         vector_loops(b, count, 16 * L, (aad,), body, sizes=(ad_depth, 1) if ad_depth > 1 else (1,))
         fold(b, total)
         if L > 1:
@@ -712,9 +734,9 @@ class Otr:
             z = b.v("vzero")
             for off in WIPED:
                 b.store(Mem("rsp", off), z, comment="wipe the frame's secrets")
-        if self.area_bytes:
+        if self.tabled_at > TABLE:  # (the GPR tables are wiped where their loop ends)
             z = b.v("vzero", width=self.width)
-            for off in range(TABLE, TABLE + self.area_bytes, self.vector_bytes):
+            for off in range(TABLE, self.tabled_at, self.vector_bytes):
                 b.store(Mem("rsp", off), z, width=self.width, comment="wipe the offset tables or slots")
         leave_frame(b, self.frame, CALLEE_SAVED)
 

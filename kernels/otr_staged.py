@@ -91,19 +91,19 @@ class StagedChunks:
         off = 32 * b.lanes * j
         x = o.middle_rounds(nr, b.v("vload", self.slot(j, "X"), role="blk"))
         y1 = b.v("aesenclast", x, self.slot(j, "K1"), comment=f"round {nr}: first output block")
-        self.store_lanes(off, y1)
+        store_lanes(b, o.outp, off, y1)
         x = o.middle_rounds(nr, b.v("vxor", y1, self.slot(j, "B"), comment="round 2: block ^ offset ^ round key 0"))
         b.final()
         y2 = b.v("aesenclast", x, self.slot(j, "K2"), comment=f"round {nr}: second output block")
         if o.decrypt:
             b.v("vxor", total, y2, dst=total, comment="checksum of even plaintext blocks")
-        self.store_lanes(off + 16, y2)
+        store_lanes(b, o.outp, off + 16, y2)
 
-    def store_lanes(self, off: int, v: VReg) -> None:
-        """Lane k (chunk k of the group) to out + off + 32 k."""
-        b = self.b
-        if b.lanes == 1:
-            b.store(Mem(self.o.outp, off), v)
-            return
-        for k in range(b.lanes):
-            b.store(Mem(self.o.outp, off + 32 * k), v, op="vstore_lane", imm=k, comment=f"chunk {k}'s block")
+
+def store_lanes(b, outp: str, off: int, v: VReg) -> None:
+    """Lane k of v (chunk k of a group) to outp + off + 32 k: no lane shuffle."""
+    if b.lanes == 1:
+        b.store(Mem(outp, off), v)
+        return
+    for k in range(b.lanes):
+        b.store(Mem(outp, off + 32 * k), v, op="vstore_lane", imm=k, comment=f"chunk {k}'s block")
