@@ -249,11 +249,11 @@ def test_simulate_bad_function_is_one_line() -> None:
 def test_default_depth_is_lowered_per_mode_to_what_fits_but_an_explicit_depth_is_not(tmp_path) -> None:
     from aesgen.model import max_depth
 
-    fit = max_depth("avx", 128, "otr")
-    assert 0 < fit < 8  # OTR's offsets and chunk halves need registers: depth 8 does not fit 16 xmm
-    p = aesgen("generate", "otr,ecb", "--isa", "avx", "-o", str(tmp_path / "k.S"))
+    fit = max_depth("avx", 128, "rijndael256")
+    assert 0 < fit < 8  # a 256-bit block is two halves per group: depth 8 does not fit 16 xmm
+    p = aesgen("generate", "rijndael256,ecb", "--isa", "avx", "-o", str(tmp_path / "k.S"))
     assert p.returncode == 0, p.stderr
-    assert f"--per-mode otr=128x{fit}" in (tmp_path / "k.S").read_text()
-    p = aesgen("generate", "otr", "--isa", "avx", "--depth", "8", "-o", str(tmp_path / "refused.S"))
+    assert f"--per-mode rijndael256=128x{fit}" in (tmp_path / "k.S").read_text()
+    p = aesgen("generate", "rijndael256", "--isa", "avx", "--depth", "8", "-o", str(tmp_path / "refused.S"))
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert not (tmp_path / "refused.S").exists()
