@@ -201,12 +201,9 @@ def allocate_path(items: list, *, nregs: int, legacy: bool, key_base: str | None
     first_id = 1 + max((o.id for it in items if isinstance(it, Insn) for o in (it.dst, *it.srcs)
                         if isinstance(o, VReg)), default=0)
     load = "vload_key" if key_aligned else "vload"
-    last_error = ""
-    # Shared key loads first, keeping as many keys in registers as fit beside their temporary;
-    # a path too tight even for that gets its spilled keys as memory operands (no register).
-    tries = [(share, nkeys) for share in (True, False) for nkeys in range(len(order), -1, -1)
-             if top + 1 - nkeys >= 0]
-    for share, nkeys in tries:
+    errors: list[str] = []
+
+    def attempt(share: bool, nkeys: int) -> Allocation | None:
         key_regs = {k: top - n for n, k in enumerate(order[:nkeys])}
         spilled, next_id, shared_regions = set(order[nkeys:]) if share else set(), first_id, []
         for r in regions:
@@ -216,8 +213,8 @@ def allocate_path(items: list, *, nregs: int, legacy: bool, key_base: str | None
         try:
             allocated = [scan.region(r) for r in shared_regions]
         except RegisterPressure as e:
-            last_error = str(e)
-            continue
+            errors.append(str(e))
+            return None
         out: list = []
         seps = [it for it in items if _splits(it)]
         for n, reg in enumerate(allocated):
@@ -233,5 +230,23 @@ def allocate_path(items: list, *, nregs: int, legacy: bool, key_base: str | None
         used = scan.high_water + len(pinned) + len(key_regs)
         return Allocation(out[:at] + loads + out[at:], key_regs,
                           [k for k in order if k not in key_regs], used, shared_key_loads=share and nkeys < len(order))
+
+    # Shared key loads first, keeping as many keys in registers as fit beside their temporary;
+    # a path too tight even for that gets its spilled keys as memory operands (no register).
+    # Fitting is monotone in the keys kept: a key given up frees a register the whole path held,
+    # and its shared temporary lives only through its runs. So the most that fit is bisected.
+    most = min(len(order), top + 1)
+    for share in (True, False):
+        best = attempt(share, most)  # every key in a register: the usual case on 32 registers
+        lo, hi = (0, most - 1) if best is None else (1, 0)
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            got = attempt(share, mid)
+            if got is None:
+                hi = mid - 1
+            else:
+                best, lo = got, mid + 1
+        if best is not None:
+            return best
     raise RegisterPressure(f"{what} needs more than the {nregs} vector registers "
-                           f"({last_error}); use a smaller --depth")
+                           f"({errors[-1] if errors else ''}); use a smaller --depth")
