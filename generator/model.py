@@ -12,6 +12,8 @@ the register file cannot hold is lowered to the largest that fits.
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -62,6 +64,20 @@ def max_depth(isa: str, width: int, mode: str, backend: str = "aesni") -> int:
         else:
             hi = mid - 1
     return lo
+
+
+def max_depths(configs: list[tuple[str, int, str]]) -> dict[tuple[str, int, str], int]:
+    """max_depth of each (isa, width, mode), worked out on every core (`aesgen list`: a hundred
+    of them, each a few kernel builds)."""
+    todo = list(dict.fromkeys(configs))
+    workers = min(len(todo), len(os.sched_getaffinity(0)))
+    if workers < 2:
+        return {c: max_depth(*c) for c in todo}
+    # Slowest first (16-register ISAs bisect over depth; 32-register ones mostly fit at once), so
+    # the pool does not wait on one long build at the end.
+    todo.sort(key=lambda c: c[0] == "avx512")
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        return dict(zip(todo, pool.starmap(max_depth, todo, chunksize=1)))
 
 
 def choose(target: Target, mode: str, isa: str | None = None, width: int | None = None) -> ModeChoice:

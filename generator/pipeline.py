@@ -146,7 +146,7 @@ class FunctionEmitter:
         self.notes: list[str] = []
         self.red_zone: dict[str, int] = {}  # function -> bytes it uses below rsp (SysV red zone)
 
-    def path_items(self, fn: Function, path: Path, lower: Lowerer) -> list:
+    def path_items(self, fn: Function, path: Path, lower: Lowerer, emit: bool = True) -> list:
         lowered = lower.items(path.items)
         what = f"{fn.name}" + (f" (AES-{path.nr * 32 - 192})" if path.nr else "")
         keys = path.schedule
@@ -156,7 +156,7 @@ class FunctionEmitter:
                                  key_base=keys.base if keys else fn.key_base,
                                  key_stride=keys.stride if keys else self.spec.key_stride, width=fn.width,
                                  what=what, key_disp=keys.disp if keys else 0,
-                                 key_aligned=keys.aligned if keys else True)
+                                 key_aligned=keys.aligned if keys else True, emit=emit)
         alloc = None
         if self.spec.schedule:  # list-scheduled; where that needs more registers than lockstep, lockstep
             try:
@@ -289,7 +289,7 @@ def check_fits(spec: KernelSpec) -> None:
 def _allocate_all(emitter: FunctionEmitter, fn: Function) -> None:
     lower = Lowerer(emitter.spec, fn.width)
     for path in fn.paths:
-        emitter.path_items(fn, path, lower)
+        emitter.path_items(fn, path, lower, emit=False)
 
 
 def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:

@@ -58,7 +58,8 @@ class _Scan:
         self.key_regs, self.pinned = key_regs, pinned
         reserved = set(key_regs.values()) | set(pinned.values())
         self.pool = [r for r in range(nregs) if r not in reserved]
-        self.high_water = 0
+        self.high_water = 0  # registers in use after an instruction (the count reported)
+        self.demand = 0  # registers in use at any moment, a tied copy's destination included
 
     def operand(self, op, where: dict[int, int], width: int):
         if isinstance(op, VReg):
@@ -71,13 +72,28 @@ class _Scan:
             return Mem(self.key_base, self.key_disp + op.index * self.key_stride, bits=width)
         return op
 
-    def region(self, insns: list[Insn]) -> list[Insn]:
+    def region(self, insns: list[Insn], emit: bool = True) -> list[Insn]:
+        """Allocate one straight-line region. With emit=False nothing is written and the file is
+        unbounded: only `demand` is kept, the most registers in use at any one time."""
         last_use: dict[int, int] = {}
         for n, i in enumerate(insns):
             for s in getattr(i, "srcs", ()):
                 if isinstance(s, VReg) and not s.pinned:
                     last_use[s.id] = n
         free = list(reversed(self.pool))  # pop() hands out low numbers first (VEX-encodable)
+        beyond = 0  # registers handed out past the pool (emit=False only)
+
+        def take() -> int:
+            nonlocal beyond
+            if not free:
+                if emit:
+                    raise RegisterPressure("out of vector registers")
+                beyond += 1
+                free.append(-beyond)
+            r = free.pop()
+            self.demand = max(self.demand, len(self.pool) + beyond - len(free))
+            return r
+
         where: dict[int, int] = {}
         out: list[Insn] = []
         for n, i in enumerate(insns):
@@ -110,25 +126,23 @@ class _Scan:
                 elif tied:
                     # The copy writes dst before the op reads the second source: dst must
                     # not take a register freed by this instruction.
-                    if not free:
-                        raise RegisterPressure("out of vector registers")
-                    where[dst.id] = free.pop()
+                    where[dst.id] = take()
                     copy_from = srcs[0]
                     for s in dying:
                         free.append(where[s.id])
                 else:
                     for s in dying:
                         free.append(where[s.id])
-                    if not free:
-                        raise RegisterPressure("out of vector registers")
-                    where[dst.id] = free.pop()
+                    where[dst.id] = take()
             else:
                 for s in dying:
                     free.append(where[s.id])
                 if tied and isinstance(dst, VReg) and srcs[0] is not dst:
                     copy_from = srcs[0]
-            in_use = len(self.pool) - len(free)
+            in_use = len(self.pool) + beyond - len(free)
             self.high_water = max(self.high_water, in_use)
+            if not emit:
+                continue
             pdst = self.operand(dst, where, i.width)
             psrcs = [self.operand(s, where, i.width) for s in srcs]
             if copy_from is not None:
@@ -180,8 +194,10 @@ def _share_spilled_keys(region: list, spilled: set[int], next_id: int, load: str
 
 
 def allocate_path(items: list, *, nregs: int, legacy: bool, key_base: str | None, key_stride: int,
-                  width: int, what: str, key_disp: int = 0, key_aligned: bool = True) -> Allocation:
-    """`key_base` + `key_disp`: round key 0 (aligned to `width` when `key_aligned`)."""
+                  width: int, what: str, key_disp: int = 0, key_aligned: bool = True,
+                  emit: bool = True) -> Allocation:
+    """`key_base` + `key_disp`: round key 0 (aligned to `width` when `key_aligned`). With emit=False
+    only whether and how the path fits is worked out (its `insns` stay empty): depth searches."""
     pinned_ids: dict[int, VReg] = {}
     keys: set[int] = set()
     for it in items:
@@ -201,20 +217,54 @@ def allocate_path(items: list, *, nregs: int, legacy: bool, key_base: str | None
     first_id = 1 + max((o.id for it in items if isinstance(it, Insn) for o in (it.dst, *it.srcs)
                         if isinstance(o, VReg)), default=0)
     load = "vload_key" if key_aligned else "vload"
-    errors: list[str] = []
+    keys_read = [frozenset(s.index for it in r for s in getattr(it, "srcs", ()) if isinstance(s, KeyRef))
+                 for r in regions]
+    shared_cache: dict[tuple[int, frozenset[int]], list] = {}
+    demand_cache: dict[tuple[int, frozenset[int]], tuple[int, int]] = {}  # -> (demand, high water)
 
-    def attempt(share: bool, nkeys: int) -> Allocation | None:
-        key_regs = {k: top - n for n, k in enumerate(order[:nkeys])}
-        spilled, next_id, shared_regions = set(order[nkeys:]) if share else set(), first_id, []
-        for r in regions:
-            r, next_id = _share_spilled_keys(r, spilled, next_id, load, key_base or "", key_disp, key_stride)
-            shared_regions.append(r)
+    def shared(n: int, spilled: frozenset[int]) -> list:
+        """Region n with each run of a spilled key reading one shared load. Temporaries never
+        cross a region, so each region numbers its own from first_id."""
+        k = (n, spilled & keys_read[n])
+        if not k[1]:
+            return regions[n]
+        if k not in shared_cache:
+            shared_cache[k] = _share_spilled_keys(regions[n], k[1], first_id, load, key_base or "", key_disp,
+                                                  key_stride)[0]
+        return shared_cache[k]
+
+    def demand(n: int, spilled: frozenset[int]) -> tuple[int, int]:
+        """The most temporaries region n holds at once (it fits iff the registers left cover it),
+        and the most after any one instruction (the count reported)."""
+        k = (n, spilled & keys_read[n])
+        if k not in demand_cache:
+            scan = _Scan(0, legacy, "", key_stride, {}, {})
+            scan.region(shared(n, spilled), emit=False)
+            demand_cache[k] = scan.demand, scan.high_water
+        return demand_cache[k]
+
+    def key_registers(nkeys: int) -> dict[int, int]:
+        return {k: top - n for n, k in enumerate(order[:nkeys])}
+
+    def spilled_keys(share: bool, nkeys: int) -> frozenset[int]:
+        return frozenset(order[nkeys:]) if share else frozenset()
+
+    def fits(share: bool, nkeys: int) -> bool:
+        reserved = set(key_registers(nkeys).values()) | set(pinned.values())
+        free = sum(1 for r in range(nregs) if r not in reserved)
+        spilled = spilled_keys(share, nkeys)
+        return all(demand(n, spilled)[0] <= free for n in range(len(regions)))
+
+    def allocation(share: bool, nkeys: int) -> Allocation:
+        key_regs = key_registers(nkeys)
+        spilled = spilled_keys(share, nkeys)
+        shared_loads = share and nkeys < len(order)
+        if not emit:
+            used = max((demand(n, spilled)[1] for n in range(len(regions))), default=0)
+            return Allocation([], key_regs, [k for k in order if k not in key_regs], used + len(pinned) + len(key_regs),
+                              shared_key_loads=shared_loads)
         scan = _Scan(nregs, legacy, key_base or "", key_stride, key_regs, pinned, key_disp)
-        try:
-            allocated = [scan.region(r) for r in shared_regions]
-        except RegisterPressure as e:
-            errors.append(str(e))
-            return None
+        allocated = [scan.region(shared(n, spilled)) for n in range(len(regions))]
         out: list = []
         seps = [it for it in items if _splits(it)]
         for n, reg in enumerate(allocated):
@@ -229,24 +279,31 @@ def allocate_path(items: list, *, nregs: int, legacy: bool, key_base: str | None
         at = 1 if out and isinstance(out[0], Label) else 0
         used = scan.high_water + len(pinned) + len(key_regs)
         return Allocation(out[:at] + loads + out[at:], key_regs,
-                          [k for k in order if k not in key_regs], used, shared_key_loads=share and nkeys < len(order))
+                          [k for k in order if k not in key_regs], used, shared_key_loads=shared_loads)
 
     # Shared key loads first, keeping as many keys in registers as fit beside their temporary;
     # a path too tight even for that gets its spilled keys as memory operands (no register).
     # Fitting is monotone in the keys kept: a key given up frees a register the whole path held,
-    # and its shared temporary lives only through its runs. So the most that fit is bisected.
+    # and its shared temporary lives only through its runs. So the most that fit is bisected,
+    # on each region's demand (cached per spilled keys it reads); only the winner is allocated.
     most = min(len(order), top + 1)
+    if emit:
+        try:  # every key in a register, the usual case on 32 registers: allocated straight away
+            return allocation(True, most)
+        except RegisterPressure:
+            pass
     for share in (True, False):
-        best = attempt(share, most)  # every key in a register: the usual case on 32 registers
+        best = most if fits(share, most) else None
         lo, hi = (0, most - 1) if best is None else (1, 0)
         while lo <= hi:
             mid = (lo + hi) // 2
-            got = attempt(share, mid)
-            if got is None:
-                hi = mid - 1
+            if fits(share, mid):
+                best, lo = mid, mid + 1
             else:
-                best, lo = got, mid + 1
+                hi = mid - 1
         if best is not None:
-            return best
-    raise RegisterPressure(f"{what} needs more than the {nregs} vector registers "
-                           f"({errors[-1] if errors else ''}); use a smaller --depth")
+            try:
+                return allocation(share, best)
+            except RegisterPressure as e:
+                raise BuildError(f"internal: {what} fits by count but not when allocated ({e})") from e
+    raise RegisterPressure(f"{what} needs more than the {nregs} vector registers; use a smaller --depth")

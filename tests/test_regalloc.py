@@ -347,3 +347,25 @@ def test_every_feasible_kernel_allocation(isa: str, width: int) -> None:
                 check_spec(KernelSpec((mode,), isa, width, depth))
             except RegisterPressure as e:
                 assert f"{NREGS[isa]} vector registers" in str(e)
+
+
+COUNTED = [KernelSpec(("ecb", "xts"), "sse", 128, 8), KernelSpec(("gcm",), "avx2", 256, 10),
+           KernelSpec(("otr",), "avx", 128, 15), KernelSpec(("xts",), "avx2", 256, 13),
+           KernelSpec(("ctr32",), "avx512", 512, 16)]
+
+
+@pytest.mark.parametrize("spec", COUNTED, ids=lambda s: f"{'+'.join(s.modes)}-{s.isa}-{s.depth}")
+def test_counting_agrees_with_allocating(spec: KernelSpec) -> None:
+    """Depth searches only count (emit=False); what they decide must be what allocation does,
+    including where a path does not fit (xts on avx2 at depth 13 does not)."""
+    nregs, legacy = NREGS[spec.isa], spec.isa == "sse"
+    for fn, p, items, key in kernel_paths(spec):
+        got = {}
+        for emit in (True, False):
+            try:
+                a = allocate_path(items, nregs=nregs, legacy=legacy, key_base=key, key_stride=spec.key_stride,
+                                  width=fn.width, what=fn.name, emit=emit)
+                got[emit] = (a.key_regs, a.spilled_keys, a.registers_used, a.shared_key_loads)
+            except RegisterPressure as e:
+                got[emit] = str(e)
+        assert got[True] == got[False], (fn.name, p.nr)

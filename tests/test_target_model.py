@@ -139,3 +139,9 @@ def test_cpu_signature_reads_the_first_cpu():
 def test_unknown_target_is_refused():
     with pytest.raises(TargetError, match="unknown target 'pentium'"):
         load("pentium")
+
+
+def test_max_depths_on_every_core_match_one_at_a_time() -> None:
+    """`aesgen list` works the table out in a process pool: the same figures as max_depth."""
+    configs = [("avx", 128, "rijndael256"), ("sse", 128, "otr"), ("avx512", 512, "ecb")]
+    assert model.max_depths(configs) == {c: model.max_depth(*c) for c in configs}

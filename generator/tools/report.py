@@ -14,7 +14,7 @@ from ..circuits.report import KASPER_SCHWABE, ternlog_cell, three_operand_cell, 
 from ..cpu import mask_note, missing_features
 from .explore import round_counts
 from .explore_gfdouble import OP, SEED_NOTE
-from ..model import choose, max_depth
+from ..model import choose, max_depths
 from ..spec import ISAS, MODE_FUNCTIONS, MODES, WIDTHS_BY_ISA, KernelSpec, required_features
 from ..target import native, targets
 from ..verify.results import not_run
@@ -263,13 +263,14 @@ def print_limits() -> None:
         table.add_column(f"{isa}\n{width}", justify="right", no_wrap=True)
     lacking: dict[tuple[str, ...], set[str]] = {}
     console.print(f"this CPU: {native_summary()}")
+    depth = max_depths([(isa, width, m) for m in MODES for isa, width in configs])
     for m in MODES:
         cells = []
         for isa, width in configs:
             need = missing_features(required_features(isa, width, (m,)))
             if need:
                 lacking.setdefault(need, set()).add(f"{m} on {isa} {width}")
-            cells.append(f"[red]-[/] {max_depth(isa, width, m)}" if need else str(max_depth(isa, width, m)))
+            cells.append(f"[red]-[/] {depth[isa, width, m]}" if need else str(depth[isa, width, m]))
         table.add_row(m, *cells)
     console.print(table)
     for need, where in lacking.items():
