@@ -18,6 +18,7 @@ from aesgen.cpu import missing_features
 from aesgen.spec import KernelSpec
 from aesgen.tools import report
 from aesgen.tools.cli import main
+from aesgen.tools import explore as explore_module
 from aesgen.tools.explore import Exploration, Point
 from aesgen.tools.tune import pick
 
@@ -180,9 +181,26 @@ def test_explore_prints_spreads_and_marks_the_best_among_its_ties(tmp_path, monk
                                   "--budget", "3", "--json", str(js)])
     assert r.exit_code == 0, r.output
     assert len(re.findall(r"\d ±(\d+\.\d\d|\?)", r.output)) >= 4  # bulk and short GB/s of both depths
-    assert "configurations sampled in turn" in r.output and "measured *" in r.output
+    assert "(configuration, size) pairs sampled in turn" in r.output and "measured *" in r.output
     d = json.loads(js.read_text())
     best = {k: d["best"][k] for k in ("width", "depth", "variant")}
     assert best in d["ties"]  # the best is one of the ties (the cheapest)
     for p in d["points"]:
         assert p["rounds"] >= 1 and p["bulk_gbps_ci"][0] <= p["bulk_gbps"] <= p["bulk_gbps_ci"][1]
+
+
+@pytest.mark.skipif(bool(missing_features(SMOKE.features)), reason=f"CPU lacks {' '.join(missing_features(SMOKE.features))}")
+def test_explore_times_each_size_in_a_process_of_its_own(monkeypatch):
+    """A bulk figure must not depend on the sizes timed before it in the same process (a shallow
+    ymm loop read 3-7% low after a short size): every harness run times one size."""
+    real, sizes_per_run = explore_module.run_op, []
+
+    def recording(spec, so, op, sizes, *args, **kwargs):
+        sizes_per_run.append(list(sizes))
+        return real(spec, so, op, sizes, *args, **kwargs)
+
+    monkeypatch.setattr(explore_module, "run_op", recording)
+    r = CliRunner().invoke(main, ["explore", "ctr32", "--widths", "128", "--depths", "2", "--sizes", "256,4096",
+                                  "--budget", "0"])
+    assert r.exit_code == 0, r.output
+    assert sorted(map(tuple, sizes_per_run)) == [(256,), (4096,)]
