@@ -106,7 +106,6 @@ class Branch:
 
 class MarkKind(Enum):
     DECLASSIFY = "declassify"  # the next instruction's result is public by design (static CT check)
-    EPILOGUE = "epilogue"  # a frame is torn down from here to the next ret (unwind state kept)
 
 
 @dataclass(frozen=True)
@@ -116,7 +115,6 @@ class Mark:
     DECLASSIFY is emitted as the local symbol `symbol`, which the verifier's static
     constant-time check reads from the object (`*_ct_declassify*`). Register allocation
     ends a straight-line region at a mark as at a label, unless `values_live_across`.
-    EPILOGUE (win64's epilogue) emits nothing: the emitter remembers the unwind state there.
     """
 
     kind: MarkKind

@@ -28,6 +28,7 @@ from .regalloc import Allocation, RegisterPressure, allocate_path
 from .schedule import flatten
 from .spec import MULTIKEY_BYTES, SPEC_MARKER, KernelSpec, default_gfmul
 from .target import load as load_target
+from .unwind import Unwind
 from .win64 import Directive, bytes_below_rsp, check_body, wrap as wrap_win64
 
 T = TypeVar("T")
@@ -199,43 +200,21 @@ class FunctionEmitter:
             return f"\tAESGEN_{flavour.upper()}({text.strip()})" if win64 else text
 
         lines, emitted = [], []
-        pending_restore = False
+        unwind = Unwind(fn.name)
         for it in items:
             if isinstance(it, Directive):
                 lines.append(directive(it.text, it.flavour))
                 continue
-            # Unwind info: the state before an epilogue is remembered and restored after its
-            # ret, so code placed after it (another exit path) unwinds like the body.
-            epilogue = isinstance(it, Mark) and it.kind is MarkKind.EPILOGUE
-            if (epilogue or isinstance(it, Insn) and it.op == "pop.r64") and not pending_restore:
-                lines.append(directive("\t.cfi_remember_state"))
-                pending_restore = True
-            if epilogue:
-                continue
+            cfi = [directive(f"\t{d}") for d in unwind.item(it)]
             e = self.asm.emit(it)
             emitted.append(e)
             if e.label:
-                lines.append(e.text)
+                lines += [e.text, *cfi]
                 continue
-            if isinstance(it, Insn) and it.op == "mov.r64.r64" and (it.dst, it.srcs[0]) == ("rsp", "rbp") \
-                    and not pending_restore:
-                lines.append(directive("\t.cfi_remember_state"))
-                pending_restore = True
             text = f"\t{e.text}"
             if e.comment:
                 text = f"{text:<47} # {e.comment}"
-            lines.append(text.rstrip())
-            if isinstance(it, Insn) and it.op == "push.r64":
-                lines += [directive("\t.cfi_adjust_cfa_offset 8"), directive(f"\t.cfi_rel_offset %{it.dst}, 0")]
-            if isinstance(it, Insn) and it.op == "pop.r64":
-                lines += [directive("\t.cfi_adjust_cfa_offset -8"), directive(f"\t.cfi_restore %{it.dst}")]
-            if isinstance(it, Insn) and it.op == "mov.r64.r64" and (it.dst, it.srcs[0]) == ("rbp", "rsp"):
-                lines.append(directive("\t.cfi_def_cfa_register %rbp"))  # the frame is realigned below: unwind via rbp
-            if isinstance(it, Insn) and it.op == "mov.r64.r64" and (it.dst, it.srcs[0]) == ("rsp", "rbp"):
-                lines.append(directive("\t.cfi_def_cfa_register %rsp"))
-            if isinstance(it, Insn) and it.op == "ret" and pending_restore:
-                lines.append(directive("\t.cfi_restore_state"))
-                pending_restore = False
+            lines += [text.rstrip(), *cfi]
         return lines, emitted
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .ir import BuildError, Insn, Mark, MarkKind, Mem, Phys
+from .ir import BuildError, Insn, Mem, Phys
 
 WIN64_ARGS = ("rcx", "rdx", "r8", "r9")
 SYSV_REGISTER_ARGS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
@@ -122,8 +122,7 @@ def prologue(frame: Frame, nargs: int) -> list:
     for r in PUSHED:
         out += [Insn("push.r64", r, comment="win64: callee-saved"), Directive("coff", f".seh_pushreg %{r}")]
     out += [Insn("sub.r64.imm", "rsp", imm=frame.size, comment="win64 frame (no red zone)"),
-            Directive("coff", f".seh_stackalloc {frame.size}"),
-            Directive("elf", f".cfi_adjust_cfa_offset {frame.size}")]
+            Directive("coff", f".seh_stackalloc {frame.size}")]
     for j, reg in enumerate(frame.saved_xmm):
         off = frame.xmm_area + 16 * j
         out += [_xmm_move("vstore_key", reg, Mem("rsp", off)), Directive("coff", f".seh_savexmm %xmm{reg}, {off}")]
@@ -142,8 +141,7 @@ def prologue(frame: Frame, nargs: int) -> list:
     if frame.realign:
         # The unwind codes need rsp 0 mod 16 (xmm saves), a SysV body expects 8 mod 16
         # (legacy SSE memory operands on its frame): 8 more bytes, where its return address would be.
-        out += [Insn("sub.r64.imm", "rsp", imm=frame.pad, comment="SysV alignment for the body"),
-                Directive("elf", f".cfi_adjust_cfa_offset {frame.pad}")]
+        out.append(Insn("sub.r64.imm", "rsp", imm=frame.pad, comment="SysV alignment for the body"))
     return out
 
 
@@ -151,8 +149,7 @@ def epilogue(frame: Frame) -> list:
     out: list = [_xmm_move("vload_key", reg, Mem("rsp", frame.pad + frame.xmm_area + 16 * j))
                  for j, reg in enumerate(frame.saved_xmm)]
     total = frame.size + frame.pad
-    out += [Mark(MarkKind.EPILOGUE), Insn("add.r64.imm", "rsp", imm=total, comment="win64 epilogue"),
-            Directive("elf", f".cfi_adjust_cfa_offset -{total}")]
+    out.append(Insn("add.r64.imm", "rsp", imm=total, comment="win64 epilogue"))
     out += [Insn("pop.r64", r) for r in reversed(PUSHED)]
     return out + [Insn("ret")]
 

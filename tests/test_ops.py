@@ -259,15 +259,3 @@ def test_a_pass_through_mark_keeps_values_live_and_any_other_ends_the_region() -
     with pytest.raises(Exception, match="crosses a label"):
         allocate_path(items(Mark(MarkKind.DECLASSIFY, "p_ct_declassify1")), nregs=16, legacy=False,
                       key_base="rdi", key_stride=16, width=128, what="t")
-
-
-def test_the_win64_epilogue_is_found_by_its_mark() -> None:
-    """Each exit remembers the unwind state once, before its epilogue starts tearing the frame down
-    (at a body's own pop, or at the mark before the win64 frame's release), and restores it after."""
-    asm = generate(KernelSpec(("ecb",), "avx2", 256, 4, abi="win64")).asm
-    exits = [seg for seg in asm.split("\tret") if "# win64 epilogue" in seg]
-    assert exits
-    for seg in exits:
-        tail = seg[seg.rfind(".cfi_restore_state") + 1:]
-        assert tail.count(".cfi_remember_state") == 1
-        assert tail.index(".cfi_remember_state") < tail.index("# win64 epilogue")

@@ -36,8 +36,8 @@ aesgen_aesni_avx512_512x1_cbc_cpu_supported:
 	.cfi_startproc
 	endbr64
 	push %rbx                                      # cpuid writes rbx (callee-saved)
-	.cfi_adjust_cfa_offset 8
-	.cfi_rel_offset %rbx, 0
+	.cfi_def_cfa_offset 16
+	.cfi_offset %rbx, -16
 	xor %eax,%eax
 	cpuid
 	cmp $7,%eax                                    # highest CPUID leaf we read
@@ -63,20 +63,18 @@ aesgen_aesni_avx512_512x1_cbc_cpu_supported:
 	cmp $0xe6,%eax                                 # the OS saves the vector state
 	jne .Laesgen_aesni_avx512_512x1_cbc_cpu_supported_no1
 	mov $1,%eax
-	.cfi_remember_state
 	pop %rbx
-	.cfi_adjust_cfa_offset -8
+	.cfi_def_cfa_offset 8
 	.cfi_restore %rbx
 	ret
-	.cfi_restore_state
 .Laesgen_aesni_avx512_512x1_cbc_cpu_supported_no1:
+	.cfi_def_cfa_offset 16
+	.cfi_offset %rbx, -16
 	xor %eax,%eax
-	.cfi_remember_state
 	pop %rbx
-	.cfi_adjust_cfa_offset -8
+	.cfi_def_cfa_offset 8
 	.cfi_restore %rbx
 	ret
-	.cfi_restore_state
 	.cfi_endproc
 	.size aesgen_aesni_avx512_512x1_cbc_cpu_supported, .-aesgen_aesni_avx512_512x1_cbc_cpu_supported
 
