@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ir import Branch, Const, Function, Insn, KeyRef, Label, Mark, Mem, VReg
+from .ir import Branch, Const, Function, Insn, KeyRef, Label, Mark, Mem, Phys, VReg
 from .ops import info
 from .schedule import flatten
 from .semantics import M64, M128
@@ -46,7 +46,7 @@ class Machine:
     size: int = 1 << 20
     mem: bytearray = field(default_factory=bytearray)
     gpr: dict[str, int] = field(default_factory=dict)
-    vec: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    vec: dict[int | str, tuple[int, ...]] = field(default_factory=dict)  # register_key -> lanes
     kreg: dict[str, int] = field(default_factory=dict)
     flags: tuple[bool, bool] = (False, False)  # (CF, ZF)
     _brk: int = 4096
@@ -102,6 +102,12 @@ class Machine:
         return a & M64
 
 
+def register_key(reg: VReg | Phys) -> int | str:
+    """Where a vector register's value is kept: a virtual one by its id; a physical one
+    (code written on registers: bitsliced) by its number, apart from the virtual ones."""
+    return reg.id if isinstance(reg, VReg) else f"phys{reg.num}"
+
+
 class Interpreter:
     def __init__(self, machine: Machine, fn: Function) -> None:
         self.m = machine
@@ -124,8 +130,8 @@ class Interpreter:
         return tuple(int.from_bytes(raw[16 * i:16 * i + 16], "little") for i in range(lanes))
 
     def value(self, op, lanes: int) -> tuple[int, ...]:
-        if isinstance(op, VReg):
-            v = self.m.vec.get(op.id)
+        if isinstance(op, (VReg, Phys)):
+            v = self.m.vec.get(register_key(op))
             if v is None:
                 raise SimError(f"{op} read before written")
             return tuple(v[i] if i < len(v) else 0 for i in range(lanes))
@@ -181,7 +187,7 @@ class Interpreter:
             raise SimError(f"{i.op} has no reference semantics (lowering produces it)")
         out = op.semantics(self, i)
         if op.vector and out is not None:
-            self.m.vec[i.dst.id] = tuple(x & M128 for x in out)
+            self.m.vec[register_key(i.dst)] = tuple(x & M128 for x in out)
 
 
 def call(machine: Machine, fn: Function, *args: int) -> int:

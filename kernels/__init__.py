@@ -8,7 +8,8 @@ from aesgen.ir import Function
 from aesgen.spec import KernelSpec
 
 from . import aes, cpu, gcm, gcm_stream, gcmsiv, ghash, modes, mpc, ocb, otr, wideblock, xts
-from .bitsliced import FUNCTIONS as BITSLICED, check_config
+from .bitsliced import FUNCTIONS as BITSLICED_MODES_FUNCTIONS, check_config
+from .bitsliced_gcm import FUNCTIONS as BITSLICED_GCM
 from .registry import Describe, described_in
 
 # C function -> its description (what it computes, through the builder). Its C contract (argument
@@ -17,6 +18,8 @@ from .registry import Describe, described_in
 # marks itself (`@describes`, kernels/registry.py); a new kernel module joins the list below.
 FUNCTIONS: dict[str, Describe] = described_in(aes, cpu, modes, gcm, gcm_stream, gcmsiv, ghash, xts, ocb, otr,
                                                wideblock, mpc)
+# The bitsliced backend's own descriptions (spec.BITSLICED_MODES), by C function.
+BITSLICED: dict[str, Describe] = {**BITSLICED_MODES_FUNCTIONS, **BITSLICED_GCM}
 
 
 def build_function(spec: KernelSpec, name: str, compact: bool = False) -> Function:

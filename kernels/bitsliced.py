@@ -103,12 +103,16 @@ class Batch:
     the rounds and back; the sets' instructions are interleaved one by one (independent work
     that hides each circuit's dependency chains)."""
 
-    def __init__(self, b: FunctionBuilder, controls: str, single: bool = False) -> None:
+    def __init__(self, b: FunctionBuilder, controls: str, single: bool = False, key: str | None = None,
+                 counter: str = ROUNDS_LEFT, origin: int = 0) -> None:
         """`controls`: a GPR free during the batch, for the per-round shuffle controls;
         `single`: one set of xmm planes (8 blocks), whatever the file's width and depth
-        (CBC encryption uses one block of each batch)."""
+        (CBC encryption uses one block of each batch); `key`: the register holding the
+        schedule's address (default the `key` argument); `counter`: a public GPR for the round
+        count and byte indices; `origin`: where the batch's area starts in a frame the caller
+        opens (16-byte aligned; the area ends at frame.payload)."""
         check_config(b.spec)
-        self.controls = controls
+        self.controls, self.key, self.counter = controls, key or b.reg["key"], counter
         self.b, self.spec = b, b.spec
         self.width, self.depth = (128, 1) if single else (b.width, b.spec.depth)
         self.lanes = self.width // 128
@@ -117,10 +121,10 @@ class Batch:
         self.vbytes = self.width // 8
         regs = registers_per_set(self.spec, self.depth)
         area = spill_slots(self.spec, regs) * self.vbytes
-        slots = 16 * self.blocks
+        slots = origin + 16 * self.blocks
         chain = slots + area * self.depth
-        payload = -(-(chain + 16) // self.vbytes) * self.vbytes
-        self.frame = Frame(0, slots, chain, aligned(payload, pushes=0), payload)
+        payload = origin + -(-(chain - origin + 16) // self.vbytes) * self.vbytes
+        self.frame = Frame(origin, slots, chain, aligned(payload, pushes=0), payload)
         self.sets = [Planes(b, self.spec, self.width, slots + k * area, base=k * regs, nregs=regs)
                      for k in range(self.depth)]
         self.p = self.sets[0]
@@ -147,10 +151,23 @@ class Batch:
 
     def leave(self) -> None:
         """Wipe the frame (plaintext, keystream, spilled planes), pop it, return."""
-        self.vec("vzero", x(0), comment="wipe the frame")
-        for off in range(self.frame.buf, self.frame.payload, self.vbytes):
-            self.vec("vstore", Mem("rsp", off), x(0))
+        self.wipe()
         leave_frame(self.b, self.frame.size)
+
+    def wipe(self, end: int | None = None) -> None:
+        """Zero the batch's area (up to `end`, if another batch's area ends further)."""
+        self.vec("vzero", x(0), comment="wipe the frame")
+        for off in range(self.frame.buf, end or self.frame.payload, self.vbytes):
+            self.vec("vstore", Mem("rsp", off), x(0))
+
+    def encrypt_block(self, src: Mem, dst: Mem, comment: str = "") -> None:
+        """dst = E(K, the block at src), one xmm batch (`single`) of 8 copies of it."""
+        assert self.width == 128
+        self.vec("vload", x(0), src, comment=comment)
+        for j in BLOCK_REGS[1:]:
+            self.p.move(x(j), x(0))
+        outs = self.run(False)
+        self.vec("vstore", dst, self.p.r(outs[0][0]))
 
     # -- copies -----------------------------------------------------------------------
     def copy_in(self, src: Mem, count: str) -> None:
@@ -170,14 +187,15 @@ class Batch:
         """count (> 0) blocks from src to dst, 16 bytes at a time (INDEX, SCRATCH clobbered)."""
         b = self.b
         top = b.label_name("copy")
+        index = self.counter
         b.s("mov.r64.r64", SCRATCH, count)
         b.s("shl.r64.imm", SCRATCH, imm=4)
-        b.s("xor.r32.r32", r32(INDEX), r32(INDEX))
+        b.s("xor.r32.r32", r32(index), r32(index))
         b.label(top)
-        self.vec("vload", x(0), Mem(src.base, src.disp, index=INDEX), width=128)
-        self.vec("vstore", Mem(dst.base, dst.disp, index=INDEX), x(0), width=128)
-        b.s("add.r64.imm", INDEX, imm=16)
-        b.s("cmp.r64.r64", INDEX, SCRATCH)
+        self.vec("vload", x(0), Mem(src.base, src.disp, index=index), width=128)
+        self.vec("vstore", Mem(dst.base, dst.disp, index=index), x(0), width=128)
+        b.s("add.r64.imm", index, imm=16)
+        b.s("cmp.r64.r64", index, SCRATCH)
         b.branch("b", top)
 
     # -- the batch ----------------------------------------------------------------------
@@ -203,7 +221,7 @@ class Batch:
     def run(self, decrypt: bool) -> list[list[int]]:
         """Blocks in registers 0..7 of every set -> the output blocks (their local registers, per set)."""
         self.each(lambda p: p.to_planes(BLOCK_REGS, self.temps(p, BLOCK_REGS)))
-        outs = self.rounds(decrypt, self.b.reg["key"])
+        outs = self.rounds(decrypt, self.key)
         way_out = Mem(self.controls, 2 * self.vbytes)  # the last round's coordinate, then memory order
         self.each(lambda p: p.from_planes(outs[self.sets.index(p)], self.temps(p, outs[self.sets.index(p)]), way_out))
         return outs
@@ -212,7 +230,8 @@ class Batch:
         b, W, stride = self.b, self.width, self.spec.key_stride
         top, last = b.label_name("round"), b.label_name("last_round")
         rk = Mem(ROUND_KEY, 0)
-        b.s("mov.r32.m32", r32(ROUNDS_LEFT), Mem(key, self.spec.rounds_offset, bits=32), comment="round count (public)")
+        left = self.counter
+        b.s("mov.r32.m32", r32(left), Mem(key, self.spec.rounds_offset, bits=32), comment="round count (public)")
         b.s("mov.r64.r64", ROUND_KEY, key, comment="round-key pointer")
         entry = 3 * self.vbytes
         c = self.controls
@@ -226,12 +245,12 @@ class Batch:
         if decrypt:
             outs = self.each(lambda p: p.sbox(inverse=True))
             self.each(lambda p: p.add_round_key(outs[self.sets.index(p)], rk))
-            b.s("sub.r64.imm", ROUNDS_LEFT, imm=1)
+            b.s("sub.r64.imm", left, imm=1)
             b.branch("e", last)
             res = self.each(lambda p: p.inv_mix_columns(outs[self.sets.index(p)], rot))
         else:
             outs = self.each(lambda p: p.sbox())
-            b.s("sub.r64.imm", ROUNDS_LEFT, imm=1)
+            b.s("sub.r64.imm", left, imm=1)
             b.branch("e", last)
             res = self.each(lambda p: p.mix_columns(outs[self.sets.index(p)], rot, key=rk))
 
@@ -287,8 +306,6 @@ def ecb_function(b: FunctionBuilder, decrypt: bool) -> None:
 def ctr32_function(b: FunctionBuilder) -> None:
     bt = Batch(b, CONTROLS)
     inp, outp, length, ctr = (b.reg[a] for a in ("in", "out", "len", "ctr"))
-    L, W = bt.lanes, bt.width
-    top, tail, done = (b.label_name(s) for s in ("batch", "tail", "done"))
     return_if_zero(b, length)
     bt.enter()
     chain = Mem("rsp", bt.frame.chain)
@@ -304,6 +321,20 @@ def ctr32_function(b: FunctionBuilder) -> None:
     b.s("add.r32.r32", r32(DATA), r32(SCRATCH))
     b.s("bswap.r32", r32(DATA))
     b.s("mov.m32.r32", Mem(ctr, 12, bits=32), r32(DATA), comment="ctr += blocks (mod 2^32)")
+    ctr_batches(bt, inp, outp, length)
+    bt.leave()
+
+
+def ctr_batches(bt: Batch, inp: str, outp: str, length: str, little_endian: bool = False) -> None:
+    """out = in ^ the keystream of length (> 0) bytes, batch by batch; advances inp, outp and
+    counts length down. The counter is the 16 bytes at frame.chain with its 32-bit counter
+    in dword 0 (CTR32 and GCM: the counter block byte-reversed; GCM-SIV, `little_endian`: the
+    block as it is), incremented mod 2^32; it ends one batch past the last batch used.
+    DATA carries keystream bytes."""
+    b = bt.b
+    L, W = bt.lanes, bt.width
+    chain = Mem("rsp", bt.frame.chain)
+    top, tail, done = (b.label_name(s) for s in ("batch", "tail", "done"))
     b.label(top)
     base = x(8)
     if W == 128:
@@ -313,7 +344,9 @@ def ctr32_function(b: FunctionBuilder) -> None:
         bt.vec("paddd", base, base, lane_index(L), comment="lane l: + l")
     for k, p in enumerate(bt.sets):
         for j in BLOCK_REGS:
-            if p.two_op:
+            if little_endian:  # GCM-SIV: the counter block as it is
+                bt.vec("vmov", p.r(j), base, comment="counter blocks" if j + k == 0 else "")
+            elif p.two_op:
                 bt.vec("vmov", p.r(j), base)
                 bt.vec("pshufb", p.r(j), p.r(j), bswap_mask(L))
             else:
@@ -344,16 +377,16 @@ def ctr32_function(b: FunctionBuilder) -> None:
     b.label(tail)
     bt.store(outs, Mem("rsp", bt.frame.buf))
     loop = b.label_name("tail_byte")
-    b.s("xor.r32.r32", r32(INDEX), r32(INDEX))
+    index = bt.counter
+    b.s("xor.r32.r32", r32(index), r32(index))
     b.label(loop)
-    b.s("movzx.r32.m8", r32(DATA), Mem("rsp", bt.frame.buf, index=INDEX, bits=8), comment="keystream byte")
-    b.s("xor.r8.m8", r8(DATA), Mem(inp, 0, index=INDEX, bits=8))
-    b.s("mov.m8.r8", Mem(outp, 0, index=INDEX, bits=8), r8(DATA))
-    b.s("add.r64.imm", INDEX, imm=1)
-    b.s("cmp.r64.r64", INDEX, length)
+    b.s("movzx.r32.m8", r32(DATA), Mem("rsp", bt.frame.buf, index=index, bits=8), comment="keystream byte")
+    b.s("xor.r8.m8", r8(DATA), Mem(inp, 0, index=index, bits=8))
+    b.s("mov.m8.r8", Mem(outp, 0, index=index, bits=8), r8(DATA))
+    b.s("add.r64.imm", index, imm=1)
+    b.s("cmp.r64.r64", index, length)
     b.branch("b", loop)
     b.label(done)
-    bt.leave()
 
 
 # ----------------------------------------------------------------------------- CBC

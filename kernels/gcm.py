@@ -29,7 +29,8 @@ from .regs import RESULT, arg, r8, r32
 
 # The slots below (gcm_stream's end at 120), in 128 bytes under the six callee-saved
 # registers (kernels/frame.py: rsp 16-byte aligned, never copied into another register).
-FRAME = aligned(128)
+SLOTS = 128
+FRAME = aligned(SLOTS)
 # Register roles. The arguments are in their SysV registers (regs.arg; gcm_decrypt's are
 # gcm_encrypt's); the stack arguments move to OUT, LEN, TAG_PTR, TAGLEN at entry.
 KEY, IN = (arg("gcm_encrypt", a) for a in ("key", "in"))  # the gkey (schedule, then the powers of H); the input
@@ -227,16 +228,16 @@ class Gcm:
         b.branch("e", self.bad)
         self.refuse_tag_length(4)
 
+    def paths(self) -> None:
+        """After the entry: one path per key size."""
+        self.b.key_paths("key", self.path, scratch=r32(SCRATCH))  # rax carries data bytes in GCM
+
     def path(self, nr: int) -> None:
         b = self.b
         acc = self.start_hashing()
         base = b.pinned("CTR_BASE")
         self.j0(acc, nr, lambda j: counter_base(b, j, first=1, dst=base))
-        # AAD
-        b.v("vzero", dst=acc, width=128)
-        b.s("mov.r64.m64", AAD, Mem(AAD_PTR.base, AAD_PTR.disp, bits=64))
-        b.s("mov.r64.m64", AAD_LEN_REG, Mem(AAD_LEN.base, AAD_LEN.disp, bits=64))
-        self.hash_bytes(acc, AAD, AAD_LEN_REG)
+        self.hash_aad(acc)
         # Text: the main loop hashes each batch's ciphertext as the CTR loop produces (or,
         # decrypting, consumes) it; the rest is hashed in a second pass — before it is
         # decrypted, since in == out may overwrite it.
@@ -244,6 +245,20 @@ class Gcm:
                    public_counter=PUBLIC_COUNTER)
         if not self.decrypt:  # the ciphertext left, then the lengths
             self.hash_final(acc, *REST, Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), _arg("len"))
+        self.finish_tag(acc)
+
+    def hash_aad(self, acc: VReg) -> None:
+        """acc = GHASH of the AAD (from the frame's copy of its pointer and length)."""
+        b = self.b
+        b.v("vzero", dst=acc, width=128)
+        b.s("mov.r64.m64", AAD, Mem(AAD_PTR.base, AAD_PTR.disp, bits=64))
+        b.s("mov.r64.m64", AAD_LEN_REG, Mem(AAD_LEN.base, AAD_LEN.disp, bits=64))
+        self.hash_bytes(acc, AAD, AAD_LEN_REG)
+
+    def finish_tag(self, acc: VReg) -> None:
+        """tag = E(K, J0) ^ S (S = acc, the whole hash): written (taglen bytes) or checked;
+        the frame's secrets wiped; on to the exit with the result in RESULT."""
+        b = self.b
         b.s("mov.r64.m64", TAG_PTR, _arg("tag"))
         with b.at_width(128):
             s = b.v("pshufb", acc, bswap_mask(1))
@@ -279,17 +294,22 @@ class Gcm:
         return self.b.pinned("HASH")
 
     def j0(self, acc: VReg, nr: int, then: Callable[[VReg], None]) -> None:
-        """J0 from iv = IV, ivlen = IVLEN (not 0), as an xmm value, and E(K, J0) into its frame
-        slot; then(J0) runs on each of the two paths (J0 never goes through the stack).
-        acc is scratch."""
+        """make_j0, and E(K, J0) into its frame slot; then(J0) runs on each of the two paths
+        (J0 never goes through the stack). acc is scratch."""
         b = self.b
-        general, have_j0 = b.label_name("iv_hash"), b.label_name("iv_done")
 
         def finish_j0(j: VReg) -> None:
             with b.at_width(128):
                 b.store(EKJ0, encrypt_rounds(b, j, nr), comment="E(K, J0) masks the tag")
             then(j)
 
+        self.make_j0(acc, finish_j0)
+
+    def make_j0(self, acc: VReg, then: Callable[[VReg], None]) -> None:
+        """J0 from iv = IV, ivlen = IVLEN (not 0), as an xmm value: then(J0) on each of the
+        two paths (a 12-byte IV; any other length, hashed). acc is scratch."""
+        b = self.b
+        general, have_j0 = b.label_name("iv_hash"), b.label_name("iv_done")
         b.s("cmp.r64.imm", IVLEN, imm=12)
         b.branch("ne", general)
         b.s("mov.r64.imm", PUBLIC_COUNTER, imm=2, comment="the first text block's counter: public")
@@ -297,7 +317,7 @@ class Gcm:
             lo = b.v("vload64", Mem(IV, 0, bits=64), comment="12 bytes, never 16: no over-read")
             j = b.v("punpcklqdq", lo, b.v("vload32", Mem(IV, 8, bits=32)))
             j = b.v("vxor", j, be32_one_in_dword3(), comment="J0 = IV || 0^31 || 1")
-        finish_j0(j)
+        then(j)
         b.branch("jmp", have_j0)
         b.label(general)
         b.s("xor.r32.r32", r32(PUBLIC_COUNTER), r32(PUBLIC_COUNTER), comment="J0 depends on H: no public counter")
@@ -305,7 +325,7 @@ class Gcm:
         self.hash_final(acc, IV, IVLEN, None, IVLEN)  # IV || pad || 0^64 || [len(IV)]_64
         with b.at_width(128):
             j = b.v("pshufb", acc, bswap_mask(1), comment="J0 = GHASH(IV ...)")
-        finish_j0(j)
+        then(j)
         b.label(have_j0)
 
     def for_each_byte(self, count: str, body: Callable[[Mem, Mem], None], stem: str) -> None:
@@ -412,10 +432,11 @@ class Stitch:
 
 @describes("gcm_encrypt", decrypt=False)
 @describes("gcm_decrypt", decrypt=True)
-def gcm_function(b: FunctionBuilder, decrypt: bool) -> None:
-    g = Gcm(b, decrypt)
+def gcm_function(b: FunctionBuilder, decrypt: bool, kind: type[Gcm] = Gcm) -> None:
+    """`kind`: whose AES (Gcm.paths)."""
+    g = kind(b, decrypt)
     g.entry()
-    b.key_paths("key", g.path, scratch=r32(SCRATCH))  # rax carries data bytes in GCM
+    g.paths()
 
     def tail() -> None:
         g.bad_args()

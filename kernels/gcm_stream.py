@@ -16,6 +16,8 @@ one-shot frame (six saved registers, scratch slots under rsp) and keeps the cont
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from aesgen.consts import bswap_mask
 from aesgen.dsl import FunctionBuilder
 from aesgen.ir import Mem, VReg
@@ -23,7 +25,7 @@ from aesgen.spec import GCM_CTX_BYTES
 
 from .aes import encrypt_rounds
 from .frame import open_frame, push_saved
-from .gcm import BLOCK, BYTE, BYTES_HI, EKJ0, FRAME, IN, IV, IVLEN, KEY, LEN, OUT, REST, SCRATCH, Gcm, Stitch
+from .gcm import BLOCK, BYTE, BYTES_HI, EKJ0, IN, IV, IVLEN, KEY, LEN, OUT, REST, SCRATCH, Gcm, Stitch
 from .modes import counter_base, ctr_stream
 from .registry import describes
 from .regs import RESULT, arg, r8, r32
@@ -58,7 +60,7 @@ class GcmStream(Gcm):
         """Save registers, open the frame, ctx -> CTX and the gkey it names -> KEY."""
         b = self.b
         push_saved(b)
-        open_frame(b, FRAME)
+        open_frame(b, self.frame)
         b.s("mov.r64.r64", CTX, ctx_arg)
         self.public_load(KEY, GKEY)
 
@@ -155,39 +157,125 @@ class GcmStream(Gcm):
         self.b.s("mov.r64.imm", PUBLIC, imm=1)
         self.advance_counter(r32(PUBLIC))
 
+    # -- the parts of start and update around the AES ------------------------------------
+    def start_paths(self) -> None:
+        """gcm_start after its prologue: per key size, J0 and E(K, J0), then the fresh state."""
+        b = self.b
 
-@describes("gcm_start")
-def gcm_start_function(b: FunctionBuilder) -> None:
-    """P_gcm_start(ctx, gkey, iv, ivlen): -1 for an empty IV, else J0, E(K, J0), zero state."""
-    g = GcmStream(b)
-    bad = b.label_name("bad_iv")
-    ctx, gkey, iv, ivlen = (b.reg[a] for a in ("ctx", "gkey", "iv", "ivlen"))
-    b.s("test.r64.r64", ivlen, ivlen, comment="an empty IV is refused")
-    b.branch("e", bad)
-    push_saved(b)
-    open_frame(b, FRAME)
-    b.s("mov.r64.r64", CTX, ctx)
-    b.s("mov.m64.r64", GKEY, gkey)
-    b.s("mov.r64.r64", KEY, gkey)
-    b.s("mov.r64.r64", IV, iv)
-    b.s("mov.r64.r64", IVLEN, ivlen)
+        def path(nr: int) -> None:
+            acc = self.start_hashing()
+            self.j0(acc, nr, lambda j: b.store(CTX_COUNTER, j, width=128))
+            self.finish_start()
 
-    def path(nr: int) -> None:
-        acc = g.start_hashing()
-        g.j0(acc, nr, lambda j: b.store(CTX_COUNTER, j, width=128))
+        b.key_paths(KEY, path, scratch=r32(SCRATCH))
+
+    def finish_start(self) -> None:
+        """E(K, J0) (in its frame slot) and J0 (as the counter) are made: the rest of the state."""
+        b = self.b
         with b.at_width(128):
             b.store(CTX_EKJ0, b.v("vload", EKJ0))
             z = b.v("vzero")
             for field in (CTX_HASH, CTX_KEYSTREAM, CTX_BLOCK):
                 b.store(field, z)
-        g.advance_counter_by_one()
+        self.advance_counter_by_one()
         b.s("xor.r32.r32", r32(PUBLIC), r32(PUBLIC))
         for field in (AAD_BYTES, TEXT_BYTES, IN_TEXT):
             b.s("mov.m64.r64", field, PUBLIC)
         b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
-        g.leave()
+        self.leave()
 
-    b.key_paths(KEY, path, scratch=r32(SCRATCH))
+    def update_paths(self, inp: str, outp: str, n: str) -> None:
+        """An update after its prologue (n > 0), per key size: the whole blocks through the
+        stitched CTR + GHASH loop, from the context's counter."""
+        b = self.b
+
+        def path(nr: int) -> None:
+            acc = self.load_hash()
+            self.update_whole_blocks(acc, inp, outp, n)
+            base = counter_base(b, CTX_COUNTER)
+            self.advance_counter_past(LEN)
+            whole = b.label_name("no_blocks")
+            b.s("test.r64.r64", LEN, LEN)
+            b.branch("e", whole)
+            ctr_stream(b, nr, base, IN, OUT, LEN, stitch=Stitch(self, acc))
+            if not self.decrypt:
+                self.hash_bytes(acc, *REST)
+            b.label(whole)
+
+            def keystream() -> None:  # one keystream block kept in the context
+                with b.at_width(128):
+                    b.store(CTX_KEYSTREAM, encrypt_rounds(b, b.v("vload", CTX_COUNTER), nr))
+            self.update_suffix(acc, keystream)
+
+        b.key_paths(KEY, path, scratch=r32(SCRATCH))
+
+    def update_whole_blocks(self, acc: VReg, inp: str, outp: str, n: str) -> None:
+        """An update up to its whole blocks: the AAD closed, the partial block of the last call
+        finished; then IN, OUT, LEN = the whole blocks (LEN in bytes), SUFFIX_LEN = the bytes
+        after them, whose place SUFFIX_IN / SUFFIX_OUT keep."""
+        b = self.b
+        self.close_aad(acc)
+        self.advance_length(TEXT_BYTES, n, POS)
+        b.s("mov.r64.r64", IN, inp)
+        b.s("mov.r64.r64", OUT, outp)
+        b.s("mov.r64.r64", LEN, n)
+        skip = b.label_name("aligned")
+        b.s("test.r64.r64", POS, POS)
+        b.branch("e", skip)
+        self.byte_loop(IN, OUT, LEN, POS, acc)  # finish the partial block of the last call
+        b.label(skip)
+        b.s("mov.r64.r64", SUFFIX_LEN, LEN)
+        b.s("and.r64.imm", SUFFIX_LEN, imm=15, comment="bytes left for a new partial block")
+        b.s("and.r64.imm", LEN, imm=-16)
+        b.s("lea.r64.m", SCRATCH, Mem(IN, 0, index=LEN, scale=1), comment="where those bytes start")
+        b.s("mov.m64.r64", SUFFIX_IN, SCRATCH)
+        b.s("lea.r64.m", SCRATCH, Mem(OUT, 0, index=LEN, scale=1))
+        b.s("mov.m64.r64", SUFFIX_OUT, SCRATCH)
+
+    def advance_counter_past(self, length: str) -> None:
+        """The context's counter += length / 16 (length: whole blocks in bytes)."""
+        b = self.b
+        b.s("mov.r64.r64", SCRATCH, length)
+        b.s("shr.r64.imm", SCRATCH, imm=4)
+        self.advance_counter(r32(SCRATCH))
+
+    def update_suffix(self, acc: VReg, keystream: Callable[[], None] | None) -> None:
+        """The bytes after the whole blocks start a new partial block: its keystream block
+        (`keystream` makes it and the counter moves on; None: made already), then the bytes;
+        the hash saved and the function left."""
+        b = self.b
+        b.s("mov.r64.m64", SUFFIX_SRC, SUFFIX_IN)
+        b.s("mov.r64.m64", SUFFIX_DST, SUFFIX_OUT)
+        partial = b.label_name("no_partial")
+        b.s("test.r64.r64", SUFFIX_LEN, SUFFIX_LEN)
+        b.branch("e", partial)
+        if keystream is not None:
+            keystream()
+            self.advance_counter_by_one()
+        b.s("xor.r32.r32", r32(POS), r32(POS))
+        self.byte_loop(SUFFIX_SRC, SUFFIX_DST, SUFFIX_LEN, POS, acc)
+        b.label(partial)
+        self.save_hash(acc)
+        self.leave()
+
+
+@describes("gcm_start")
+def gcm_start_function(b: FunctionBuilder, kind: type[GcmStream] = GcmStream) -> None:
+    """P_gcm_start(ctx, gkey, iv, ivlen): -1 for an empty IV, else J0, E(K, J0), zero state.
+    `kind`: whose AES (GcmStream.start_paths)."""
+    g = kind(b)
+    bad = b.label_name("bad_iv")
+    ctx, gkey, iv, ivlen = (b.reg[a] for a in ("ctx", "gkey", "iv", "ivlen"))
+    b.s("test.r64.r64", ivlen, ivlen, comment="an empty IV is refused")
+    b.branch("e", bad)
+    push_saved(b)
+    open_frame(b, g.frame)
+    b.s("mov.r64.r64", CTX, ctx)
+    b.s("mov.m64.r64", GKEY, gkey)
+    b.s("mov.r64.r64", KEY, gkey)
+    b.s("mov.r64.r64", IV, iv)
+    b.s("mov.r64.r64", IVLEN, ivlen)
+    g.start_paths()
 
     def refuse() -> None:
         b.label(bad)
@@ -236,63 +324,17 @@ def gcm_aad_function(b: FunctionBuilder) -> None:
 
 @describes("gcm_encrypt_update", decrypt=False)
 @describes("gcm_decrypt_update", decrypt=True)
-def gcm_update_function(b: FunctionBuilder, decrypt: bool) -> None:
+def gcm_update_function(b: FunctionBuilder, decrypt: bool, kind: type[GcmStream] = GcmStream) -> None:
     """P_gcm_{en,de}crypt_update(ctx, in, out, len): any chunking; the counter, hash and
-    partial block carry over in the context."""
-    g = GcmStream(b, decrypt)
+    partial block carry over in the context. `kind`: whose AES (GcmStream.update_paths)."""
+    g = kind(b, decrypt)
     done = b.label_name("nothing")
     ctx, inp, outp, n = (b.reg[a] for a in ("ctx", "in", "out", "len"))
     b.s("test.r64.r64", n, n)
     b.branch("e", done)
     g.enter(ctx)
 
-    def path(nr: int) -> None:
-        acc = g.load_hash()
-        g.close_aad(acc)
-        g.advance_length(TEXT_BYTES, n, POS)
-        b.s("mov.r64.r64", IN, inp)
-        b.s("mov.r64.r64", OUT, outp)
-        b.s("mov.r64.r64", LEN, n)
-        skip = b.label_name("aligned")
-        b.s("test.r64.r64", POS, POS)
-        b.branch("e", skip)
-        g.byte_loop(IN, OUT, LEN, POS, acc)  # finish the partial block of the last call
-        b.label(skip)
-        # Whole blocks: the stitched main loop, from the context's counter.
-        b.s("mov.r64.r64", SUFFIX_LEN, LEN)
-        b.s("and.r64.imm", SUFFIX_LEN, imm=15, comment="bytes left for a new partial block")
-        b.s("and.r64.imm", LEN, imm=-16)
-        b.s("lea.r64.m", SCRATCH, Mem(IN, 0, index=LEN, scale=1), comment="where those bytes start")
-        b.s("mov.m64.r64", SUFFIX_IN, SCRATCH)
-        b.s("lea.r64.m", SCRATCH, Mem(OUT, 0, index=LEN, scale=1))
-        b.s("mov.m64.r64", SUFFIX_OUT, SCRATCH)
-        base = counter_base(b, CTX_COUNTER)
-        b.s("mov.r64.r64", SCRATCH, LEN)
-        b.s("shr.r64.imm", SCRATCH, imm=4)
-        g.advance_counter(r32(SCRATCH))
-        whole = b.label_name("no_blocks")
-        b.s("test.r64.r64", LEN, LEN)
-        b.branch("e", whole)
-        ctr_stream(b, nr, base, IN, OUT, LEN, stitch=Stitch(g, acc))
-        if not decrypt:
-            g.hash_bytes(acc, *REST)
-        b.label(whole)
-        b.s("mov.r64.m64", SUFFIX_SRC, SUFFIX_IN)
-        b.s("mov.r64.m64", SUFFIX_DST, SUFFIX_OUT)
-        # A new partial block: one keystream block kept in the context.
-        partial = b.label_name("no_partial")
-        b.s("test.r64.r64", SUFFIX_LEN, SUFFIX_LEN)
-        b.branch("e", partial)
-        with b.at_width(128):
-            b.store(CTX_KEYSTREAM, encrypt_rounds(b, b.v("vload", CTX_COUNTER), nr))
-        g.advance_counter_by_one()
-        b.s("xor.r32.r32", r32(POS), r32(POS))
-        g.byte_loop(SUFFIX_SRC, SUFFIX_DST, SUFFIX_LEN, POS, acc)
-        b.label(partial)
-        g.save_hash(acc)
-        g.leave()
-
-    b.key_paths(KEY, path, scratch=r32(SCRATCH))
+    g.update_paths(inp, outp, n)
 
     def nothing() -> None:
         b.label(done)

@@ -28,7 +28,7 @@ from . import gcm
 from .aes import EXPANDERS, ScheduleWriter, encrypt_rounds, key_size_paths
 from .frame import CALLEE_SAVED, aligned, leave_frame, open_frame, push_saved
 from .ghash import HashCore, build_powers, dot
-from .gcm import AAD, AAD_LEN, AAD_LEN_REG, AAD_PTR, BLOCK, LEN, SCRATCH, TAG, TAG_PTR, TAGLEN, Gcm
+from .gcm import AAD, AAD_LEN, AAD_PTR, BLOCK, LEN, SCRATCH, TAG, TAG_PTR, TAGLEN, Gcm
 from .modes import counter_base, ctr_stream
 from .regs import RESULT, r32
 from .registry import describes
@@ -167,10 +167,7 @@ class GcmSiv(Gcm):
     def hash_message(self, acc: VReg) -> None:
         """acc = POLYVAL over AAD, the plaintext (in, or out once decrypted) and the length block."""
         b = self.b
-        b.v("vzero", dst=acc, width=128)
-        b.s("mov.r64.m64", AAD, Mem(AAD_PTR.base, AAD_PTR.disp, bits=64))
-        b.s("mov.r64.m64", AAD_LEN_REG, Mem(AAD_LEN.base, AAD_LEN.disp, bits=64))
-        self.hash_bytes(acc, AAD, AAD_LEN_REG)
+        self.hash_aad(acc)
         text = AAD  # then the plaintext, from the same register
         b.s("mov.r64.m64", text, gcm.SAVED_ARGS["out"] if self.decrypt else IN_PTR)
         self.hash_bytes(acc, text, LEN)

@@ -72,7 +72,7 @@ BAD = [
     (["generate", "ecb", "--gfdouble", "batch"], "--gfdouble applies"),
     (["generate", "ecb", "--isa", "neon"], "neon"),
     (["generate", "ecb", "--target", "skylake", "--isa", "foo"], "unknown ISA 'foo'"),  # was a KeyError traceback
-    (["generate", "gcm", "--backend", "bitsliced"], "bitsliced"),
+    (["generate", "ocb", "--backend", "bitsliced"], "bitsliced"),
     (["generate", "ecb", "--backend", "bitsliced", "--isa", "avx2", "--depth", "2"], "depth"),
     (["generate", "ecb", "--isa", "avx2", "--width", "512"], "512"),
     (["generate", "ecb", "--isa", "sse", "--width", "256"], "256"),

@@ -100,17 +100,20 @@ def test_gfni_files_have_no_aesni_and_no_pclmulqdq(modes, method):
     assert not {"aes", "vaes", "pclmulqdq", "vpclmulqdq"} & set(spec.features)
 
 
+@pytest.mark.parametrize("modes", [("ghash", "polyval"), ("gcm",)])
 @pytest.mark.parametrize("isa,width", [("sse", 128), ("avx2", 256), ("avx512", 256)])
-def test_bitsliced_hash_files_have_no_aesni_no_pclmulqdq_no_gfni(isa, width):
-    spec = KernelSpec(("ghash", "polyval"), isa, width, 1, backend="bitsliced")
+def test_bitsliced_files_have_no_aesni_no_pclmulqdq_no_gfni(modes, isa, width):
+    spec = KernelSpec(modes, isa, width, 1, backend="bitsliced")
     used = instructions(spec)
     assert not [m for m in used if any(f in m for f in FORBIDDEN + ("gf2p8",))]
     assert not {"aes", "vaes", "pclmulqdq", "vpclmulqdq", "gfni"} & set(spec.features)
 
 
-@pytest.mark.parametrize("backend,method", [("gfni", "ctmul"), ("gfni", "bitsliced"), ("bitsliced", "ctmul")])
-def test_static_constant_time_scan_passes(tmp_path, backend, method):
-    spec = KernelSpec(("ghash", "polyval"), "avx512", 256, 1, backend=backend, gfmul=method)
+@pytest.mark.parametrize("backend,method,modes", [
+    ("gfni", "ctmul", ("ghash", "polyval")), ("gfni", "bitsliced", ("ghash", "polyval")),
+    ("bitsliced", "ctmul", ("ghash", "polyval")), ("bitsliced", "ctmul", ("gcm",))])
+def test_static_constant_time_scan_passes(tmp_path, backend, method, modes):
+    spec = KernelSpec(modes, "avx512", 256, 1, backend=backend, gfmul=method)
     path = tmp_path / "k.S"
     path.write_text(generate(spec).asm)
     assert [(r.name, r.detail) for r in static_ct.check(spec, path) if r.status != "pass"] == []
@@ -159,4 +162,21 @@ def test_hash_files_verify(tmp_path, backend, isa, width, method):
 @pytest.mark.parametrize("isa,width", [("avx2", 256), ("avx512", 512)])
 def test_gfni_gcm_files_verify(tmp_path, isa, width):
     spec = KernelSpec(("gcm", "gcm-siv"), isa, width, 1, backend="gfni")
+    verify_generated(tmp_path, spec, quick=True)
+
+
+# The bitsliced GCM files: the whole verifier (CAVP, McGrew-Viega, differential against
+# cryptography, tamper, streaming chunkings, guard pages, ABI, kernel == simulation).
+@pytest.mark.parametrize("isa,width,depth", [("avx2", 256, 1), ("avx512", 512, 2)])
+def test_bitsliced_gcm_files_verify(tmp_path, isa, width, depth):
+    spec = KernelSpec(("gcm", "ghash", "polyval"), isa, width, depth, backend="bitsliced")
+    results = verify_generated(tmp_path, spec, quick=True)
+    assert [r.name for r in results if r.status == "skip"] == []  # the simulation included
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("isa,width,depth,method", [
+    ("sse", 128, 1, "ctmul"), ("avx", 128, 1, "ctmul"), ("avx512", 128, 1, "ctmul"), ("avx512", 256, 2, "bitsliced")])
+def test_bitsliced_gcm_files_verify_everywhere(tmp_path, isa, width, depth, method):
+    spec = KernelSpec(("gcm",), isa, width, depth, backend="bitsliced", gfmul=method)
     verify_generated(tmp_path, spec, quick=True)

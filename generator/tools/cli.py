@@ -220,9 +220,6 @@ def simulate(function: str, key_hex: str, in_hex: str, iv_hex: str | None, **con
     spec = spec_from_options(mode_of(function), **config, default_native=False)
     if spec.abi != "sysv":
         raise UsageFailure("simulate runs the SysV kernel description; --abi changes only the wrapper")
-    if spec.backend == "bitsliced":
-        raise UsageFailure("simulate runs DSL descriptions; bitsliced kernels are written on physical "
-                           "registers (aesgen verify checks them against known answers and cryptography)")
     try:
         key, data = bytes.fromhex(key_hex), bytes.fromhex(in_hex)
         chain = bytes.fromhex(iv_hex) if iv_hex is not None else bytes(16)

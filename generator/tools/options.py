@@ -50,7 +50,7 @@ def config_options(f):
     f = click.option("--backend", default=None,
                      help="Kernel family [default: aesni; on a target without AES-NI, gfni or bitsliced]: "
                           "aesni (AES-NI/VAES), gfni (AES from GF2P8AFFINEINVQB, no AES-NI) or "
-                          "bitsliced (logic ops and byte shuffles only; ecb, ctr32, cbc; depth = sets of 8 "
+                          f"bitsliced (logic ops and byte shuffles only; {', '.join(BITSLICED_MODES)}; depth = sets of 8 "
                           "bit-planes: 1, or 2 on avx512, the default there).")(f)
     f = click.option("--depth", "-d", type=int, default=None,
                      help=f"Independent block groups interleaved (1..{MAX_DEPTH}; default 8, lowered per mode to what "
