@@ -1,7 +1,8 @@
 """Unwind information (generator/unwind.py): interrupted anywhere in a kernel, as a profiler's
 signal does, libgcc's unwinder walks back to the kernel's caller through the file's CFI
 (tests/unwind_probe.c). Kernels with a frame and pushes (GCM), with align32's variable drop
-(XTS's 32-byte tables, CFA as a DWARF expression) and the bitsliced frame (CTR). Negative
+(XTS's 32-byte tables, CFA as a DWARF expression), the bitsliced frame (CTR) and bitsliced
+GCM's chain of paths handing state over in its frame. Negative
 self-test: the same GCM file with the frame allocation's directive removed does not unwind."""
 from __future__ import annotations
 
@@ -64,6 +65,7 @@ CASES = {
     "gcm frame and pushes": (KernelSpec(("gcm",), "avx2", 256, 8), setup_gcm),
     "xts align32": (KernelSpec(("xts",), "avx2", 256, 8), setup_xts),
     "bitsliced ctr frame": (KernelSpec(("ctr32",), "avx2", 256, 1, backend="bitsliced"), setup_ctr),
+    "bitsliced gcm chained paths": (KernelSpec(("gcm",), "avx2", 256, 1, backend="bitsliced"), setup_gcm),
 }
 
 
