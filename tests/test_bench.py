@@ -203,3 +203,24 @@ def test_bench_times_the_ceiling_in_every_round(monkeypatch, tmp_path):
     assert bound.bytes_per_cycle == pytest.approx(16 / (10 * 0.5))  # from the sampled 0.5 cycles, not 9
     assert bound.core_hz == pytest.approx(4e9)
     assert "and the ceiling sampled in turn" in result.sampling
+
+
+def test_bench_times_each_size_in_a_run_of_its_own(monkeypatch, tmp_path):
+    """A figure must not depend on the sizes timed before it in the same process; the sizes a peer's
+    output was checked at are gathered over the runs."""
+    import aesgen.bench.timing as bench_mod
+
+    runs = []
+
+    def run_op(spec, so, op, sizes, peers, *args):
+        runs.append(list(sizes))
+        args[-1].setdefault("openssl", []).extend(sizes)  # `checked`, filled as the harness would
+        return 2e9, {"openssl": "OpenSSL (fake)"}, {(s, i): [1000.0] * 3 for s in sizes for i in ("aesgen", "openssl")}, []
+
+    monkeypatch.setattr(bench_mod, "build_shared", lambda p: p)
+    monkeypatch.setattr(bench_mod, "run_op", run_op)
+    path = tmp_path / "k.S"
+    path.write_text("")
+    result = bench(SPEC, path, ops=["ecb_encrypt"], sizes=[256, 16384], peers=("openssl",), cpu=0, budget=0)
+    assert sorted(map(tuple, runs)) == [(256,), (16384,)]
+    assert result.peers["openssl"].endswith("output equal to aesgen's at 256, 16384 B (checked before timing)")

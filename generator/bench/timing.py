@@ -192,12 +192,14 @@ def pin_cpu() -> int:
 
 
 def run_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[str, ...], key_bits: int,
-           trials: int, cpu: int | None, tsc_hz: float | None = None) -> tuple[float, dict[str, str],
-                                                                              dict[tuple[int, str], list[float]],
-                                                                              list["Refusal"]]:
+           trials: int, cpu: int | None, tsc_hz: float | None = None,
+           checked: dict[str, list[int]] | None = None) -> tuple[float, dict[str, str],
+                                                                 dict[tuple[int, str], list[float]], list["Refusal"]]:
     """One run of the harness (one turn of a round): the TSC rate, the peers' details, every
     (size, impl)'s samples in TSC ticks per call, and the sizes a peer refused. `tsc_hz`: the rate
-    an earlier run measured, so this one skips the 50 ms calibration (most of a short run)."""
+    an earlier run measured, so this one skips the 50 ms calibration (most of a short run).
+    `checked`: where to collect, per peer, the sizes whose output equalled ours (for a caller that
+    runs the sizes apart); without it they are said in the peer's detail."""
     cmd = [str(bench_binary()), str(so), spec.prefix, op, str(key_bits), ",".join(map(str, sizes)),
            str(trials), ",".join(peers) or "-"]
     if cpu is not None:
@@ -211,7 +213,8 @@ def run_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[s
     peer_info: dict[str, str] = {}
     samples: dict[tuple[int, str], list[float]] = {}
     refused: list[Refusal] = []
-    checked: dict[str, list[int]] = {}  # peer -> sizes whose output equalled ours before timing
+    says_checked = checked is None
+    checked = {} if checked is None else checked  # peer -> sizes whose output equalled ours before timing
     for r in rows[1:]:
         if "na" in r:
             peer_info[r["impl"]] = f"n/a ({r['na']})"
@@ -227,10 +230,14 @@ def run_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[s
         peer_info.setdefault(p, "available")
         if not peer_info[p].startswith("n/a"):
             peer_info[p] += peer_view.describe(p)
-    for p, checked_sizes in checked.items():
-        if not peer_info[p].startswith("n/a"):
-            peer_info[p] += f"; output equal to aesgen's at {', '.join(map(str, checked_sizes))} B (checked before timing)"
-    return tsc, peer_info, samples, refused
+    return tsc, with_checked(peer_info, checked) if says_checked else peer_info, samples, refused
+
+
+def with_checked(peer_info: dict[str, str], checked: dict[str, list[int]]) -> dict[str, str]:
+    """The peers' details, each saying at which sizes its output was cross-checked with ours."""
+    return {p: detail + (f"; output equal to aesgen's at {', '.join(map(str, sorted(checked[p])))} B "
+                         "(checked before timing)" if p in checked and not detail.startswith("n/a") else "")
+            for p, detail in peer_info.items()}
 
 
 # The sampler's configuration that times the ceiling's loops (bench.c --ceiling) in every round, beside
@@ -241,7 +248,7 @@ CEILING = "ceiling"
 def sample_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[str, ...], key_bits: int,
               trials: int, cpu: int | None, budget: float, probe: tuple[Path, list[str]] | None = None,
               ) -> tuple[float, dict[str, str], list[Measurement], list["Refusal"], Sampling, dict[str, float]]:
-    """Harness runs over every size (every implementation in turn within a run), until each median is
+    """Harness runs, one per size (every implementation in turn within a run), until each median is
     known to ±2% or the budget ends; a measurement per size and implementation. With `probe` (a
     shared object and the loops to run), the ceiling's loops take a turn in every round too; their
     median ticks per instruction come back by loop name."""
@@ -254,20 +261,25 @@ def sample_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tupl
         return {(CEILING, r["name"]): r["samples"] for r in rows if "samples" in r}
 
     def one_round(order: list) -> dict:
-        got: dict = {CEILING: probe_turn()} if order[0] == CEILING else {}
-        sizes_now = [c for c in order if c != CEILING]
-        tsc, peer_info, samples, why = run_op(spec, so, op, sizes_now, peers, key_bits, trials, cpu,
-                                              tsc_rates[0] if tsc_rates else None)
-        tsc_rates.append(tsc)
-        for peer, detail in peer_info.items():  # the first round (sizes in order) tells each peer's story
-            info.setdefault(peer, detail)
-        refused.update({(r.size, r.impl): r for r in why})
-        got.update({size: {key: xs for key, xs in samples.items() if key[0] == size} for size in sizes_now})
-        if probe and CEILING not in got:
-            got[CEILING] = probe_turn()
+        got: dict = {}
+        for turn in order:
+            if turn == CEILING:
+                got[CEILING] = probe_turn()
+                continue
+            # Each size in a process of its own: timed after a short size in the same process, a
+            # shallow loop's bulk figure read 3-7% low (docs/tuning.md, "How far to trust a figure").
+            tsc, peer_info, samples, why = run_op(spec, so, op, [turn], peers, key_bits, trials, cpu,
+                                                  tsc_rates[0] if tsc_rates else None, checked)
+            tsc_rates.append(tsc)
+            for peer, detail in peer_info.items():  # the first round (sizes in order) tells each peer's story
+                info.setdefault(peer, detail)
+            refused.update({(r.size, r.impl): r for r in why})
+            got[turn] = {key: xs for key, xs in samples.items() if key[0] == turn}
         return got
 
+    checked: dict[str, list[int]] = {}
     got = sample([*sizes, CEILING] if probe else sizes, one_round, budget=budget)
+    info = with_checked(info, {p: sorted(set(xs)) for p, xs in checked.items()})
     tsc = tsc_rates[0]  # one TSC rate for every figure
     keys = sorted((key for key in got.round_medians if key[0] != CEILING),
                   key=lambda key: (sizes.index(key[0]), key[1] != "aesgen"))
