@@ -2,7 +2,7 @@
 signal does, libgcc's unwinder walks back to the kernel's caller through the file's CFI
 (tests/unwind_probe.c). Kernels with a frame and pushes (GCM), with align32's variable drop
 (XTS's 32-byte tables, CFA as a DWARF expression), the bitsliced frame (CTR) and bitsliced
-GCM's chain of paths handing state over in its frame. Negative
+GCM's and GCM-SIV's chains of paths handing state over in their frames. Negative
 self-test: the same GCM file with the frame allocation's directive removed does not unwind."""
 from __future__ import annotations
 
@@ -61,11 +61,22 @@ def setup_ctr(lib, p: str, keep: list) -> tuple[str, list[int]]:
     return "ctr32_encrypt", [at(key), at(data), at(data), SIZE, at(ctr)]
 
 
+def setup_siv(lib, p: str, keep: list) -> tuple[str, list[int]]:
+    key, data, tag = buffer(65536), buffer(SIZE), buffer(16)
+    keep += [key, data, tag]
+    assert getattr(lib, f"{p}_gcmsiv_set_key")(bytes(range(16)), 128, ctypes.c_void_p(at(key))) == 0
+    nonce = bytes(12)
+    keep.append(nonce)
+    return "gcmsiv_encrypt", [at(key), ctypes.cast(nonce, ctypes.c_void_p).value, 0, 0, at(data), at(data), SIZE,
+                              at(tag)]
+
+
 CASES = {
     "gcm frame and pushes": (KernelSpec(("gcm",), "avx2", 256, 8), setup_gcm),
     "xts align32": (KernelSpec(("xts",), "avx2", 256, 8), setup_xts),
     "bitsliced ctr frame": (KernelSpec(("ctr32",), "avx2", 256, 1, backend="bitsliced"), setup_ctr),
     "bitsliced gcm chained paths": (KernelSpec(("gcm",), "avx2", 256, 1, backend="bitsliced"), setup_gcm),
+    "bitsliced gcm-siv chained paths": (KernelSpec(("gcm-siv",), "avx2", 256, 1, backend="bitsliced"), setup_siv),
 }
 
 
