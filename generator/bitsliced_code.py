@@ -199,7 +199,7 @@ class Planes:
     def key_plane(self, key: Mem, p: int) -> Mem:
         """Plane p of a round key: planes are the file's width apart (every lane holds the
         same key, so a narrower batch reads the first lane's bytes)."""
-        return Mem(key.base, key.disp + p * self.spec.width // 8)
+        return Mem(key.base, key.disp + p * self.spec.width // 8, key.index, key.scale)
 
     def free_registers(self, used: list[int]) -> list[int]:
         return [n for n in range(self.nregs) if n not in used]

@@ -47,6 +47,14 @@ def block_msb(clear: bool) -> Const:
     return Const("msb_clear" if clear else "msb_set", bytes(b ^ 0xFF for b in top) if clear else top)
 
 
+def last_word_everywhere(rotate: bool) -> Const:
+    """A pshufb control copying word 3 of a block (bytes 12..15) into every word, turned one
+    byte (FIPS-197 RotWord: a0 a1 a2 a3 -> a1 a2 a3 a0) or not: a key expansion's temp word,
+    for the four words of the next round key at once."""
+    word = [12 + (k + rotate) % 4 for k in range(4)]
+    return Const("rot_word3_x4" if rotate else "word3_x4", bytes(word * 4))
+
+
 def be32_one_in_dword3() -> Const:
     """Bytes 12..15 = 00 00 00 01: ORed (XORed) into IV || 0^32, it makes GCM's J0 = IV || 0^31 || 1."""
     return Const("j0_one", bytes(15) + b"\x01")

@@ -32,7 +32,7 @@ ISAS = ("sse", "avx", "avx2", "avx512")
 WIDTHS_BY_ISA = {"sse": (128,), "avx": (128,), "avx2": (256,), "avx512": (128, 256, 512)}
 BACKENDS = ("aesni", "gfni", "bitsliced")
 # The modes the bitsliced backend implements (kernels/bitsliced.py).
-BITSLICED_MODES = ("ecb", "ctr32", "cbc", "ghash", "polyval", "gcm")
+BITSLICED_MODES = ("ecb", "ctr32", "cbc", "ghash", "polyval", "gcm", "gcm-siv")
 ABIS = ("sysv", "win64")  # calling conventions (win64: generator/win64.py)
 # Object formats of a SysV file: ELF (Linux, the BSDs...) or Mach-O (macOS). A win64 file is one
 # format of its own (COFF for Windows, ELF for testing), recorded as "elf".

@@ -10,6 +10,7 @@ from aesgen.spec import KernelSpec
 from . import aes, cpu, gcm, gcm_stream, gcmsiv, ghash, modes, mpc, ocb, otr, wideblock, xts
 from .bitsliced import FUNCTIONS as BITSLICED_MODES_FUNCTIONS, check_config
 from .bitsliced_gcm import FUNCTIONS as BITSLICED_GCM
+from .bitsliced_gcmsiv import FUNCTIONS as BITSLICED_GCMSIV
 from .registry import Describe, described_in
 
 # C function -> its description (what it computes, through the builder). Its C contract (argument
@@ -19,7 +20,7 @@ from .registry import Describe, described_in
 FUNCTIONS: dict[str, Describe] = described_in(aes, cpu, modes, gcm, gcm_stream, gcmsiv, ghash, xts, ocb, otr,
                                                wideblock, mpc)
 # The bitsliced backend's own descriptions (spec.BITSLICED_MODES), by C function.
-BITSLICED: dict[str, Describe] = {**BITSLICED_MODES_FUNCTIONS, **BITSLICED_GCM}
+BITSLICED: dict[str, Describe] = {**BITSLICED_MODES_FUNCTIONS, **BITSLICED_GCM, **BITSLICED_GCMSIV}
 
 
 def build_function(spec: KernelSpec, name: str, compact: bool = False) -> Function:

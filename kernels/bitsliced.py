@@ -104,15 +104,18 @@ class Batch:
     that hides each circuit's dependency chains)."""
 
     def __init__(self, b: FunctionBuilder, controls: str, single: bool = False, key: str | None = None,
-                 counter: str = ROUNDS_LEFT, origin: int = 0) -> None:
+                 counter: str = ROUNDS_LEFT, origin: int = 0, on_stack: tuple[int, Mem] | None = None) -> None:
         """`controls`: a GPR free during the batch, for the per-round shuffle controls;
         `single`: one set of xmm planes (8 blocks), whatever the file's width and depth
         (CBC encryption uses one block of each batch); `key`: the register holding the
         schedule's address (default the `key` argument); `counter`: a public GPR for the round
         count and byte indices; `origin`: where the batch's area starts in a frame the caller
-        opens (16-byte aligned; the area ends at frame.payload)."""
+        opens (16-byte aligned; the area ends at frame.payload); `on_stack`: the schedule is in
+        that frame instead, (its offset, its round count's slot): round keys are read at rsp +
+        offset + a public index (rsp is never copied, see the module's notes)."""
         check_config(b.spec)
         self.controls, self.key, self.counter = controls, key or b.reg["key"], counter
+        self.on_stack = on_stack
         self.b, self.spec = b, b.spec
         self.width, self.depth = (128, 1) if single else (b.width, b.spec.depth)
         self.lanes = self.width // 128
@@ -229,10 +232,16 @@ class Batch:
     def rounds(self, decrypt: bool, key: str) -> list[list[int]]:
         b, W, stride = self.b, self.width, self.spec.key_stride
         top, last = b.label_name("round"), b.label_name("last_round")
-        rk = Mem(ROUND_KEY, 0)
         left = self.counter
-        b.s("mov.r32.m32", r32(left), Mem(key, self.spec.rounds_offset, bits=32), comment="round count (public)")
-        b.s("mov.r64.r64", ROUND_KEY, key, comment="round-key pointer")
+        if self.on_stack is None:
+            rk = Mem(ROUND_KEY, 0)
+            b.s("mov.r32.m32", r32(left), Mem(key, self.spec.rounds_offset, bits=32), comment="round count (public)")
+            b.s("mov.r64.r64", ROUND_KEY, key, comment="round-key pointer")
+        else:
+            at, count = self.on_stack
+            rk = Mem("rsp", at, index=ROUND_KEY)
+            b.s("mov.r32.m32", r32(left), count, comment="round count (public)")
+            b.s("xor.r32.r32", r32(ROUND_KEY), r32(ROUND_KEY), comment="round-key offset in the frame's schedule")
         entry = 3 * self.vbytes
         c = self.controls
         b.s("lea.r64.m", c, bitslice.drift_table(decrypt, W), comment="per round: rot1, rot2, way out")
@@ -486,17 +495,18 @@ def cbc_decrypt_function(b: FunctionBuilder) -> None:
 
 
 # ----------------------------------------------------------------------------- key setup
-def set_key_function(b: FunctionBuilder, decrypt: bool, then: Callable[[], None] | None = None) -> None:
+def set_key_function(b: FunctionBuilder, decrypt: bool, then: Callable[[], None] | None = None,
+                     sizes: tuple[int, ...] = tuple(ROUNDS_BY_BITS)) -> None:
     """FIPS-197 key expansion in GPRs (SubWord by the bitsliced S-box), then every round key
     stored as 8 planes; decryption's schedule in reverse order. `then`: what follows once the
-    schedule is written (instead of returning 0)."""
+    schedule is written (instead of returning 0); `sizes`: the key sizes accepted (others: -1)."""
     spec = b.spec
     W = b.width
     # (the words start 16 bytes up: w[i-1] is read at rsp + 12 + 4i, never below rsp)
     words_at, word_slot, slots = 16, 16 + 4 * WORDS, 32 + 4 * WORDS
     payload = -(-(slots + 16 * spill_slots(spec, 32 if spec.isa == "avx512" else 16)) // (W // 8)) * (W // 8)
     size = aligned(payload, pushes=0)
-    labels = {bits: b.label_name(f"bits{bits}_") for bits in ROUNDS_BY_BITS}
+    labels = {bits: b.label_name(f"bits{bits}_") for bits in sizes}
     go, loop, not_first, sub, no_sub, done_words, conv = (b.label_name(s) for s in (
         "expand", "word", "not_first", "subword", "no_subword", "words_done", "planes"))
     for bits, lab in labels.items():

@@ -47,27 +47,32 @@ class BitslicedAes:
     """The batches of a GCM function: the file's (the CTR) and one xmm set (single blocks),
     sharing one area of the frame."""
 
-    def __init__(self, b: FunctionBuilder) -> None:
+    def __init__(self, b: FunctionBuilder, origin: int = AREA, on_stack: tuple[int, Mem] | None = None) -> None:
+        """`origin`: where the area starts in the frame; `on_stack`: a schedule in the frame
+        instead of the key's (Batch)."""
         self.b = b
-        self.wide = Batch(b, CONTROLS, key=KEY, counter=COUNTER, origin=AREA)
-        self.one = Batch(b, CONTROLS, single=True, key=KEY, counter=COUNTER, origin=AREA)
+        self.wide = Batch(b, CONTROLS, key=KEY, counter=COUNTER, origin=origin, on_stack=on_stack)
+        self.one = Batch(b, CONTROLS, single=True, key=KEY, counter=COUNTER, origin=origin, on_stack=on_stack)
         vb = self.wide.vbytes
-        self.end = AREA + -(-(max(self.wide.frame.payload, self.one.frame.payload) - AREA) // vb) * vb
+        self.end = origin + -(-(max(self.wide.frame.payload, self.one.frame.payload) - origin) // vb) * vb
         self.frame = aligned(self.end)
 
-    def ctr(self, counter: Mem, inp: str, outp: str, length: str, after: bool) -> None:
-        """out = in ^ the CTR keystream (GCM's inc32) from the block at counter (`after`: from
-        the next one), length bytes (may be 0)."""
+    def ctr(self, counter: Mem, inp: str, outp: str, length: str, after: bool = False,
+            little_endian: bool = False) -> None:
+        """out = in ^ the CTR keystream from the block at counter (`after`: from the next one),
+        length bytes (may be 0): GCM's inc32 (big-endian), or GCM-SIV's (`little_endian`: a
+        32-bit counter in bytes 0..3)."""
         b, bt = self.b, self.wide
         skip = b.label_name("no_text")
         b.s("test.r64.r64", length, length)
         b.branch("e", skip)
         bt.vec("vload", x(0), counter, width=128)
-        bt.vec("pshufb", x(0), x(0), bswap_mask(1), width=128, comment="byte-reversed: the counter in dword 0")
+        if not little_endian:
+            bt.vec("pshufb", x(0), x(0), bswap_mask(1), width=128, comment="byte-reversed: the counter in dword 0")
         if after:
             bt.vec("paddd", x(0), x(0), counter_step(1, 1), width=128, comment="inc32(J0): the first text block's")
         bt.vec("vstore", Mem("rsp", bt.frame.chain), x(0), width=128)
-        ctr_batches(bt, inp, outp, length)
+        ctr_batches(bt, inp, outp, length, little_endian)
         b.label(skip)
 
     def wipe(self) -> None:

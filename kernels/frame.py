@@ -15,14 +15,17 @@ inside the body (`align32`): rsp goes down by 0 or 16, a public amount kept in a
 and given back by `unalign32` before the frame is dropped. The amount comes from rsp's bit 4
 through the flags (bt, sbb), so rsp is still never copied into another register.
 
-win64 files need nothing here: their wrapper saves xmm6-15, rdi and rsi around the body.
+win64 files need nothing more than stack probes for frames over a page (`open_frame`): their
+wrapper saves xmm6-15, rdi and rsi around the body.
 """
 from __future__ import annotations
 
 from aesgen.dsl import FunctionBuilder
+from aesgen.ir import Mem
 
 from .aes import finish
 
+PAGE = 4096  # the smallest x86-64 page: what a Windows stack grows by
 # The SysV callee-saved GPRs, in push order: what GCM, GCM-SIV, OCB and OTR save.
 CALLEE_SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
 
@@ -40,7 +43,13 @@ def push_saved(b: FunctionBuilder, saved: tuple[str, ...] = CALLEE_SAVED) -> Non
 
 
 def open_frame(b: FunctionBuilder, size: int, comment: str = "") -> None:
-    """rsp down by `size` (from `aligned`): the frame's slots are at rsp + 0 .. size."""
+    """rsp down by `size` (from `aligned`): the frame's slots are at rsp + 0 .. size. On win64
+    a frame over a page goes down a page at a time, touching each (a stack probe, as __chkstk):
+    Windows commits the stack one guard page at a time, and an access past it faults."""
+    while b.spec.abi == "win64" and size > PAGE:
+        b.s("sub.r64.imm", "rsp", imm=PAGE, comment="win64 stack probe: one page")
+        b.s("mov.m32.imm", Mem("rsp", 0, bits=32), imm=0, comment="touched before the next")
+        size -= PAGE
     b.s("sub.r64.imm", "rsp", imm=size, comment=comment)
 
 

@@ -55,16 +55,19 @@ def gcmsiv_set_key_function(b: FunctionBuilder) -> None:
 
 
 class GcmSiv(Gcm):
-    def __init__(self, b: FunctionBuilder, decrypt: bool) -> None:
+    def __init__(self, b: FunctionBuilder, decrypt: bool, schedule_bytes: int | None = None) -> None:
+        """`schedule_bytes`: the message schedule's room (default one `width`-bit vector per
+        round key)."""
         super().__init__(b, decrypt)
         self.K = b.depth * b.lanes  # powers of the authentication key per reduction
         self.stride = b.width // 8  # the message schedule holds one vector per round key
-        powers = SCHEDULE + 15 * self.stride
+        powers = SCHEDULE + (15 * self.stride if schedule_bytes is None else schedule_bytes)
         self.table = Mem("rsp", powers)
-        end = (powers + 32 * self.K + 63) // 64 * 64
+        self.end = (powers + 32 * self.K + 63) // 64 * 64
         # (from, to, store width): GCM's block and tag slots, then the GCM-SIV secrets.
-        self.wiped = ((BLOCK.disp, TAG.disp + 16, 128), (SECRETS, end, b.width))
-        self.frame = aligned(end)
+        self.wiped: tuple[tuple[int, int, int], ...] = ((BLOCK.disp, TAG.disp + 16, 128),
+                                                        (SECRETS, self.end, b.width))
+        self.frame = aligned(self.end)
 
     def sched_key(self, i: int) -> Mem:
         """Round key i of the per-message schedule (its first lane at width 128)."""
@@ -95,8 +98,7 @@ class GcmSiv(Gcm):
             self.derive_keys(nr)
             if not self.decrypt:
                 self.authenticate(nr)
-                with b.at_width(128):
-                    b.store(Mem(TAG_PTR, 0), b.v("vload", TAG), comment="tag out")
+                self.tag_out()
             b.branch("jmp", ctr[nr])
 
         def stream(nr: int) -> None:
@@ -109,9 +111,7 @@ class GcmSiv(Gcm):
 
         def verify(nr: int) -> None:
             self.authenticate(nr)
-            b.s("mov.r64.imm", TAGLEN, imm=16, comment="tag bytes to compare")
-            self._check_tag()
-            self.leave()
+            self.check()
 
         b.key_paths("key", keys, scratch=r32(SCRATCH), rounds=(10, 14))  # rax carries data bytes
         schedule = Schedule("rsp", SCHEDULE, self.stride)
@@ -124,11 +124,25 @@ class GcmSiv(Gcm):
 
     def authenticate(self, nr: int) -> None:
         """TAG = the tag of AAD and plaintext (in, or out once decrypted)."""
+        self.make_tag(nr, self.hash_all())
+
+    def hash_all(self) -> VReg:
+        """S: POLYVAL of the AAD, the plaintext and the length block (hash_message)."""
         acc = self.b.pinned("HASH")
         self.core = HashCore(self.b, reflect=False, table=self.table, k_max=self.K,
                              karatsuba=self.spec.karatsuba, walk_by_index=True)
         self.hash_message(acc)
-        self.make_tag(nr, acc)
+        return acc
+
+    def tag_out(self) -> None:
+        with self.b.at_width(128):
+            self.b.store(Mem(TAG_PTR, 0), self.b.v("vload", TAG), comment="tag out")
+
+    def check(self) -> None:
+        """The computed tag (TAG) against the caller's, in constant time; then leave."""
+        self.b.s("mov.r64.imm", TAGLEN, imm=16, comment="tag bytes to compare")
+        self._check_tag()
+        self.leave()
 
     def leave(self) -> None:
         self._wipe()
@@ -137,24 +151,41 @@ class GcmSiv(Gcm):
     def derive_keys(self, nr: int) -> None:
         """NONCE = N || 0^32, the derived keys, the message schedule and the powers of H."""
         b, spec = self.b, self.spec
-        nonce, kgk = b.reg["nonce"], b.reg["key"]
+        kgk = b.reg["key"]
         with b.at_width(128):
-            lo = b.v("vload64", Mem(nonce, 0, bits=64), comment="12 nonce bytes, never 16: no over-read")
-            n = b.v("punpcklqdq", lo, b.v("vload32", Mem(nonce, 8, bits=32)), comment="N || 0^32")
-            b.store(NONCE, n)
             # 4 (AES-128) or 6 blocks side by side, each round key loaded once for all of them.
-            x = b.v("pslldq", n, imm=4, role="blk", comment="LE32(0) || N")
-            blocks = [x] + [b.v("paddd", x, counter_step(i, 1), comment=f"LE32({i}) || N")
-                            for i in range(1, 4 if nr == 10 else 6)]
+            blocks = self.nonce_blocks(4 if nr == 10 else 6)
             for r in range(nr + 1):
                 k = b.v("vload", Mem(kgk, r * spec.key_stride), comment=f"key-generating key, round {r}")
                 op = "vxor" if r == 0 else "aesenc" if r < nr else "aesenclast"
                 blocks = [b.v(op, x, k) for x in blocks]
-            for n, dst in enumerate((AUTH_KEY, ENC_KEY, Mem("rsp", ENC_KEY.disp + 16))[:len(blocks) // 2]):
-                b.store(dst, b.v("punpcklqdq", blocks[2 * n], blocks[2 * n + 1], comment="first 8 bytes of each"))
+            self.store_keys(blocks)
         EXPANDERS[128 if nr == 10 else 256](b, ENC_KEY, ScheduleWriter(b, Mem("rsp", SCHEDULE), nr, False,
                                                                        width=b.width))
-        # Powers the message can use: min(K, its longer part in whole blocks) (public lengths).
+        self.powers()
+
+    def nonce_blocks(self, count: int) -> list[VReg]:
+        """NONCE = N || 0^32; the blocks LE32(i) || N, i < count (xmm values)."""
+        b = self.b
+        nonce = b.reg["nonce"]
+        with b.at_width(128):
+            lo = b.v("vload64", Mem(nonce, 0, bits=64), comment="12 nonce bytes, never 16: no over-read")
+            n = b.v("punpcklqdq", lo, b.v("vload32", Mem(nonce, 8, bits=32)), comment="N || 0^32")
+            b.store(NONCE, n)
+            x = b.v("pslldq", n, imm=4, role="blk", comment="LE32(0) || N")
+            return [x] + [b.v("paddd", x, counter_step(i, 1), comment=f"LE32({i}) || N") for i in range(1, count)]
+
+    def store_keys(self, blocks: list[VReg]) -> None:
+        """The derived keys from the encrypted nonce blocks: the first 8 bytes of each pair."""
+        b = self.b
+        with b.at_width(128):
+            for n, dst in enumerate((AUTH_KEY, ENC_KEY, Mem("rsp", ENC_KEY.disp + 16))[:len(blocks) // 2]):
+                b.store(dst, b.v("punpcklqdq", blocks[2 * n], blocks[2 * n + 1], comment="first 8 bytes of each"))
+
+    def powers(self) -> None:
+        """The powers of the authentication key the message can use: min(K, its longer part in
+        whole blocks) (public lengths)."""
+        b = self.b
         longer = b.label_name("longer")
         b.s("mov.r64.m64", NEEDED, Mem(AAD_LEN.base, AAD_LEN.disp, bits=64))
         b.s("cmp.r64.r64", NEEDED, LEN)
@@ -191,16 +222,27 @@ class GcmSiv(Gcm):
     def make_tag(self, nr: int, acc: VReg) -> None:
         b = self.b
         with b.at_width(128):
-            s = b.v("vxor", acc, b.v("vload", NONCE), comment="S ^ N")
-            s = b.v("pand", s, block_msb(clear=True), comment="clear bit 7 of byte 15")
+            s = self.tag_input(acc)
             b.store(TAG, encrypt_rounds(b, s, nr, key_at=self.sched_key), comment="tag = AES(enc_key, ...)")
 
-    def ctr(self, nr: int, tag: Mem) -> None:
-        """out = in ^ CTR keystream from the tag at `tag` (its top bit set)."""
+    def tag_input(self, acc: VReg) -> VReg:
+        """What the tag encrypts: S ^ N with bit 7 of byte 15 cleared (an xmm value)."""
+        b = self.b
+        with b.at_width(128):
+            s = b.v("vxor", acc, b.v("vload", NONCE), comment="S ^ N")
+            return b.v("pand", s, block_msb(clear=True), comment="clear bit 7 of byte 15")
+
+    def counter_block(self, tag: Mem) -> None:
+        """CTR_BLOCK = the tag at `tag` with bit 7 of byte 15 set."""
         b = self.b
         with b.at_width(128):
             t = b.v("pand", b.v("vload", tag), block_msb(clear=True))
             b.store(CTR_BLOCK, b.v("vxor", t, block_msb(clear=False)), comment="counter block: bit 7 of byte 15 set")
+
+    def ctr(self, nr: int, tag: Mem) -> None:
+        """out = in ^ CTR keystream from the tag at `tag` (its top bit set)."""
+        b = self.b
+        self.counter_block(tag)
         base = counter_base(b, CTR_BLOCK, little_endian=True)
         b.s("mov.r64.m64", CTR_IN, IN_PTR)
         b.s("mov.r64.m64", CTR_OUT, gcm.SAVED_ARGS["out"])
@@ -222,7 +264,8 @@ class GcmSiv(Gcm):
 
 @describes("gcmsiv_encrypt", decrypt=False)
 @describes("gcmsiv_decrypt", decrypt=True)
-def gcmsiv_function(b: FunctionBuilder, decrypt: bool) -> None:
-    g = GcmSiv(b, decrypt)
+def gcmsiv_function(b: FunctionBuilder, decrypt: bool, kind: type[GcmSiv] | None = None) -> None:
+    """`kind`: whose AES (GcmSiv.paths)."""
+    g = (kind or GcmSiv)(b, decrypt)
     g.entry()
     g.paths()

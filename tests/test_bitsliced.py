@@ -6,10 +6,14 @@ ABI, guard pages, static constant-time scan, round trip) on every ISA and width.
 from __future__ import annotations
 
 import random
+import re
+from dataclasses import replace
 
 import pytest
 
 from aesgen import bitslice
+from aesgen.kernels.frame import PAGE
+from aesgen.pipeline import generate
 from aesgen.spec import KernelSpec
 
 from _support import aesgen_command, expand_key, gmul, inv_mix_columns, run, verify_generated
@@ -149,12 +153,10 @@ def test_simulate_runs_bitsliced(isa):
 
 def test_other_modes_are_refused(tmp_path):
     res = run(aesgen_command() + ["generate", "xts", "--backend", "bitsliced", "-o", str(tmp_path / "k.S")])
-    assert res.returncode == 2 and "implements ecb, ctr32, cbc, ghash, polyval, gcm, not xts" in res.stderr
+    assert res.returncode == 2 and "implements ecb, ctr32, cbc, ghash, polyval, gcm, gcm-siv, not xts" in res.stderr
 
 
 def test_output_is_deterministic_and_compact():
-    from aesgen.pipeline import generate
-
     spec = KernelSpec(MODES, "avx512", 512, 2, backend="bitsliced")
     a, b = generate(spec), generate(spec)
     assert a.asm == b.asm and a.header == b.header
@@ -179,6 +181,27 @@ def test_generated_file_verifies(tmp_path, isa, width, depth):
 @pytest.mark.parametrize("isa,width,depth", [("sse", 128, 1), ("avx512", 256, 2)])
 def test_win64_file_verifies(tmp_path, isa, width, depth):
     verify_generated(tmp_path, KernelSpec(MODES, isa, width, depth, backend="bitsliced", abi="win64"), quick=True)
+
+
+def stack_moves(asm: str) -> list[tuple[int, str]]:
+    """Each `sub $n,%rsp` of a file's text: n, and the instruction after it."""
+    lines = [ln.split("#")[0].strip() for ln in asm.splitlines()]
+    code = [ln for ln in lines if ln and not ln.startswith(("AESGEN_", "."))]
+    return [(int(m.group(1), 0), code[k + 1]) for k, ln in enumerate(code)
+            if (m := re.fullmatch(r"sub \$(\w+),%rsp", ln))]
+
+
+def test_win64_frames_over_a_page_are_probed(tmp_path):
+    """GCM-SIV's frame holds the message schedule as planes (15 x 512 bytes at width 512): over
+    a page. On win64 rsp goes down a page at a time and touches each (Windows commits its stack
+    one guard page at a time: an access past it faults); SysV takes the frame at once."""
+    spec = KernelSpec(("gcm-siv",), "avx512", 512, 2, backend="bitsliced")
+    assert max(n for n, _ in stack_moves(generate(spec).asm)) > PAGE
+    moves = stack_moves(generate(replace(spec, abi="win64")).asm)
+    assert max(n for n, _ in moves) <= PAGE
+    probes = [after for n, after in moves if n == PAGE]
+    assert probes and set(probes) == {"movl $0,(%rsp)"}
+    verify_generated(tmp_path, replace(spec, abi="win64"), quick=True)
 
 
 def test_no_ternlog_file_verifies(tmp_path):

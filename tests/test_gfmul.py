@@ -100,7 +100,7 @@ def test_gfni_files_have_no_aesni_and_no_pclmulqdq(modes, method):
     assert not {"aes", "vaes", "pclmulqdq", "vpclmulqdq"} & set(spec.features)
 
 
-@pytest.mark.parametrize("modes", [("ghash", "polyval"), ("gcm",)])
+@pytest.mark.parametrize("modes", [("ghash", "polyval"), ("gcm",), ("gcm-siv",)])
 @pytest.mark.parametrize("isa,width", [("sse", 128), ("avx2", 256), ("avx512", 256)])
 def test_bitsliced_files_have_no_aesni_no_pclmulqdq_no_gfni(modes, isa, width):
     spec = KernelSpec(modes, isa, width, 1, backend="bitsliced")
@@ -111,9 +111,11 @@ def test_bitsliced_files_have_no_aesni_no_pclmulqdq_no_gfni(modes, isa, width):
 
 @pytest.mark.parametrize("backend,method,modes", [
     ("gfni", "ctmul", ("ghash", "polyval")), ("gfni", "bitsliced", ("ghash", "polyval")),
-    ("bitsliced", "ctmul", ("ghash", "polyval")), ("bitsliced", "ctmul", ("gcm",))])
-def test_static_constant_time_scan_passes(tmp_path, backend, method, modes):
-    spec = KernelSpec(modes, "avx512", 256, 1, backend=backend, gfmul=method)
+    ("bitsliced", "ctmul", ("ghash", "polyval")), ("bitsliced", "ctmul", ("gcm",)),
+    ("bitsliced", "ctmul", ("gcm-siv",)), ("bitsliced", "bitsliced", ("gcm-siv",))])
+@pytest.mark.parametrize("abi", ["sysv", "win64"])
+def test_static_constant_time_scan_passes(tmp_path, backend, method, modes, abi):
+    spec = KernelSpec(modes, "avx512", 256, 1, backend=backend, gfmul=method, abi=abi)
     path = tmp_path / "k.S"
     path.write_text(generate(spec).asm)
     assert [(r.name, r.detail) for r in static_ct.check(spec, path) if r.status != "pass"] == []
@@ -165,11 +167,12 @@ def test_gfni_gcm_files_verify(tmp_path, isa, width):
     verify_generated(tmp_path, spec, quick=True)
 
 
-# The bitsliced GCM files: the whole verifier (CAVP, McGrew-Viega, differential against
-# cryptography, tamper, streaming chunkings, guard pages, ABI, kernel == simulation).
+# The bitsliced GCM and GCM-SIV files: the whole verifier (CAVP, McGrew-Viega, RFC 8452,
+# differential against cryptography, tamper, streaming chunkings, guard pages, ABI, kernel ==
+# simulation).
 @pytest.mark.parametrize("isa,width,depth", [("avx2", 256, 1), ("avx512", 512, 2)])
 def test_bitsliced_gcm_files_verify(tmp_path, isa, width, depth):
-    spec = KernelSpec(("gcm", "ghash", "polyval"), isa, width, depth, backend="bitsliced")
+    spec = KernelSpec(("gcm", "gcm-siv", "ghash", "polyval"), isa, width, depth, backend="bitsliced")
     results = verify_generated(tmp_path, spec, quick=True)
     assert [r.name for r in results if r.status == "skip"] == []  # the simulation included
 
@@ -178,5 +181,5 @@ def test_bitsliced_gcm_files_verify(tmp_path, isa, width, depth):
 @pytest.mark.parametrize("isa,width,depth,method", [
     ("sse", 128, 1, "ctmul"), ("avx", 128, 1, "ctmul"), ("avx512", 128, 1, "ctmul"), ("avx512", 256, 2, "bitsliced")])
 def test_bitsliced_gcm_files_verify_everywhere(tmp_path, isa, width, depth, method):
-    spec = KernelSpec(("gcm",), isa, width, depth, backend="bitsliced", gfmul=method)
+    spec = KernelSpec(("gcm", "gcm-siv"), isa, width, depth, backend="bitsliced", gfmul=method)
     verify_generated(tmp_path, spec, quick=True)

@@ -2,7 +2,7 @@
 signal does, libgcc's unwinder walks back to the kernel's caller through the file's CFI
 (tests/unwind_probe.c). Kernels with a frame and pushes (GCM), with align32's variable drop
 (XTS's 32-byte tables, CFA as a DWARF expression), the bitsliced frame (CTR) and bitsliced
-GCM's chain of paths handing state over in its frame. Negative
+GCM's and GCM-SIV's chains of paths handing state over in their frames. Negative
 self-test: the same GCM file with the frame allocation's directive removed does not unwind."""
 from __future__ import annotations
 
@@ -37,14 +37,22 @@ def at(buf: ctypes.Array) -> int:
     return (ctypes.addressof(buf) + 63) // 64 * 64
 
 
+def aead_buffers(lib, p: str, set_key: str, keep: list) -> tuple[int, int, int, int]:
+    """An AEAD's key (set), a zero 12-byte nonce, the data (in place) and the tag: addresses."""
+    key, data, tag, nonce = buffer(65536), buffer(SIZE), buffer(16), bytes(12)
+    keep += [key, data, tag, nonce]
+    assert getattr(lib, f"{p}_{set_key}")(bytes(range(16)), 128, ctypes.c_void_p(at(key))) == 0
+    return at(key), ctypes.cast(nonce, ctypes.c_void_p).value, at(data), at(tag)
+
+
 def setup_gcm(lib, p: str, keep: list) -> tuple[str, list[int]]:
-    key, data, tag = buffer(65536), buffer(SIZE), buffer(16)
-    keep += [key, data, tag]
-    assert getattr(lib, f"{p}_gcm_set_key")(bytes(range(16)), 128, ctypes.c_void_p(at(key))) == 0
-    iv = bytes(12)
-    keep.append(iv)
-    return "gcm_encrypt", [at(key), ctypes.cast(iv, ctypes.c_void_p).value, 12, 0, 0, at(data), at(data), SIZE,
-                           at(tag), 16]
+    key, iv, data, tag = aead_buffers(lib, p, "gcm_set_key", keep)
+    return "gcm_encrypt", [key, iv, 12, 0, 0, data, data, SIZE, tag, 16]
+
+
+def setup_siv(lib, p: str, keep: list) -> tuple[str, list[int]]:
+    key, nonce, data, tag = aead_buffers(lib, p, "gcmsiv_set_key", keep)
+    return "gcmsiv_encrypt", [key, nonce, 0, 0, data, data, SIZE, tag]
 
 
 def setup_xts(lib, p: str, keep: list) -> tuple[str, list[int]]:
@@ -66,6 +74,7 @@ CASES = {
     "xts align32": (KernelSpec(("xts",), "avx2", 256, 8), setup_xts),
     "bitsliced ctr frame": (KernelSpec(("ctr32",), "avx2", 256, 1, backend="bitsliced"), setup_ctr),
     "bitsliced gcm chained paths": (KernelSpec(("gcm",), "avx2", 256, 1, backend="bitsliced"), setup_gcm),
+    "bitsliced gcm-siv chained paths": (KernelSpec(("gcm-siv",), "avx2", 256, 1, backend="bitsliced"), setup_siv),
 }
 
 
