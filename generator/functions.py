@@ -113,6 +113,11 @@ class StandardMode:
     decrypt: bool = False
 
 
+# Key sizes a key setup is tried with: none, too small, one bit short or over, each AES size (refused
+# where the setup does not take it: GCM-SIV has no 192, Rijndael-256 only 256), far too large.
+KEY_BITS_TRIED = (0, 64, 127, 128, 192, 255, 256, 257, 512)
+
+
 @dataclass(frozen=True)
 class CFunction:
     """One exported C function (unprefixed name) and its contract."""
@@ -148,6 +153,12 @@ class CFunction:
     @property
     def is_key_setup(self) -> bool:
         return bool(self.key_bits)
+
+    @property
+    def rejected_bits(self) -> tuple[int, ...]:
+        """Key sizes the verifier tries on a key setup that it must refuse: every size it does not
+        accept among KEY_BITS_TRIED."""
+        return tuple(b for b in KEY_BITS_TRIED if b not in self.key_bits)
 
     @property
     def kernel_args(self) -> tuple[str, ...]:

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from aesgen import kernels
-from aesgen.functions import (COMMON_FUNCTIONS, EVERY_FILE, EXPLORED_FUNCTIONS, FUNCTIONS, MODE_FUNCTIONS, MODE_TITLES,
-                              MODES, TIMED_FUNCTIONS, CFunction, Param, StandardMode, mode_of)
+from aesgen.functions import (COMMON_FUNCTIONS, EVERY_FILE, EXPLORED_FUNCTIONS, FUNCTIONS, KEY_BITS_TRIED,
+                              MODE_FUNCTIONS, MODE_TITLES, MODES, TIMED_FUNCTIONS, CFunction, Param, StandardMode,
+                              mode_of)
 from aesgen.kernels.regs import arg
 from aesgen.pipeline import generate
 from aesgen.spec import KernelSpec
@@ -261,3 +262,14 @@ def test_block_functions_name_their_standard_mode_or_have_a_model() -> None:
         assert differential.has_reference(name), name
     assert FUNCTIONS["cbc_decrypt"].standard == StandardMode("CBC", decrypt=True)
     assert FUNCTIONS["ctr32_encrypt"].standard is None  # 32-bit counter: not cryptography's CTR
+
+
+def test_every_key_setup_is_tried_with_the_sizes_it_refuses():
+    """The refused sizes come from the record's accepted ones: GCM-SIV's setup must refuse 192,
+    Rijndael-256's 128, an AES setup 255 and 257."""
+    setups = {n: f for n, f in FUNCTIONS.items() if f.is_key_setup}
+    assert setups
+    for name, f in setups.items():
+        assert set(f.rejected_bits) == set(KEY_BITS_TRIED) - set(f.key_bits), name
+        assert 0 in f.rejected_bits and 512 in f.rejected_bits, name
+    assert 192 in setups["gcmsiv_set_key"].rejected_bits and 255 in setups["set_encrypt_key"].rejected_bits

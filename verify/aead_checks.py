@@ -15,16 +15,13 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from aesgen.functions import FUNCTIONS
 from aesgen.verify import signatures
 from aesgen.verify.build import Kernel
 from aesgen.verify.harness.isolation import Probe
 from aesgen.verify.harness.memory import HeapMem, Region
 from aesgen.verify.harness.scene import Invocation, Scene, invoke, key_or_raise, make_key, out_if_placed
 from aesgen.verify.results import CheckResult, first_diff, verdict
-
-# Key sizes a 128/192/256-bit key setup must refuse with -1.
-BAD_KEY_BITS = (0, 64, 127, 512)
-
 
 def text_lengths(n: int, quick: bool, rng: random.Random) -> list[int]:
     """Every byte length 0..16n+15 (quick: every tail at 0, 1 and n blocks plus a sample)."""
@@ -243,14 +240,15 @@ def diff_hash(kernel: Kernel, fn: str, probe: Probe, keyed: HashKey, against: st
                    f"vs {against}")
 
 
-def check_key_sizes(kernel: Kernel, fn: str, probe: Probe, bad: tuple[int, ...], *, seed: int) -> CheckResult:
-    """Key setup `fn` returns -1 for every size in `bad` and 0 for every size it accepts."""
+def check_key_sizes(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResult:
+    """Key setup `fn` returns -1 for every size it must refuse and 0 for every size it accepts."""
     name = f"badargs {fn}"
     rng = random.Random(f"{seed}:{name}")
     mem = HeapMem(rng)
     errors: list[str] = []
     probe.note(name, "")
     sig = signatures.SIGNATURES[fn]
+    bad = FUNCTIONS[fn].rejected_bits
     for bits in bad:
         ret, _ = make_key(kernel, mem, fn, rng.randbytes(64), bits=bits)
         if ret != -1:

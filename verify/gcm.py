@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from aesgen.verify import vectors
-from aesgen.verify.aead_checks import (BAD_KEY_BITS, Message, aad_len, check_key_sizes, check_refusals, diff_aead,
+from aesgen.verify.aead_checks import (Message, aad_len, check_key_sizes, check_refusals, diff_aead,
                                        diff_hash,
                                        hash_scene_call, sealed_mismatch, tamper, text_lengths)
 from aesgen.verify.build import Kernel
@@ -395,7 +395,7 @@ def stream_gcm(kernel: Kernel, bits: int, probe: Probe, *, n: int, quick: bool, 
 
 def badargs(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResult:
     if fn == "gcm_set_key":
-        return check_key_sizes(kernel, fn, probe, BAD_KEY_BITS, seed=seed)
+        return check_key_sizes(kernel, fn, probe, seed=seed)
     decrypt = fn == "gcm_decrypt"
 
     def start(rng: random.Random, mem: HeapMem, gkey: Region) -> Iterator[tuple[str, Invocation, int]]:

@@ -12,6 +12,7 @@ import random
 from collections.abc import Iterator
 from functools import lru_cache
 
+from aesgen.functions import FUNCTIONS
 from aesgen.verify import signatures, vectors
 from aesgen.verify.build import Kernel, harness
 from aesgen.verify.differential import NO_REFERENCE, has_reference
@@ -119,9 +120,6 @@ def schedule_regions(stride: int, rounds_offset: int, key: bytes, decrypt: bool,
 
 # ---------------------------------------------------------------- key schedule check
 
-BAD_BITS = (0, 64, 127, 512)
-
-
 def check_key_schedule(kernel: Kernel, probe: Probe, *, seed: int, quick: bool) -> Iterator[CheckResult]:
     spec = kernel.spec
     for bits in vectors.KEY_SIZES:
@@ -154,13 +152,14 @@ def check_key_schedule(kernel: Kernel, probe: Probe, *, seed: int, quick: bool) 
     name = "keyschedule badbits"
     probe.note(name, "")
     errors = []
-    for bits in BAD_BITS:
+    bad = FUNCTIONS["set_encrypt_key"].rejected_bits  # set_decrypt_key takes the same sizes
+    for bits in bad:
         for decrypt in (False, True):
             ks = kernel.set_key(bytes(64), decrypt=decrypt, bits=bits)
             if ks.ret != -1:
                 which = "set_decrypt_key" if decrypt else "set_encrypt_key"
                 errors.append(f"{which}(bits={bits}) returned {ks.ret}, want -1")
-    yield verdict(name, errors, "bits " + ", ".join(map(str, BAD_BITS)) + " rejected")
+    yield verdict(name, errors, "bits " + ", ".join(map(str, bad)) + " rejected")
 
 
 # ---------------------------------------------------------------- known answers

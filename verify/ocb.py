@@ -27,7 +27,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives.ciphers.aead import AESOCB3
 
 from aesgen.verify import vectors
-from aesgen.verify.aead_checks import (BAD_KEY_BITS, Message, aad_len, aead_errors, check_key_sizes, check_refusals,
+from aesgen.verify.aead_checks import (Message, aad_len, aead_errors, check_key_sizes, check_refusals,
                                        diff_aead, tamper, text_lengths)
 from aesgen.verify.build import Kernel
 from aesgen.verify.harness.isolation import Probe, Unit
@@ -275,7 +275,7 @@ def tamper_seal(kernel: Kernel, rng: random.Random, mem: HeapMem, key: bytes, aa
 
 def badargs_ocb(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResult:
     if fn == "ocb_set_key":
-        return check_key_sizes(kernel, fn, probe, BAD_KEY_BITS, seed=seed)
+        return check_key_sizes(kernel, fn, probe, seed=seed)
     decrypt = fn == "ocb_decrypt"
 
     def refusals(rng: random.Random, mem: HeapMem, okey: Region) -> Iterator[tuple[str, Invocation, int]]:

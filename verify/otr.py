@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from aesgen.verify.aead_checks import BAD_KEY_BITS, aead_errors, check_key_sizes, check_refusals, tamper
+from aesgen.verify.aead_checks import aead_errors, check_key_sizes, check_refusals, tamper
 from aesgen.verify.build import Kernel
 from aesgen.verify.harness.isolation import Probe, Unit
 from aesgen.verify.harness.memory import HeapMem, Region
@@ -142,7 +142,7 @@ def tamper_seal(kernel: Kernel, rng: random.Random, mem: HeapMem, key: bytes, aa
 def badargs_otr(kernel: Kernel, fn: str, probe: Probe, *, seed: int) -> CheckResult:
     """Nonce lengths 0 and 16: -1, and decrypting, out zeroed (otr_set_key: aead_checks.check_key_sizes)."""
     if fn == "otr_set_key":
-        return check_key_sizes(kernel, fn, probe, BAD_KEY_BITS, seed=seed)
+        return check_key_sizes(kernel, fn, probe, seed=seed)
     decrypt = fn == "otr_decrypt"
 
     def refusals(rng: random.Random, mem: HeapMem, tkey: Region) -> Iterator[tuple[str, Invocation, int]]:

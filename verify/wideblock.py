@@ -39,7 +39,6 @@ PERMUTE, INVERSE = "simpira256_permute", "simpira256_inverse"
 INVERSES = (ECB_DECRYPT, INVERSE)  # run a published vector backwards
 KEY_SETUP = {ECB: SET_KEY, ECB_DECRYPT: SET_DKEY}
 BLOCK = 32
-BAD_BITS = (0, 128, 192, 255, 257, 512)
 VECTORS = Path(__file__).with_name("data") / "wideblock_vectors.txt"
 
 
@@ -194,7 +193,7 @@ def units(kernel: Kernel, *, n: int, quick: bool, seed: int) -> list[tuple[str, 
     for setup in (SET_KEY, SET_DKEY):
         if setup in have:
             out.append((f"kat {setup}", lambda p, s=setup: iter([kat_schedule(kernel, s, p, seed=seed)])))
-            out.append((f"badargs {setup}", lambda p, s=setup: iter([check_key_sizes(kernel, s, p, BAD_BITS, seed=seed)])))
+            out.append((f"badargs {setup}", lambda p, s=setup: iter([check_key_sizes(kernel, s, p, seed=seed)])))
     for fn in (ECB, ECB_DECRYPT, PERMUTE, INVERSE):
         if fn in have and KEY_SETUP.get(fn, fn) in have:
             out.append((f"kat {fn}", lambda p, fn=fn: iter([kat(kernel, fn, p, seed=seed)])))
