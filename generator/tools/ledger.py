@@ -225,8 +225,9 @@ def render(machine: Machine, sections: list[Section], command: str, date: str, c
            f"- Features: {' '.join(key)}",
            f"- Recorded {date} with aesgen {commit}: `{command}`",
            f"- TSC {first.tsc_hz / 1e9:.2f} GHz, core ~{first.core_hz / 1e9:.2f} GHz "
-           "(from the ceiling's add chain); one call per message, every implementation in turn in one "
-           "process; figures are medians ± half their 95% interval (docs/tuning.md); ratios > 1: aesgen faster.",
+           "(from the ceiling's add chain); one call per message, each message size in a process of its own "
+           "with every implementation in turn; figures are medians ± half their 95% interval (docs/tuning.md); "
+           "ratios > 1: aesgen faster.",
            ""]
     for s in sections:
         spec = s.plan.spec
