@@ -53,7 +53,7 @@ class Planes:
                  nregs: int | None = None) -> None:
         self.b, self.spec, self.width, self.slots = b, spec, width, slots
         self.base = base
-        self.nregs = nregs or (32 if spec.isa == "avx512" else 16)
+        self.nregs = nregs or spec.vector_registers
         self.two_op = spec.isa == "sse"
         self.pass_name = circuit_pass(spec)
         self.ternlog = self.pass_name == "ternlog"

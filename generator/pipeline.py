@@ -44,7 +44,7 @@ ISA_LINES = {
 def isa_line(spec: KernelSpec) -> str:
     if spec.backend != "bitsliced":
         return ISA_LINES[spec.isa]
-    regs = 32 if spec.isa == "avx512" else 16
+    regs = spec.vector_registers
     return (f"{spec.isa}: bitsliced AES from logic ops and byte shuffles ({circuit_pass(spec)} S-box "
             f"circuit), {regs} registers; no AES-NI")
 
@@ -143,7 +143,7 @@ CONST_COMMENTS = {
 class FunctionEmitter:
     def __init__(self, spec: KernelSpec, asm: Assembler) -> None:
         self.spec, self.asm = spec, asm
-        self.nregs = 32 if spec.isa == "avx512" else 16
+        self.nregs = spec.vector_registers
         self.notes: list[str] = []
         self.red_zone: dict[str, int] = {}  # function -> bytes it uses below rsp (SysV red zone)
 

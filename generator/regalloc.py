@@ -250,8 +250,7 @@ def allocate_path(items: list, *, nregs: int, legacy: bool, key_base: str | None
         return frozenset(order[nkeys:]) if share else frozenset()
 
     def fits(share: bool, nkeys: int) -> bool:
-        reserved = set(key_registers(nkeys).values()) | set(pinned.values())
-        free = sum(1 for r in range(nregs) if r not in reserved)
+        free = max(0, nregs - len(pinned) - nkeys)  # pinned values at the top, then the keys kept
         spilled = spilled_keys(share, nkeys)
         return all(demand(n, spilled)[0] <= free for n in range(len(regions)))
 

@@ -80,7 +80,7 @@ def spill_slots(spec: KernelSpec, regs: int) -> int:
 
 
 def registers_per_set(spec: KernelSpec, depth: int) -> int:
-    return (32 if spec.isa == "avx512" else 16) // depth
+    return spec.vector_registers // depth
 
 
 def check_config(spec: KernelSpec) -> None:
@@ -504,7 +504,7 @@ def set_key_function(b: FunctionBuilder, decrypt: bool, then: Callable[[], None]
     W = b.width
     # (the words start 16 bytes up: w[i-1] is read at rsp + 12 + 4i, never below rsp)
     words_at, word_slot, slots = 16, 16 + 4 * WORDS, 32 + 4 * WORDS
-    payload = -(-(slots + 16 * spill_slots(spec, 32 if spec.isa == "avx512" else 16)) // (W // 8)) * (W // 8)
+    payload = -(-(slots + 16 * spill_slots(spec, spec.vector_registers)) // (W // 8)) * (W // 8)
     size = aligned(payload, pushes=0)
     labels = {bits: b.label_name(f"bits{bits}_") for bits in sizes}
     go, loop, not_first, sub, no_sub, done_words, conv = (b.label_name(s) for s in (

@@ -398,7 +398,7 @@ def _needs(g: int, steps: int) -> int:
 
 
 def register_file(b: FunctionBuilder) -> int:
-    return 32 if b.spec.isa == "avx512" else 16
+    return b.spec.vector_registers
 
 
 def resident_vectors(b: FunctionBuilder, nr: int) -> int:

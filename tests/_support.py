@@ -7,6 +7,7 @@ model against Appendix A.1 and, through full AES encryptions, against
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import subprocess
@@ -172,6 +173,15 @@ def run_aesgen(*args: str, env: dict[str, str] | None = None, cwd: Path | None =
     """The installed `aesgen` with args, output captured; env adds to (or overrides) this process's."""
     return run(aesgen_command() + list(args), cwd=cwd, env={**os.environ, **(env or {})})
 
+
+
+def aligned_buffer(size: int) -> ctypes.Array:
+    """A ctypes buffer with room for `size` bytes at its 64-byte aligned address (aligned_address)."""
+    return ctypes.create_string_buffer(size + 64)
+
+
+def aligned_address(buf: ctypes.Array) -> int:
+    return (ctypes.addressof(buf) + 63) // 64 * 64
 
 def require_cpu(spec) -> None:
     """Skip the test, naming the missing CPU features (as aesgen sees the CPU), unless this CPU

@@ -19,7 +19,7 @@ import pytest
 from aesgen.spec import KernelSpec
 from aesgen.verify.build import build_shared
 
-from _support import load_generated
+from _support import aligned_address, aligned_buffer, load_generated
 
 SAMPLES = 200_000  # calls per test, both classes together
 BLOCKS = 16  # 256 bytes a call
@@ -30,8 +30,8 @@ TIMER_SOURCE = Path(__file__).with_name("dudect_timer.c")
 
 
 def aligned(size: int) -> tuple[ctypes.Array, int]:
-    raw = ctypes.create_string_buffer(size + 64)
-    return raw, (ctypes.addressof(raw) + 63) // 64 * 64
+    raw = aligned_buffer(size)
+    return raw, aligned_address(raw)
 
 
 def welch_t(a: list[float], b: list[float]) -> float:
@@ -53,7 +53,7 @@ def fixed_vs_random_t(spec: KernelSpec, blocks_of_random_class: int = BLOCKS) ->
         raw, at = aligned(spec.gcm_key_bytes)
         assert set_key(bytes(16) if n < POOL else rng.randbytes(16), 128, at) == 0
         buffers.append(raw)
-    keys = (ctypes.c_void_p * (2 * POOL))(*(ctypes.addressof(b) + (-ctypes.addressof(b)) % 64 for b in buffers))
+    keys = (ctypes.c_void_p * (2 * POOL))(*map(aligned_address, buffers))
     classes = [rng.getrandbits(1) for _ in range(SAMPLES)]
     key_of_call = (ctypes.c_uint32 * SAMPLES)(*(cls * POOL + rng.randrange(POOL) for cls in classes))
     blocks_of_call = (ctypes.c_uint32 * SAMPLES)(*(BLOCKS if cls == 0 else blocks_of_random_class for cls in classes))

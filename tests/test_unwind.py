@@ -21,7 +21,7 @@ from aesgen.spec import KernelSpec
 from aesgen.unwind import Unwind
 from aesgen.verify.build import build_shared
 
-from _support import require_cpu
+from _support import aligned_address as at, aligned_buffer, require_cpu
 
 PROBE_SOURCE = Path(__file__).with_name("unwind_probe.c")
 SIZE = 65536  # bytes a call: XTS's tables from 2 KiB, most ticks in the main loops
@@ -29,17 +29,9 @@ SAMPLES = 200  # ticks inside the kernel
 SECONDS = 20.0  # CPU time at most per probe
 
 
-def buffer(n: int) -> ctypes.Array:
-    return ctypes.create_string_buffer(n + 64)
-
-
-def at(buf: ctypes.Array) -> int:
-    return (ctypes.addressof(buf) + 63) // 64 * 64
-
-
 def aead_buffers(lib, p: str, set_key: str, keep: list) -> tuple[int, int, int, int]:
     """An AEAD's key (set), a zero 12-byte nonce, the data (in place) and the tag: addresses."""
-    key, data, tag, nonce = buffer(65536), buffer(SIZE), buffer(16), bytes(12)
+    key, data, tag, nonce = aligned_buffer(65536), aligned_buffer(SIZE), aligned_buffer(16), bytes(12)
     keep += [key, data, tag, nonce]
     assert getattr(lib, f"{p}_{set_key}")(bytes(range(16)), 128, ctypes.c_void_p(at(key))) == 0
     return at(key), ctypes.cast(nonce, ctypes.c_void_p).value, at(data), at(tag)
@@ -56,14 +48,14 @@ def setup_siv(lib, p: str, keep: list) -> tuple[str, list[int]]:
 
 
 def setup_xts(lib, p: str, keep: list) -> tuple[str, list[int]]:
-    key, data, tweak = buffer(65536), buffer(SIZE), buffer(16)
+    key, data, tweak = aligned_buffer(65536), aligned_buffer(SIZE), aligned_buffer(16)
     keep += [key, data, tweak]
     assert getattr(lib, f"{p}_xts_set_key")(bytes(16), bytes(range(16)), 128, ctypes.c_void_p(at(key)), 1) == 0
     return "xts_encrypt", [at(key), at(data), at(data), SIZE, at(tweak)]
 
 
 def setup_ctr(lib, p: str, keep: list) -> tuple[str, list[int]]:
-    key, data, ctr = buffer(65536), buffer(SIZE), buffer(16)
+    key, data, ctr = aligned_buffer(65536), aligned_buffer(SIZE), aligned_buffer(16)
     keep += [key, data, ctr]
     assert getattr(lib, f"{p}_set_encrypt_key")(bytes(16), 128, ctypes.c_void_p(at(key))) == 0
     return "ctr32_encrypt", [at(key), at(data), at(data), SIZE, at(ctr)]
