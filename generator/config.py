@@ -120,6 +120,8 @@ def target_spec(target: Target, modes: tuple[str, ...], isa: str | None, width: 
 
 
 BITSLICED_CLMUL = "--backend bitsliced uses logic instructions only: --gfmul ctmul or bitsliced, not clmul"
+GFNI_GFMUL = ("--gfmul gfni applies its matrices to 512-bit byte planes: it needs --isa avx512 --width 512 "
+              "(and a backend with GFNI instructions allowed: aesni or gfni, not bitsliced)")
 
 
 def gfmul_depth(modes: str, backend: str, gfmul: str, isa: str | None) -> int | None:
@@ -139,6 +141,15 @@ def parse_gfmuls(text: str, mode: str, backend: str, product_modes: tuple[str, .
     return methods
 
 
+def gfmul_refusal(spec: KernelSpec) -> str:
+    """Why the spec's GF(2^128) method cannot build its hashing modes ("" if it can): the
+    matrices of --gfmul gfni are for 512-bit AVX-512 code with GFNI instructions allowed."""
+    if spec.gfmul == "gfni" and (spec.backend == "bitsliced" or spec.isa != "avx512" or
+                                 any(spec.width_for(m) != 512 for m in spec.modes if m in CLMUL_MODES)):
+        return GFNI_GFMUL
+    return ""
+
+
 def with_gfmul(spec: KernelSpec, method: str, target: Target | None = None) -> KernelSpec:
     """The spec with GHASH/POLYVAL's GF(2^128) multiply method (GFMULS); "" keeps the backend's
     default. Refused: a method for a file that does not hash, the carry-less multiply in a
@@ -152,9 +163,11 @@ def with_gfmul(spec: KernelSpec, method: str, target: Target | None = None) -> K
         raise ConfigError(BITSLICED_CLMUL)
     if method:
         spec = replace(spec, gfmul=method, features=())
-    if (spec.gfmul == "ctmul" and target is not None and target.variable_time_multiply
+    if gfmul_refusal(spec):
+        raise ConfigError(gfmul_refusal(spec))
+    if (spec.product_method == "ctmul" and target is not None and target.variable_time_multiply
             and any(m in CLMUL_MODES for m in spec.modes)):
-        raise ConfigError(f"--gfmul ctmul is not constant-time on target {target.name}: "
+        raise ConfigError(f"--gfmul {spec.gfmul} (products by integer multiplication) is not constant-time on target {target.name}: "
                           f"{target.variable_time_multiply}; use --gfmul bitsliced")
     return spec
 

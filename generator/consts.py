@@ -40,6 +40,11 @@ def gfpoly(lanes: int) -> Const:
     return Const(f"gfpoly_x{lanes}", x128_mod_p().to_bytes(16, "little") * lanes)
 
 
+def x_to_the_0() -> Const:
+    """The field's 1 in POLYVAL's order (bit 0 of byte 0)."""
+    return Const("gf128_one", (1).to_bytes(16, "little"))
+
+
 def block_msb(clear: bool) -> Const:
     """Bit 7 of byte 15 (the top bit of a block read as a little-endian 128-bit integer)
     alone, or every other bit: GCM-SIV clears it in the tag input and sets it in the counter."""
@@ -66,3 +71,29 @@ def zip_index(half: int, lanes: int = 4) -> Const:
     or the second (k odd). What zip_lanes needs on AVX-512 zmm (generator/lower.py)."""
     qwords = [8 * (k % 2) + 2 * (half * lanes // 2 + k // 2) + q for k in range(lanes) for q in (0, 1)]
     return Const(f"zip_lanes{half}_x{lanes}", b"".join(x.to_bytes(8, "little") for x in qwords))
+
+
+# --gfmul gfni (kernels/ghash_planes.py): eight 16-byte rows <-> sixteen byte planes.
+PLANE_ROWS = 8  # rows (blocks, chains) a plane holds: one byte each in a qword
+
+
+def plane_index(half: int) -> Const:
+    """vpermt2b's byte indices turning eight 16-byte rows (two zmm: rows 0..3, 4..7) into the
+    byte planes 8 * half .. 8 * half + 7: qword j of the result holds byte 8 * half + j of
+    each row, row k in byte k."""
+    index = [16 * k + 8 * half + j for j in range(8) for k in range(PLANE_ROWS)]
+    return Const(f"plane_index{half}", bytes(index))
+
+
+def plane_top_bytes() -> Const:
+    """vpermt2b's byte indices gathering the last row's byte (byte 7) of the 16 planes (two zmm)
+    into bytes 0..15: the planes back to one 16-byte row."""
+    index = [8 * j + PLANE_ROWS - 1 for j in range(16)]
+    return Const("plane_top_bytes", bytes(index + [0] * 48))
+
+
+def affine_transpose_unit() -> Const:
+    """vgf2p8affineqb's data operand that makes it return its matrix operand's transpose as a
+    matrix operand: byte c of every qword = 1 << (7 - c). (Output bit r of byte c is the parity
+    of matrix byte 7 - r AND byte c, i.e. bit 7 - c of matrix byte 7 - r.)"""
+    return Const("affine_transpose_unit", bytes(1 << (7 - c) for c in range(8)) * 8)

@@ -31,8 +31,8 @@ class Lowerer:
         self.fn_width = width  # the function's main width (top_lane reads a register of it)
         self._ids = 1_000_000  # fresh temps, disjoint from the builder's
         self.gfni = GfniLowering(spec.isa, self._temp) if spec.backend == "gfni" else None
-        self.gfmul = (GfmulLowering(spec.isa, spec.gfmul, self._temp, not spec.no_ternlog)
-                      if spec.gfmul in GFMUL_METHODS else None)
+        self.gfmul = (GfmulLowering(spec.isa, spec.product_method, self._temp, not spec.no_ternlog)
+                      if spec.product_method in GFMUL_METHODS else None)
 
     def _temp(self) -> VReg:
         self._ids += 1

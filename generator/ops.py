@@ -119,6 +119,8 @@ VECTOR = [
     _v("vload_key", "v m", "load", *_MOVDQA, semantics=sem.vload, memory="read"),  # aligned
     _v("vload_bcast", "v m", "load", None, "VEX_VBROADCASTI128_YMM_M128", "EVEX_VBROADCASTI32X4_{R}_K1Z_M128",
        memory="read", semantics=sem.vload_bcast),  # 16 bytes to every lane (a plain load at width 128)
+    _v("vload_bcast64", "v m", "load", None, "VEX_VPBROADCASTQ_{R}_XMMM64", "EVEX_VPBROADCASTQ_{R}_K1Z_XMMM64",
+       memory="read", semantics=sem.vload_bcast64),  # 8 bytes to every qword
     _v("vload64", "x m", "load", "MOVQ_XMM_XMMM64", "VEX_VMOVQ_XMM_XMMM64", "EVEX_VMOVQ_XMM_XMMM64", memory="read",
        semantics=sem.vload64),
     _v("vload32", "x m", "load", "MOVD_XMM_RM32", "VEX_VMOVD_XMM_RM32", "EVEX_VMOVD_XMM_RM32", memory="read",

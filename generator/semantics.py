@@ -75,6 +75,12 @@ def vload_bcast(it: Cpu, i: Insn) -> Lanes:
     return it.value(i.srcs[0], 1) * _lanes(i)
 
 
+def vload_bcast64(it: Cpu, i: Insn) -> Lanes:
+    """The 8 bytes at the address in every qword."""
+    qword = bytes(it.m.read(it.m.addr(i.srcs[0]) + n, 1)[0] for n in range(8))
+    return _split(qword * (2 * _lanes(i)), _lanes(i))
+
+
 def vload64(it: Cpu, i: Insn) -> Lanes:
     return (int.from_bytes(it.m.read(it.m.addr(i.srcs[0]), 8), "little"),)
 

@@ -49,8 +49,16 @@ FEATURES_BY_ISA = {
 
 CLMUL_MODES = ("ghash", "polyval", "gcm", "gcm-siv")
 # How GHASH/POLYVAL multiply in GF(2^128) (--gfmul): the carry-less multiply, or without it
-# (generator/lower_gfmul.py: integer multiplies with holes, or bit-logical).
-GFMULS = ("clmul", "ctmul", "bitsliced")
+# (generator/lower_gfmul.py: integer multiplies with holes, or bit-logical), or GHASH's
+# products by powers of H as GF(2) matrices applied with vgf2p8affineqb (kernels/ghash_planes.py).
+GFMULS = ("clmul", "ctmul", "bitsliced", "gfni")
+# --gfmul gfni: the products its matrices do not cover (single blocks, the matrices' own
+# powers of H, POLYVAL) are lowered with this method.
+GFNI_PRODUCTS = "ctmul"
+# --gfmul gfni: the powers of H kept as matrices: H^8 for eight interleaved Horner chains,
+# H^1, H^2 and H^4 for joining them (kernels/ghash_planes.py); 16 x 16 qwords each.
+GFNI_MATRIX_POWERS = (8, 4, 2, 1)
+GFNI_MATRIX_BYTES = 16 * 16 * 8
 
 
 # Without clmul, the depth GHASH/POLYVAL/GCM files get when none is given: each product is already
@@ -78,6 +86,8 @@ def required_features(isa: str, width: int, modes: tuple[str, ...], gfdouble: st
     doubling_clmul = any(m in DOUBLING_MODES for m in modes) and needs_clmul(gfdouble, width)
     if "otr" in modes and isa == "avx512" and backend == "aesni":  # its offset table is stored big-endian (kernels/otr.py)
         feats.append("movbe")
+    if gfmul == "gfni" and any(m in CLMUL_MODES for m in modes):  # vpermt2b: blocks to byte planes
+        feats += [f for f in ("gfni", "avx512vbmi") if f not in feats]
     if (any(m in CLMUL_MODES for m in modes) or doubling_clmul) and gfmul in ("clmul", ""):
         feats.append("pclmulqdq")
         if isa in ("avx2", "avx512"):  # ymm/zmm hashing; the xmm tails use it too on these files
@@ -227,10 +237,24 @@ class KernelSpec:
         return 16 * (self.ghash_blocks + 1)
 
     @property
+    def gcm_matrix_offset(self) -> int:
+        """--gfmul gfni: where the matrices of GFNI_MATRIX_POWERS start in the GCM key (64-byte
+        aligned within it), after the powers of H and their halves-xor."""
+        return (self.key_bytes + 2 * self.gcm_halves_offset + 63) // 64 * 64
+
+    @property
     def gcm_key_bytes(self) -> int:
         """AES schedule, then H^(K+1)..H^1 (16 bytes each), then their Karatsuba halves-xor.
-        (H^(K+1): a message's last K blocks and its length block share one reduction.)"""
-        return (self.key_bytes + 2 * self.gcm_halves_offset + 63) // 64 * 64
+        (H^(K+1): a message's last K blocks and its length block share one reduction.)
+        --gfmul gfni: then the matrices of multiplying by H^8, H^4, H^2 and H^1."""
+        matrices = len(GFNI_MATRIX_POWERS) * GFNI_MATRIX_BYTES if self.gfmul == "gfni" else 0
+        return self.gcm_matrix_offset + matrices
+
+    @property
+    def product_method(self) -> str:
+        """How the file's remaining `clmul` products are computed: its --gfmul, but for gfni
+        (whose matrices serve the hashing loops) GFNI_PRODUCTS."""
+        return GFNI_PRODUCTS if self.gfmul == "gfni" else self.gfmul
 
     @property
     def gcm_ctx_bytes(self) -> int:

@@ -13,10 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from aesgen.consts import bswap_mask, gfpoly
+from aesgen.consts import bswap_mask, gfpoly, x_to_the_0
 from aesgen.dsl import FunctionBuilder
 from aesgen.ir import XOR3, Mem, VReg
+from aesgen.spec import GFNI_MATRIX_POWERS
 
+from . import ghash_planes
 from .aes import encrypt_rounds, finish, key_size_paths
 from .frame import aligned, drop_frame, open_frame
 from .modes import qword_mask_for_blocks, return_if_zero
@@ -305,6 +307,10 @@ def ghash_function(b: FunctionBuilder, karatsuba: bool | None = None) -> None:
     return_if_zero(b, n)
 
     def body() -> None:
+        if spec.gfmul == "gfni":  # matrices on byte planes
+            ghash_planes.ghash_blocks(b, b.reg["key"], acc_p, data, n)
+            finish(b)
+            return
         acc = b.pinned("HASH")
         a = b.v("vload", Mem(acc_p, 0), width=128, comment="acc, GHASH byte order")
         b.v("pshufb", a, bswap_mask(1), width=128, dst=acc, comment="to POLYVAL order")
@@ -321,7 +327,8 @@ def ghash_function(b: FunctionBuilder, karatsuba: bool | None = None) -> None:
 
 @describes("gcm_set_key")
 def gcm_set_key_function(b: FunctionBuilder) -> None:
-    """P_gcm_set_key(user_key, bits, gkey): AES schedule, then H^K..H^1 and their halves-xor."""
+    """P_gcm_set_key(user_key, bits, gkey): AES schedule, then H^K..H^1 and their halves-xor
+    (--gfmul gfni: then the matrices of H^8, H^4, H^2, H^1)."""
     spec = b.spec
     out = b.reg["key"]
     powers = b.label_name("powers")
@@ -364,8 +371,29 @@ def power_table(b: FunctionBuilder) -> None:
             p = b.v("vload", entry(i))
             px = b.v("vxor", p, b.v("pshufd", p, imm=0x4E))
             b.store(Mem(out, table + halves + 16 * (K - i)), px, comment=f"H^{i} halves-xor")
+    if spec.gfmul == "gfni":
+        gfni_matrices(b, entry(1))
     b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
     finish(b)
+
+
+def gfni_matrices(b: FunctionBuilder, h: Mem) -> None:
+    """--gfmul gfni: the GCM key's matrices (kernels/ghash_planes.py) of H^k for k in
+    GFNI_MATRIX_POWERS, H (POLYVAL order, GHASH's H * x) read from h. Column 0 of each is
+    dot(x^0, H^k); POWER_AT and MASK_LEN walk the columns."""
+    out = b.reg["key"]
+    with b.at_width(128):
+        powers = {1: b.v("vload", h)}
+        for k in (2, 4, 8):
+            powers[k] = dot(b, powers[k // 2], powers[k // 2])
+        one = b.v("vload", x_to_the_0(), comment="x^0")
+        firsts = {}  # each matrix's first column, made before the column loops (labels)
+        for k in GFNI_MATRIX_POWERS:
+            firsts[k] = b.pinned(f"COLUMN0_H{k}")
+            dot(b, one, powers[k], dst=firsts[k])
+        for k in GFNI_MATRIX_POWERS:
+            ghash_planes.build_matrix(b, ghash_planes.matrix(b.spec, out, k), firsts[k],
+                                      lambda v: mul_x(b, v), count=MASK_LEN, walk=POWER_AT)
 
 
 def build_powers(b: FunctionBuilder, h: Mem, table: Mem, K: int, karatsuba: bool,

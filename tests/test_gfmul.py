@@ -1,4 +1,4 @@
-"""GF(2^128) products without carry-less multiply (--gfmul ctmul, bitsliced): the lowered
+"""GF(2^128) products without carry-less multiply (--gfmul ctmul, bitsliced, gfni): the lowered
 sequences against a carry-less multiply written here, the files they make (no AES-NI and no
 PCLMULQDQ instruction in a gfni or bitsliced file, the features cpu_supported checks, the
 static constant-time scan), the refusals, and the whole verifier on generated files."""
@@ -10,8 +10,9 @@ from dataclasses import replace
 import pytest
 
 from aesgen.config import ConfigError, with_gfmul
-from aesgen.consts import gfpoly
+from aesgen.consts import affine_transpose_unit, gfpoly
 from aesgen.gf128 import fold_constant
+from aesgen.gfni import affine_byte
 from aesgen.ir import Const, Function, Insn, VReg
 from aesgen.lower import Lowerer
 from aesgen.pipeline import generate
@@ -100,6 +101,16 @@ def test_gfni_files_have_no_aesni_and_no_pclmulqdq(modes, method):
     assert not {"aes", "vaes", "pclmulqdq", "vpclmulqdq"} & set(spec.features)
 
 
+@pytest.mark.parametrize("modes", [("ghash", "polyval"), ("gcm", "gcm-siv")])
+def test_gfni_matrix_files_have_no_aesni_and_no_pclmulqdq(modes):
+    spec = KernelSpec(modes, "avx512", 512, 1, backend="gfni", gfmul="gfni")
+    used = instructions(spec)
+    assert not [m for m in used if any(f in m for f in FORBIDDEN)]
+    assert "vgf2p8affineqb" in used
+    assert not {"aes", "vaes", "pclmulqdq", "vpclmulqdq"} & set(spec.features)
+    assert {"gfni", "avx512vbmi"} <= set(spec.features)
+
+
 @pytest.mark.parametrize("modes", [("ghash", "polyval"), ("gcm",), ("gcm-siv",)])
 @pytest.mark.parametrize("isa,width", [("sse", 128), ("avx2", 256), ("avx512", 256)])
 def test_bitsliced_files_have_no_aesni_no_pclmulqdq_no_gfni(modes, isa, width):
@@ -121,6 +132,31 @@ def test_static_constant_time_scan_passes(tmp_path, backend, method, modes, abi)
     assert [(r.name, r.detail) for r in static_ct.check(spec, path) if r.status != "pass"] == []
 
 
+@pytest.mark.parametrize("abi", ["sysv", "win64"])
+def test_static_constant_time_scan_passes_with_matrices(tmp_path, abi):
+    spec = KernelSpec(("ghash", "polyval"), "avx512", 512, 1, backend="gfni", gfmul="gfni", abi=abi)
+    path = tmp_path / "k.S"
+    path.write_text(generate(spec).asm)
+    assert [(r.name, r.detail) for r in static_ct.check(spec, path) if r.status != "pass"] == []
+
+
+def test_transpose_unit_turns_columns_into_an_operand():
+    """vgf2p8affineqb(unit, Q), Q's byte k the column of input bit 7 - k, is the operand whose
+    byte 7 - r is output bit r's row: what the matrices' in-place transposition relies on."""
+    rng = random.Random(5)
+    unit = int.from_bytes(affine_transpose_unit().data[:8], "little")
+    for _ in range(50):
+        cols = [rng.randrange(256) for _ in range(8)]  # column of input bit b: cols[b]
+        q = sum(cols[7 - k] << (8 * k) for k in range(8))
+        operand = sum(affine_byte(q, (unit >> (8 * c)) & 0xFF, 0) << (8 * c) for c in range(8))
+        for x in range(256):  # the operand applied to x is the sum of the columns of x's set bits
+            expect = 0
+            for bit in range(8):
+                if x >> bit & 1:
+                    expect ^= cols[bit]
+            assert affine_byte(operand, x, 0) == expect
+
+
 def test_defaults_and_refusals():
     assert KernelSpec(("ghash",), "avx512", 512, 4).gfmul == "clmul"
     assert KernelSpec(("ghash",), "avx512", 512, 4, backend="gfni").gfmul == "ctmul"
@@ -136,6 +172,11 @@ def test_defaults_and_refusals():
         with_gfmul(KernelSpec(("ghash",), "avx2", 256, 1, backend="gfni"), "", slow)
     assert with_gfmul(KernelSpec(("ghash",), "avx2", 256, 1, backend="gfni"), "bitsliced", slow).gfmul == "bitsliced"
     assert with_gfmul(KernelSpec(("ghash",), "avx2", 256, 1, backend="gfni"), "", load("haswell")).gfmul == "ctmul"
+    for isa, width, backend in (("avx2", 256, "gfni"), ("avx512", 256, "gfni"), ("avx512", 512, "bitsliced")):
+        with pytest.raises(ConfigError, match="--gfmul gfni .* needs --isa avx512 --width 512"):
+            with_gfmul(KernelSpec(("ghash",), isa, width, 1, backend=backend), "gfni")
+    with pytest.raises(ConfigError, match="not constant-time on target slowmul"):  # its single products: ctmul
+        with_gfmul(KernelSpec(("ghash",), "avx512", 512, 1, backend="gfni"), "gfni", slow)
 
 
 def test_spec_line_round_trips_the_method():
@@ -154,6 +195,7 @@ def test_gcm_override_gives_ghash_its_powers():
 
 @pytest.mark.parametrize("backend,isa,width,method", [
     ("gfni", "sse", 128, "ctmul"), ("gfni", "avx2", 256, "ctmul"), ("gfni", "avx512", 512, "bitsliced"),
+    ("gfni", "avx512", 512, "gfni"), ("aesni", "avx512", 512, "gfni"),
     ("bitsliced", "avx2", 256, "ctmul"), ("bitsliced", "avx512", 512, "bitsliced")])
 def test_hash_files_verify(tmp_path, backend, isa, width, method):
     spec = KernelSpec(("ghash", "polyval"), isa, width, 1, backend=backend, gfmul=method)

@@ -27,7 +27,7 @@ from ..bench.ceiling import measure as measure_ceiling
 from ..bench.sampler import Sampling, sample
 from ..bench.stats import Interval, cheapest_tie, order_rank, ties
 from ..bench.timing import pin_cpu, run_op
-from ..config import ConfigError, parse_gfmuls
+from ..config import ConfigError, gfmul_refusal, parse_gfmuls
 from ..cpu import missing_features
 from ..doubling import METHODS as DOUBLING_METHODS, TABLE_METHODS, refusal
 from ..dsl import BuildError
@@ -250,6 +250,8 @@ def _prepare(mode: str, target: Target, isa: str, width: int, depth: int, measur
         if why:
             return Point(width, depth, "infeasible", why), None, None
     spec = KernelSpec((mode,), isa, width, depth, **options)
+    if gfmul_refusal(spec):
+        return Point(width, depth, "infeasible", gfmul_refusal(spec)), None, None
     try:
         kernel = generate(spec)
     except BuildError as e:
