@@ -85,11 +85,11 @@ def plane_index(half: int) -> Const:
     return Const(f"plane_index{half}", bytes(index))
 
 
-def plane_top_bytes() -> Const:
-    """vpermt2b's byte indices gathering the last row's byte (byte 7) of the 16 planes (two zmm)
-    into bytes 0..15: the planes back to one 16-byte row."""
-    index = [8 * j + PLANE_ROWS - 1 for j in range(16)]
-    return Const("plane_top_bytes", bytes(index + [0] * 48))
+def plane_row_bytes(row: int) -> Const:
+    """vpermt2b's byte indices gathering row `row`'s byte of the 16 planes (two zmm) into bytes
+    0..15: one row back from the planes."""
+    index = [8 * j + row for j in range(16)]
+    return Const(f"plane_row{row}_bytes", bytes(index + [0] * 48))
 
 
 def affine_transpose_unit() -> Const:

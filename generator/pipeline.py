@@ -26,7 +26,7 @@ from .list_schedule import list_schedule, target_costs
 from .lower import Lowerer
 from .regalloc import Allocation, RegisterPressure, allocate_path
 from .schedule import flatten
-from .spec import MULTIKEY_BYTES, SPEC_MARKER, KernelSpec, default_gfmul
+from .spec import MULTIKEY_BYTES, SPEC_MARKER, KernelSpec
 from .target import load as load_target
 from .unwind import Unwind
 from .win64 import Directive, bytes_below_rsp, check_body, wrap as wrap_win64
@@ -87,7 +87,7 @@ def red_zone_note(spec: KernelSpec, below_rsp: dict[str, int], c_names: bool = F
 def command_line(spec: KernelSpec, output: str = "FILE.S") -> str:
     per_mode = "".join(f" --per-mode {m}={w}x{d}" for m, w, d in spec.overrides)
     per_mode += " --karatsuba" if spec.karatsuba else ""
-    per_mode += f" --gfmul {spec.gfmul}" if spec.gfmul != default_gfmul(spec.backend) else ""
+    per_mode += f" --gfmul {spec.gfmul}" if spec.gfmul != spec.default_gfmul else ""
     per_mode += f" --gfdouble {spec.gfdouble}" if spec.gfdouble else ""
     per_mode += " --allow-table-lookups" if spec.table_lookups else ""
     per_mode += " --no-ternlog" if spec.no_ternlog else ""

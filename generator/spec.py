@@ -66,10 +66,16 @@ GFNI_MATRIX_BYTES = 16 * 16 * 8
 GFMUL_DEPTH = 2
 
 
-def default_gfmul(backend: str) -> str:
+def default_gfmul(backend: str, isa: str = "", hash_widths: tuple[int, ...] = ()) -> str:
     """AES-NI files multiply with pclmulqdq; the files without AES-NI (gfni, bitsliced) with no
-    carry-less multiply either, by default: integer products with holes."""
-    return "clmul" if backend == "aesni" else "ctmul"
+    carry-less multiply either, by default: GF(2) matrices where the GFNI backend hashes at 512
+    bits on AVX-512 (`hash_widths`: the widths of the file's hashing modes), else integer
+    products with holes."""
+    if backend == "aesni":
+        return "clmul"
+    if backend == "gfni" and isa == "avx512" and hash_widths and set(hash_widths) == {512}:
+        return "gfni"
+    return "ctmul"
 
 
 def required_features(isa: str, width: int, modes: tuple[str, ...], gfdouble: str = "",
@@ -154,7 +160,7 @@ class KernelSpec:
         if not self.gfdouble and any(m in DOUBLING_MODES for m in self.modes):
             object.__setattr__(self, "gfdouble", default_method(self.isa, self.width))
         if not self.gfmul:
-            object.__setattr__(self, "gfmul", default_gfmul(self.backend))
+            object.__setattr__(self, "gfmul", self.default_gfmul)
         if self.gfmul != "clmul" and any(m in CLMUL_MODES for m in self.modes):
             # without clmul a product is a long sequence: Karatsuba's 3 instead of 4 (-24% time, less code)
             object.__setattr__(self, "karatsuba", True)
@@ -168,6 +174,11 @@ class KernelSpec:
                                                  self.gfmul))
         object.__setattr__(self, "features", tuple(self.features))
         object.__setattr__(self, "overrides", tuple(tuple(o) for o in self.overrides))
+
+    @property
+    def default_gfmul(self) -> str:
+        """The GF(2^128) method the file gets when none is asked for (default_gfmul)."""
+        return default_gfmul(self.backend, self.isa, tuple(self.width_for(m) for m in self.modes if m in CLMUL_MODES))
 
     @property
     def red_zone_allowed(self) -> bool:
@@ -359,7 +370,7 @@ class KernelSpec:
                 del d[name]
         if d["object_format"] == "elf":
             del d["object_format"]
-        if d["gfmul"] == default_gfmul(self.backend):  # older files stay as they were
+        if d["gfmul"] == self.default_gfmul:  # older files stay as they were
             del d["gfmul"]
         return json.dumps(d, sort_keys=True, separators=(",", ":"))
 

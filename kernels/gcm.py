@@ -20,6 +20,7 @@ from aesgen.consts import be32_one_in_dword3, bswap_mask
 from aesgen.dsl import FunctionBuilder
 from aesgen.ir import Mem, VReg
 
+from . import ghash_planes
 from .aes import encrypt_rounds
 from .frame import CALLEE_SAVED, aligned, leave_frame, open_frame, push_saved
 from .ghash import HashCore, Products, dot, multiply
@@ -31,6 +32,9 @@ from .regs import RESULT, arg, r8, r32
 # registers (kernels/frame.py: rsp 16-byte aligned, never copied into another register).
 SLOTS = 128
 FRAME = aligned(SLOTS)
+# --gfmul gfni: the byte planes' scratch (kernels/ghash_planes.py) after the slots.
+PLANES_SCRATCH = Mem("rsp", SLOTS)
+FRAME_PLANES = aligned(SLOTS + ghash_planes.SCRATCH_BYTES)
 # Register roles. The arguments are in their SysV registers (regs.arg; gcm_decrypt's are
 # gcm_encrypt's); the stack arguments move to OUT, LEN, TAG_PTR, TAGLEN at entry.
 KEY, IN = (arg("gcm_encrypt", a) for a in ("key", "in"))  # the gkey (schedule, then the powers of H); the input
@@ -102,7 +106,7 @@ class Gcm:
         self.b, self.decrypt, self.spec = b, decrypt, b.spec
         self.K = b.spec.ghash_blocks
         self.table = Mem(KEY, b.spec.gcm_table_offset)
-        self.frame = FRAME  # subclasses with a larger frame set their own
+        self.frame = FRAME_PLANES if b.spec.gfmul == "gfni" else FRAME  # subclasses with a larger frame set their own
 
     # -- small pieces ---------------------------------------------------------
     def load_partial(self, src: str, count: str, dst: Mem) -> None:
@@ -241,7 +245,7 @@ class Gcm:
         # Text: the main loop hashes each batch's ciphertext as the CTR loop produces (or,
         # decrypting, consumes) it; the rest is hashed in a second pass — before it is
         # decrypted, since in == out may overwrite it.
-        ctr_stream(b, nr, base, IN, OUT, LEN, stitch=Stitch(self, acc, final=True),
+        ctr_stream(b, nr, base, IN, OUT, LEN, stitch=self.stitch(acc, final=True),
                    public_counter=PUBLIC_COUNTER)
         if not self.decrypt:  # the ciphertext left, then the lengths
             self.hash_final(acc, *REST, Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), _arg("len"))
@@ -286,6 +290,13 @@ class Gcm:
             b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
         self._wipe()
         b.branch("jmp", self.exit)
+
+    def stitch(self, acc: VReg, final: bool = False) -> "Stitch":
+        """The hashing that rides along the CTR main loop: reductions per batch, or with
+        --gfmul gfni the byte-plane chains."""
+        if self.spec.gfmul == "gfni" and self.b.depth * self.b.lanes % ghash_planes.BATCH == 0:
+            return PlaneStitch(self, acc, final)
+        return Stitch(self, acc, final)  # (gfni with an odd depth: batches of 4 blocks, reduced each)
 
     def start_hashing(self) -> VReg:
         """The running hash (POLYVAL order) and the hashing loops over the powers of H."""
@@ -412,8 +423,11 @@ class Stitch:
         self.batch_bytes = 16 * gcm.b.depth * gcm.b.lanes
 
     def riders(self, inp: str, outp: str) -> None:
-        at = Mem(inp, 0) if self.g.decrypt else Mem(outp, -self.batch_bytes)  # the previous batch
-        self.g.core.batch(self.acc, at)
+        self.g.core.batch(self.acc, self.batch_at(inp, outp))
+
+    def batch_at(self, inp: str, outp: str) -> Mem:
+        """The batch to hash: decrypting the input, encrypting the previous batch's output."""
+        return Mem(inp, 0) if self.g.decrypt else Mem(outp, -self.batch_bytes)
 
     def after_main(self, pending: bool) -> None:
         """Decrypting, hash the rest of the input now (in == out may overwrite it); encrypting,
@@ -428,6 +442,41 @@ class Stitch:
         back = self.batch_bytes if pending else 0
         b.s("lea.r64.m", REST[0], Mem(OUT, -back))
         b.s("lea.r64.m", REST[1], Mem(LEN, back))
+
+
+class PlaneStitch(Stitch):
+    """--gfmul gfni: the loop's batches go to eight Horner chains of byte planes by 8 blocks
+    (kernels/ghash_planes.py), with no reduction per batch. The running hash joins the first
+    block through JOIN planes that every step adds and then zeroes (a branch-free "first
+    step"); after the loop the chains are joined back into the running hash (plus JOIN's row
+    0: the hash itself if no step ran) and the rest is hashed as without them."""
+
+    def __init__(self, gcm: Gcm, acc: VReg, final: bool = False) -> None:
+        super().__init__(gcm, acc, final)
+        b = gcm.b
+        self.chains = (b.pinned("CHAINS_LO"), b.pinned("CHAINS_HI"))
+        self.joining = (b.pinned("JOIN_LO"), b.pinned("JOIN_HI"))
+        raw = b.v("pshufb", acc, bswap_mask(1), width=128, comment="the running hash, GHASH order")
+        zero = b.v("vzero", width=ghash_planes.W)
+        ghash_planes.to_planes(b, (raw, zero), dst=self.joining)
+        for z in self.chains:
+            b.v("vzero", dst=z, width=ghash_planes.W)
+
+    def riders(self, inp: str, outp: str) -> None:
+        b, at = self.g.b, self.batch_at(inp, outp)
+        for step in range(self.batch_bytes // (16 * ghash_planes.BATCH)):
+            ghash_planes.chain_step(b, self.chains, Mem(at.base, at.disp + 16 * ghash_planes.BATCH * step),
+                                    KEY, PLANES_SCRATCH, joining=self.joining)
+            for j in self.joining:
+                b.v("vzero", dst=j, width=ghash_planes.W)
+
+    def after_main(self, pending: bool) -> None:
+        b = self.g.b
+        y = ghash_planes.join_chains(b, self.chains, KEY, PLANES_SCRATCH)
+        y = b.v("vxor", y, ghash_planes.row_of(b, self.joining, 0), width=128, comment="+ the hash if no step ran")
+        b.v("pshufb", y, bswap_mask(1), width=128, dst=self.acc, comment="to POLYVAL order")
+        ghash_planes.wipe_scratch(b, PLANES_SCRATCH)
+        super().after_main(pending)
 
 
 @describes("gcm_encrypt", decrypt=False)

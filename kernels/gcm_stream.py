@@ -25,7 +25,7 @@ from aesgen.spec import GCM_CTX_BYTES
 
 from .aes import encrypt_rounds
 from .frame import open_frame, push_saved
-from .gcm import BLOCK, BYTE, BYTES_HI, EKJ0, IN, IV, IVLEN, KEY, LEN, OUT, REST, SCRATCH, Gcm, Stitch
+from .gcm import BLOCK, BYTE, BYTES_HI, EKJ0, IN, IV, IVLEN, KEY, LEN, OUT, REST, SCRATCH, Gcm
 from .modes import counter_base, ctr_stream
 from .registry import describes
 from .regs import RESULT, arg, r8, r32
@@ -197,7 +197,7 @@ class GcmStream(Gcm):
             whole = b.label_name("no_blocks")
             b.s("test.r64.r64", LEN, LEN)
             b.branch("e", whole)
-            ctr_stream(b, nr, base, IN, OUT, LEN, stitch=Stitch(self, acc))
+            ctr_stream(b, nr, base, IN, OUT, LEN, stitch=self.stitch(acc))
             if not self.decrypt:
                 self.hash_bytes(acc, *REST)
             b.label(whole)

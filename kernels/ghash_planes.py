@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from aesgen.consts import PLANE_ROWS, affine_transpose_unit, bswap_mask, plane_index, plane_top_bytes
+from aesgen.consts import PLANE_ROWS, affine_transpose_unit, bswap_mask, plane_index, plane_row_bytes
 from aesgen.dsl import FunctionBuilder
 from aesgen.ir import XOR3, Mem, VReg
 from aesgen.spec import GFNI_MATRIX_BYTES, GFNI_MATRIX_POWERS
@@ -42,7 +42,9 @@ W = 512  # the planes: 16 qwords, two zmm
 BATCH = PLANE_ROWS  # blocks per product: one per chain
 PLANES = 16
 ROW_BYTES = 2 * 64  # one input byte's matrix row: two zmm (output planes 0..7, 8..15)
-FRAME = aligned(ROW_BYTES, pushes=0)  # the planes, stored for their broadcast loads
+SCRATCH_BYTES = 2 * 64  # the planes, stored for their broadcast loads
+FRAME = aligned(SCRATCH_BYTES, pushes=0)  # P_ghash's: the scratch at rsp
+SCRATCH = Mem("rsp", 0)
 # Register roles of P_ghash's GPRs beside its arguments (all public: lengths and addresses).
 PAD = "r8"  # zero blocks in front of the message
 PAD_BYTES = "r9"  # 16 * PAD; then masks
@@ -85,29 +87,47 @@ def to_planes(b: FunctionBuilder, rows: tuple[VReg, VReg], dst: tuple[VReg, VReg
                      comment=f"byte planes {8 * h}..{8 * h + 7}") for h in (0, 1))
 
 
-def multiply(b: FunctionBuilder, planes: tuple[VReg, VReg], at: Mem,
-             dst: tuple[VReg, VReg] | None = None) -> tuple[VReg, VReg]:
-    """Every chain times the matrix at `at`: plane i broadcast, times row i, summed per half."""
+def multiply(b: FunctionBuilder, planes: tuple[VReg, VReg], at: Mem, scratch: Mem,
+             dst: tuple[VReg, VReg] | None = None, extra: tuple[tuple[VReg, ...], ...] = ((), ())) -> tuple[VReg, VReg]:
+    """Every chain times the matrix at `at`, plus the `extra` terms of each half: plane i
+    broadcast (from the planes stored at `scratch`, 128 bytes), times row i, summed per half."""
     for h in (0, 1):
-        b.store(Mem("rsp", 64 * h), planes[h], width=W)
+        b.store(Mem(scratch.base, scratch.disp + 64 * h), planes[h], width=W)
     sums = (XorRun(b), XorRun(b))
+    for h in (0, 1):
+        for t in extra[h]:
+            sums[h].add(t)
     for i in range(PLANES):
-        x = b.v("vload_bcast64", Mem("rsp", 8 * i), width=W, comment=f"plane {i} in every qword")
+        x = b.v("vload_bcast64", Mem(scratch.base, scratch.disp + 8 * i), width=W,
+                comment=f"plane {i} in every qword")
         for h in (0, 1):
             sums[h].add(b.v("gf2p8affineqb", x, Mem(at.base, at.disp + ROW_BYTES * i + 64 * h), imm=0, width=W))
     return tuple(sums[h].value(dst[h] if dst else None) for h in (0, 1))
 
 
-def join_chains(b: FunctionBuilder, planes: tuple[VReg, VReg], key: str) -> VReg:
+def chain_step(b: FunctionBuilder, chains: tuple[VReg, VReg], at: Mem, key: str, scratch: Mem,
+               joining: tuple[VReg, VReg] | None = None) -> None:
+    """chains = chains * H^8 + the 8 blocks at `at` (+ `joining`, planes to add once)."""
+    x = to_planes(b, tuple(b.v("vload", Mem(at.base, at.disp + 64 * h), width=W, comment="data blocks")
+                           for h in (0, 1)))
+    extra = tuple((x[h], joining[h]) if joining else (x[h],) for h in (0, 1))
+    multiply(b, chains, matrix(b.spec, key, BATCH), scratch, dst=chains, extra=extra)
+
+
+def row_of(b: FunctionBuilder, planes: tuple[VReg, VReg], row: int) -> VReg:
+    """Row (chain) `row` of the planes, as one 16-byte block (an xmm's worth)."""
+    index = b.v("vload", plane_row_bytes(row), width=W)
+    return b.v("permt2b", planes[0], index, planes[1], width=W, comment=f"chain {row}'s bytes")
+
+
+def join_chains(b: FunctionBuilder, planes: tuple[VReg, VReg], key: str, scratch: Mem) -> VReg:
     """The hash: sum over chains c of H^(8 - c) * chain c, as one 16-byte row (an xmm)."""
     spec = b.spec
     for shift in (1, 2, 4):  # chain c += H^shift * chain (c - shift)
-        t = multiply(b, planes, matrix(spec, key, shift))
+        t = multiply(b, planes, matrix(spec, key, shift), scratch)
         planes = tuple(b.v("vxor", b.v("psllq", t[h], imm=8 * shift, width=W), planes[h], width=W)
                        for h in (0, 1))
-    t = multiply(b, planes, matrix(spec, key, 1))
-    index = b.v("vload", plane_top_bytes(), width=W)
-    return b.v("permt2b", t[0], index, t[1], width=W, comment="chain 7's bytes")
+    return row_of(b, multiply(b, planes, matrix(spec, key, 1), scratch), BATCH - 1)
 
 
 def ghash_blocks(b: FunctionBuilder, key: str, acc_p: str, data: str, n: str) -> None:
@@ -150,18 +170,20 @@ def ghash_blocks(b: FunctionBuilder, key: str, acc_p: str, data: str, n: str) ->
     b.s("add.r64.imm", data, imm=16 * BATCH)
     b.s("sub.r64.imm", n, imm=BATCH)
     b.branch("e", last)
-    m = multiply(b, z, matrix(spec, key, BATCH))
-    x = to_planes(b, tuple(b.v("vload", Mem(data, 64 * h), width=W, comment="data blocks") for h in (0, 1)))
-    for h in (0, 1):
-        b.v("vxor", m[h], x[h], width=W, dst=z[h])
+    chain_step(b, z, Mem(data, 0), key, SCRATCH)
     b.branch("jmp", top)
     b.label(last)
-    out = join_chains(b, z, key)
+    out = join_chains(b, z, key, SCRATCH)
     b.store(Mem(acc_p, 0), out, width=128)
-    zero = b.v("vzero", width=W)
-    for h in (0, 1):  # leave no chain of the hash on the stack
-        b.store(Mem("rsp", 64 * h), zero, width=W)
+    wipe_scratch(b, SCRATCH)
     drop_frame(b, FRAME)
+
+
+def wipe_scratch(b: FunctionBuilder, scratch: Mem) -> None:
+    """Leave no chain of the hash in the planes' scratch."""
+    zero = b.v("vzero", width=W)
+    for h in (0, 1):
+        b.store(Mem(scratch.base, scratch.disp + 64 * h), zero, width=W)
 
 
 def build_matrix(b: FunctionBuilder, at: Mem, column: VReg, times_x: Callable[[VReg], VReg],

@@ -159,7 +159,9 @@ def test_transpose_unit_turns_columns_into_an_operand():
 
 def test_defaults_and_refusals():
     assert KernelSpec(("ghash",), "avx512", 512, 4).gfmul == "clmul"
-    assert KernelSpec(("ghash",), "avx512", 512, 4, backend="gfni").gfmul == "ctmul"
+    assert KernelSpec(("ghash",), "avx512", 512, 4, backend="gfni").gfmul == "gfni"  # the matrices
+    assert KernelSpec(("ghash",), "avx512", 256, 4, backend="gfni").gfmul == "ctmul"
+    assert KernelSpec(("gcm",), "avx512", 512, 4, backend="gfni", overrides=(("gcm", 256, 4),)).gfmul == "ctmul"
     bs = KernelSpec(("ghash",), "avx2", 256, 1, backend="bitsliced")
     with pytest.raises(ConfigError, match="logic instructions only"):
         with_gfmul(bs, "clmul")
@@ -206,6 +208,15 @@ def test_hash_files_verify(tmp_path, backend, isa, width, method):
 @pytest.mark.parametrize("isa,width", [("avx2", 256), ("avx512", 512)])
 def test_gfni_gcm_files_verify(tmp_path, isa, width):
     spec = KernelSpec(("gcm", "gcm-siv"), isa, width, 1, backend="gfni")
+    verify_generated(tmp_path, spec, quick=True)
+
+
+# GCM whose main loop hashes on byte-plane chains (PlaneStitch), one-shot and streaming; an odd
+# depth (batches of 4 blocks: reduced one by one) in the full run.
+@pytest.mark.parametrize("depth", [2, pytest.param(1, marks=pytest.mark.full), pytest.param(4, marks=pytest.mark.full)])
+def test_gfni_matrix_gcm_files_verify(tmp_path, depth):
+    spec = KernelSpec(("gcm",), "avx512", 512, depth, backend="gfni")
+    assert spec.gfmul == "gfni"
     verify_generated(tmp_path, spec, quick=True)
 
 

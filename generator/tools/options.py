@@ -67,7 +67,7 @@ def config_options(f):
     f = click.option("--karatsuba", is_flag=True,
                      help="GHASH/POLYVAL: Karatsuba products (3 carry-less multiplies) instead of schoolbook (4).")(f)
     f = click.option("--gfmul", default="", metavar="METHOD", help=f"GHASH/POLYVAL's GF(2^128) products: "
-                     f"{', '.join(GFMULS)} (default: clmul with AES-NI, else ctmul; docs/gfmul.md).")(f)
+                     f"{', '.join(GFMULS)} (default: clmul with AES-NI, gfni on the GFNI backend at avx512/512, else ctmul; docs/gfmul.md).")(f)
     f = click.option("--gfdouble", default="", metavar="METHOD",
                      help=f"XTS tweaks / GF(2^128) doubling: {', '.join(DOUBLING_METHODS)} "
                           "(default: the ISA's best, see `aesgen explore gfdouble`).")(f)
