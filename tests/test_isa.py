@@ -37,6 +37,7 @@ MNEMONICS = {
     "vmov": ("MOVDQA", "VMOVDQA", "VMOVDQA64"), "vload64": ("MOVQ", "VMOVQ", "VMOVQ"),
     "vload32": ("MOVD", "VMOVD", "VMOVD"),
     "vload_bcast": (None, "VBROADCASTI128", "VBROADCASTI32X4"), "valignq": (None, None, "VALIGNQ"),
+    "vload_bcast64": (None, "VPBROADCASTQ", "VPBROADCASTQ"),
     "vperm2i128": (None, "VPERM2I128", None), "vextract128": (None, "VEXTRACTI128", "VEXTRACTI32X4"),
     "vinserti128": (None, "VINSERTI128", None), "vinsert128": (None, "VINSERTI128", "VINSERTI32X4"),
     "vshufi32x4": (None, None, "VSHUFI32X4"),
