@@ -97,3 +97,10 @@ def affine_transpose_unit() -> Const:
     matrix operand: byte c of every qword = 1 << (7 - c). (Output bit r of byte c is the parity
     of matrix byte 7 - r AND byte c, i.e. bit 7 - c of matrix byte 7 - r.)"""
     return Const("affine_transpose_unit", bytes(1 << (7 - c) for c in range(8)) * 8)
+
+
+def hole_masks(holes: int) -> list[Const]:
+    """Per i < holes, the 64-bit mask of the bits at positions = i (mod holes): the parts of
+    an operand of GHASH's GPR product with holes (kernels/ghash_gpr.py)."""
+    return [Const(f"holes{holes}_part{i}", sum(1 << p for p in range(i, 64, holes)).to_bytes(8, "little"))
+            for i in range(holes)]

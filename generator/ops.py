@@ -278,6 +278,9 @@ SCALAR = [
     _s("xor.r32.r32", "gpr", "XOR_RM32_R32", sem.alu(operator.xor, 32)),
     _s("xor.r32.m32", "gpr", "XOR_R32_RM32", sem.xor_mem(4)),
     _s("xor.r64.m64", "gpr", "XOR_R64_RM64", sem.xor_mem(8)),
+    _s("and.r64.m64", "gpr", "AND_R64_RM64", sem.and_mem(8)),
+    # rdx:rax = rax * the memory qword (unsigned, 128-bit product)
+    _s("mul.m64", "gpr", "MUL_RM64", sem.mul_wide),
     _s("xor.r8.m8", "gpr", "XOR_R8_RM8", sem.xor_mem(1)),
     _s("or.r8.r8", "gpr", "OR_RM8_R8", sem.or_byte),
     _s("neg.r64", "gpr", "NEG_RM64", sem.neg),

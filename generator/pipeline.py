@@ -193,7 +193,7 @@ class FunctionEmitter:
                 check_body(items, "--no-red-zone")
             self.red_zone[fn.name] = bytes_below_rsp(items)
         if win64:
-            items = wrap_win64(items, len(fn.args))
+            items = wrap_win64(items, len(fn.args), f"{self.spec.prefix}_{fn.name}")
 
         def directive(text: str, flavour: str = "elf") -> str:
             """ELF-only (CFI) or COFF-only (SEH) lines; a win64 file is preprocessed for either."""

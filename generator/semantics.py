@@ -383,9 +383,25 @@ def adc(it: Cpu, i: Insn) -> None:
 
 def xor_mem(nbytes: int) -> Semantics:
     """dst ^= nbytes of memory (flags not modelled: no kernel reads them after it)."""
+    return _mem_op(lambda a, b: a ^ b, nbytes)
+
+
+def and_mem(nbytes: int) -> Semantics:
+    """dst &= nbytes of memory (flags not modelled)."""
+    return _mem_op(lambda a, b: a & b, nbytes)
+
+
+def _mem_op(f: Callable[[int, int], int], nbytes: int) -> Semantics:
     def run(it: Cpu, i: Insn) -> None:
-        it.m.put(i.dst, it.m.get(i.dst) ^ int.from_bytes(it.m.read(it.m.addr(i.srcs[0]), nbytes), "little"))
+        it.m.put(i.dst, f(it.m.get(i.dst), int.from_bytes(it.m.read(it.m.addr(i.srcs[0]), nbytes), "little")))
     return run
+
+
+def mul_wide(it: Cpu, i: Insn) -> None:
+    """rdx:rax = rax * the qword at the operand (flags not modelled: no kernel reads them)."""
+    p = it.m.get("rax") * int.from_bytes(it.m.read(it.m.addr(i.dst), 8), "little")
+    it.m.put("rax", p & M64)
+    it.m.put("rdx", p >> 64)
 
 
 def or_byte(it: Cpu, i: Insn) -> None:

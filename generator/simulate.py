@@ -95,7 +95,9 @@ class Machine:
         else:  # 32-bit writes zero-extend, as on x86-64
             self.gpr[full] = value & ((1 << bits) - 1)
 
-    def addr(self, m: Mem) -> int:
+    def addr(self, m: Mem | Const) -> int:
+        if isinstance(m, Const):  # a scalar op's rip-relative constant
+            return self.const_addr(m)
         a = self.get(m.base) + m.disp
         if m.index:
             a += self.get(m.index) * m.scale

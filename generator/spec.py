@@ -51,9 +51,9 @@ CLMUL_MODES = ("ghash", "polyval", "gcm", "gcm-siv")
 # How GHASH/POLYVAL multiply in GF(2^128) (--gfmul): the carry-less multiply, or without it
 # (generator/lower_gfmul.py: integer multiplies with holes, or bit-logical), or GHASH's
 # products by powers of H as GF(2) matrices applied with vgf2p8affineqb (kernels/ghash_planes.py).
-GFMULS = ("clmul", "ctmul", "bitsliced", "gfni")
-# --gfmul gfni: the products its matrices do not cover (single blocks, the matrices' own
-# powers of H, POLYVAL) are lowered with this method.
+GFMULS = ("clmul", "ctmul", "ctmul-gpr", "bitsliced", "gfni")
+# The methods that serve only some functions (gfni: GHASH's hashing loops; ctmul-gpr: P_ghash
+# and P_polyval, on GPRs, kernels/ghash_gpr.py): the file's other products are lowered with this.
 GFNI_PRODUCTS = "ctmul"
 # --gfmul gfni: the powers of H kept as matrices: H^8 for eight interleaved Horner chains,
 # H^1, H^2 and H^4 for joining them (kernels/ghash_planes.py); 16 x 16 qwords each.
@@ -264,8 +264,8 @@ class KernelSpec:
     @property
     def product_method(self) -> str:
         """How the file's remaining `clmul` products are computed: its --gfmul, but for gfni
-        (whose matrices serve the hashing loops) GFNI_PRODUCTS."""
-        return GFNI_PRODUCTS if self.gfmul == "gfni" else self.gfmul
+        (whose matrices serve the hashing loops) and ctmul-gpr (P_ghash, P_polyval) GFNI_PRODUCTS."""
+        return GFNI_PRODUCTS if self.gfmul in ("gfni", "ctmul-gpr") else self.gfmul
 
     @property
     def gcm_ctx_bytes(self) -> int:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .ir import BuildError, Insn, Mem, Phys
+from .ir import BuildError, Insn, Mark, MarkKind, Mem, Phys
 
 WIN64_ARGS = ("rcx", "rdx", "r8", "r9")
 SYSV_REGISTER_ARGS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
@@ -117,7 +117,8 @@ def _xmm_move(op: str, reg: int, mem: Mem) -> Insn:
     return Insn(op, Phys(reg, role), (mem,), width=128, comment="win64: callee-saved")
 
 
-def prologue(frame: Frame, nargs: int) -> list:
+def prologue(frame: Frame, nargs: int, symbol: str = "") -> list:
+    """`symbol`: the function's, for the declassify marks of its argument moves."""
     out: list = []
     for r in PUSHED:
         out += [Insn("push.r64", r, comment="win64: callee-saved"), Directive("coff", f".seh_pushreg %{r}")]
@@ -134,6 +135,10 @@ def prologue(frame: Frame, nargs: int) -> list:
                 Insn("mov.m64.r64", Mem("rsp", 8 * j, bits=64), ("rdi",), comment="where the SysV body reads it")]
     for k, (src, dst) in enumerate(zip(WIN64_ARGS, SYSV_REGISTER_ARGS)):
         if k < nargs:
+            # The caller's pointers and lengths are public; the static check's taint is per
+            # register for the whole function, and a body may fill rcx, rdx, r8 or r9 with
+            # secrets later (the multiplier's rdx): the copies are declassified by design.
+            out.append(Mark(MarkKind.DECLASSIFY, f"{symbol}_ct_declassify_arg{k + 1}", True))
             out.append(Insn("mov.r64.r64", dst, (src,), comment=f"win64 argument {k + 1}"))
     for k in range(4, min(nargs, 6)):
         out.append(Insn("mov.r64.m64", SYSV_REGISTER_ARGS[k], (frame.entry_arg(k),),
@@ -154,10 +159,11 @@ def epilogue(frame: Frame) -> list:
     return out + [Insn("ret")]
 
 
-def wrap(items: list, nargs: int) -> list:
-    """items: a SysV function's allocated items, endbr64 first. Returns the win64 function."""
+def wrap(items: list, nargs: int, symbol: str) -> list:
+    """items: a SysV function's allocated items, endbr64 first; `symbol` its name. Returns the
+    win64 function."""
     frame = frame_for(items, nargs)
-    out = [items[0], *prologue(frame, nargs)]
+    out = [items[0], *prologue(frame, nargs, symbol)]
     for it in items[1:]:
         out.extend(epilogue(frame) if isinstance(it, Insn) and it.op == "ret" else [it])
     return out

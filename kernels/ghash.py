@@ -18,7 +18,7 @@ from aesgen.dsl import FunctionBuilder
 from aesgen.ir import XOR3, Mem, VReg
 from aesgen.spec import GFNI_MATRIX_POWERS
 
-from . import ghash_planes
+from . import ghash_gpr, ghash_planes
 from .aes import encrypt_rounds, finish, key_size_paths
 from .frame import aligned, drop_frame, open_frame
 from .modes import qword_mask_for_blocks, return_if_zero
@@ -307,6 +307,9 @@ def ghash_function(b: FunctionBuilder, karatsuba: bool | None = None) -> None:
     return_if_zero(b, n)
 
     def body() -> None:
+        if spec.gfmul == "ctmul-gpr":
+            gpr_hash(b, Mem(b.reg["key"], spec.gcm_table_offset + 16 * (spec.ghash_blocks - 1)), reflect=True)
+            return
         if spec.gfmul == "gfni":  # matrices on byte planes
             ghash_planes.ghash_blocks(b, b.reg["key"], acc_p, data, n)
             finish(b)
@@ -377,6 +380,14 @@ def power_table(b: FunctionBuilder) -> None:
     finish(b)
 
 
+def gpr_hash(b: FunctionBuilder, h: Mem, reflect: bool) -> None:
+    """--gfmul ctmul-gpr: P_ghash / P_polyval's body on GPRs (kernels/ghash_gpr.py), H at h."""
+    b.declassify_mark()  # the data pointer leaves rdx, which the multiplier then fills with secrets
+    b.s("mov.r64.r64", ghash_gpr.DATA, b.reg["data"])
+    ghash_gpr.hash_blocks(b, h, b.reg["acc"], b.reg["nblocks"], reflect)
+    finish(b)
+
+
 def gfni_matrices(b: FunctionBuilder, h: Mem) -> None:
     """--gfmul gfni: the GCM key's matrices (kernels/ghash_planes.py) of H^k for k in
     GFNI_MATRIX_POWERS, H (POLYVAL order, GHASH's H * x) read from h. Column 0 of each is
@@ -436,6 +447,9 @@ def polyval_function(b: FunctionBuilder, karatsuba: bool | None = None) -> None:
     return_if_zero(b, n)
 
     def body() -> None:
+        if spec.gfmul == "ctmul-gpr":
+            gpr_hash(b, Mem(h_p, 0), reflect=False)
+            return
         acc = b.pinned("HASH")
         b.v("vload", Mem(acc_p, 0), width=128, dst=acc, comment="acc")
         wide = b.label_name("wide")

@@ -71,7 +71,8 @@ def fixed_vs_random_t(spec: KernelSpec, blocks_of_random_class: int = BLOCKS) ->
 
 @pytest.mark.full
 @pytest.mark.parametrize("backend,gfmul,width", [("gfni", "ctmul", 256), ("gfni", "bitsliced", 256),
-                                                ("bitsliced", "ctmul", 256), ("gfni", "gfni", 512)])
+                                                ("bitsliced", "ctmul", 256), ("gfni", "gfni", 512),
+                                                ("gfni", "ctmul-gpr", 256)])
 def test_ghash_time_does_not_depend_on_h(backend, gfmul, width):
     t = fixed_vs_random_t(KernelSpec(("ghash",), "avx512", width, 1, backend=backend, gfmul=gfmul))
     assert abs(t) < THRESHOLD, f"Welch's t = {t:.2f}"
