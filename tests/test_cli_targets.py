@@ -71,6 +71,23 @@ def test_explore_for_another_target_is_a_labelled_model(tmp_path):
 
 
 @pytest.mark.skipif(not (shutil.which("llvm-mca-19") or shutil.which("llvm-mca")), reason="llvm-mca not installed")
+def test_explore_isa_builds_every_width_for_it(tmp_path):
+    """--isa avx2 on an AVX-512 target: the 16-register kernels at 256 bits, 512 bits refused."""
+    js = tmp_path / "e.json"
+    r = run("explore", "ctr32", "--target", "zen4", "--isa", "avx2", "--widths", "256,512", "--depths", "2",
+            "--json", str(js))
+    assert r.exit_code == 0, r.output
+    assert "256-bit: avx2" in r.output
+    d = json.loads(js.read_text())
+    assert d["isa_by_width"] == {"256": "avx2", "512": "avx2"}
+    status = {p["width"]: (p["status"], p["reason"]) for p in d["points"]}
+    assert status[256][0] == "model"
+    assert status[512] == ("infeasible", "avx2 has no 512-bit registers")
+    bad = run("explore", "ctr32", "--isa", "avx3")
+    assert bad.exit_code == 2 and "unknown --isa 'avx3'" in bad.output
+
+
+@pytest.mark.skipif(not (shutil.which("llvm-mca-19") or shutil.which("llvm-mca")), reason="llvm-mca not installed")
 def test_explore_gcm_model_has_k_products_and_infeasible_points(tmp_path):
     from aesgen.model import max_depth
 

@@ -27,7 +27,7 @@ from ..dsl import BuildError
 from ..kernels import build_function
 from ..pipeline import generate as generate_kernel
 from ..simulate import Machine, call
-from ..spec import ABIS, BACKENDS, GFMULS, MODES, KernelSpec, mode_of
+from ..spec import ABIS, BACKENDS, GFMULS, MODES, WIDTHS_BY_ISA, KernelSpec, mode_of
 from ..target import TargetError, load
 from ..verify import signatures, verify_kernel
 from ..verify.results import NOT_RUN_EXIT, not_run
@@ -436,9 +436,11 @@ def parse_range(text: str) -> list[int]:
               help="Seconds of sampling: rounds over every config until each median is known to ±2% (0: one round).")
 @click.option("--gfmul", "gfmuls", default="", metavar="LIST", help=f"ghash, polyval, gcm: compare GF(2^128) "
               f"multiply methods ({', '.join(GFMULS)}; comma list) instead of the two product forms.")
+@click.option("--isa", default=None, help=f"Build every width for this ISA ({', '.join(WIDTHS_BY_ISA)}), e.g. avx2 "
+              "for the 16-register kernels on an AVX-512 CPU [default: the target's widest ISA for each width].")
 def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str | None, json_path: Path | None,
             plot_path: Path | None, methods: str, blocks: int | None, backend: str, port_model: bool,
-            budget: float, gfmuls: str) -> None:
+            budget: float, gfmuls: str, isa: str | None) -> None:
     """Interleave depth vs throughput and latency, per width, for MODE.
 
     MODE is ecb, ctr32, cbc, or ghash/polyval/gcm (both product variants; aggregation
@@ -472,6 +474,8 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
         return
     if blocks is not None:
         raise UsageFailure("--blocks applies to explore gfdouble only")
+    if isa is not None and isa not in WIDTHS_BY_ISA:
+        raise UsageFailure(f"unknown --isa '{isa}'; choose from {', '.join(WIDTHS_BY_ISA)}")
     if mode not in exploration.OP_FOR_MODE:
         raise UsageFailure(f"explore takes one mode: {', '.join([*exploration.OP_FOR_MODE, 'gfdouble'])}")
     size_list = sorted(set(parse_sizes(sizes) if sizes else exploration.DEFAULT_SIZES.get(mode, exploration.FALLBACK_SIZES)))
@@ -485,7 +489,8 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
         task = progress.add_task(f"explore {mode} on {t.name}", total=None)
         result = exploration.explore(mode, t, width_list, depth_list, bulk=bulk, short=shorts, measure=measure,
                             progress=lambda s: progress.update(task, description=s), methods=method_list,
-                            backend=backend, budget=budget, gfmuls=exploration.gfmul_methods(gfmuls, mode, backend))
+                            backend=backend, budget=budget, gfmuls=exploration.gfmul_methods(gfmuls, mode, backend),
+                            isa=isa)
     print_exploration(result)
     if port_model:
         try:

@@ -133,6 +133,7 @@ class Exploration:
     short_sizes: list[int] = field(default_factory=list)  # every short size, ascending; short_size is the first
     backend: str = "aesni"  # the kernel family every point was generated with (KernelSpec.backend)
     sampling: str = ""  # how the sampling ended (Sampling.describe)
+    isa_by_width: dict[int, str] = field(default_factory=dict)  # the ISA each width's configs were built for
 
     def best(self) -> Point | None:
         """Measured: the cheapest of the ties (cheapest); a model: the most bytes per cycle, smaller depth first."""
@@ -203,14 +204,17 @@ def explore(mode: str, target: Target, widths: list[int], depths: list[int], *, 
             short: int | tuple[int, ...] = 256, measure: bool = True, trials: int = TRIALS, budget: float = BUDGET,
             progress: Callable[[str], None] | None = None,
             methods: tuple[str, ...] = DOUBLING_METHODS, backend: str = "aesni",
-            pairs: set[tuple[int, int]] | None = None, gfmuls: tuple[str, ...] = ()) -> Exploration:
+            pairs: set[tuple[int, int]] | None = None, gfmuls: tuple[str, ...] = (),
+            isa: str | None = None) -> Exploration:
     """Every config is built and verified first, then timed in rounds over all of them (sampler.sample,
     `trials` samples per size per turn) until each median is known to ±2% or `budget` seconds end:
     slow drift and bursts of noise on the shared machine then land on every config alike.
     `short` is one short-message size or several; the smallest is the `short_cycles` one.
     `backend` goes to every config's KernelSpec as it is. `pairs`: only these (width, depth).
-    `gfmuls`: GHASH/POLYVAL/GCM's multiply methods to compare (--gfmul ctmul,bitsliced)."""
-    isa = target.isa_for(backend) or target.isa
+    `gfmuls`: GHASH/POLYVAL/GCM's multiply methods to compare (--gfmul ctmul,bitsliced).
+    `isa`: every width built for this ISA (the 16-register kernels on an AVX-512 CPU: avx2),
+    instead of the target's widest ISA for the width."""
+    forced, isa = isa, isa or target.isa_for(backend) or target.isa
     shorts = sorted({short} if isinstance(short, int) else set(short))
     result = Exploration(mode, target.name, measure, bulk, shorts[0], short_sizes=shorts, backend=backend)
     for w in widths:
@@ -226,8 +230,9 @@ def explore(mode: str, target: Target, widths: list[int], depths: list[int], *, 
                         continue
                     if progress:
                         progress(f"build {w}-bit depth {d} {variant}".rstrip())
-                    point, spec, path = _prepare(mode, target, target.isa_for_width(w, backend) or isa, w, d,
-                                                 measure, Path(tmp), variant,
+                    isa_w = forced or target.isa_for_width(w, backend) or isa
+                    result.isa_by_width[w] = isa_w
+                    point, spec, path = _prepare(mode, target, isa_w, w, d, measure, Path(tmp), variant,
                                                  {**options, "backend": backend})
                     point.variant = variant
                     if mode in PRODUCT_MODES:

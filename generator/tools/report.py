@@ -137,7 +137,8 @@ def print_round_counts(mode: str, isa: str, configs: list[tuple[int, int]]) -> N
 def print_exploration(result) -> None:
     kind = "measured on this CPU" if result.measured else f"MODEL: llvm-mca -mcpu for {result.target}, not measured"
     backend = "" if result.backend == "aesni" else f", {result.backend} backend"
-    table = Table(title=f"explore {result.mode}{backend} ({kind})")
+    isas = "".join(f", {w}-bit: {isa}" for w, isa in sorted(result.isa_by_width.items()))
+    table = Table(title=f"explore {result.mode}{backend}{isas} ({kind})")
     shorts = result.short_sizes or [result.short_size]
     products = any(p.k for p in result.points)  # GHASH/POLYVAL/GCM: k and the product variant
     variants = any(p.variant for p in result.points)  # those, or XTS's doubling method
