@@ -311,7 +311,7 @@ def ghash_function(b: FunctionBuilder, karatsuba: bool | None = None) -> None:
             gpr_hash(b, Mem(b.reg["key"], spec.gcm_table_offset + 16 * (spec.ghash_blocks - 1)), reflect=True)
             return
         if spec.gfmul == "gfni":  # matrices on byte planes
-            ghash_planes.ghash_blocks(b, b.reg["key"], acc_p, data, n)
+            ghash_planes.hash_blocks(b, b.reg["key"], acc_p, data, n)
             finish(b)
             return
         acc = b.pinned("HASH")

@@ -130,7 +130,7 @@ def join_chains(b: FunctionBuilder, planes: tuple[VReg, VReg], key: str, scratch
     return row_of(b, multiply(b, planes, matrix(spec, key, 1), scratch), BATCH - 1)
 
 
-def ghash_blocks(b: FunctionBuilder, key: str, acc_p: str, data: str, n: str) -> None:
+def hash_blocks(b: FunctionBuilder, key: str, acc_p: str, data: str, n: str) -> None:
     """[acc_p] = GHASH_H continued over the n >= 1 blocks at data (GHASH byte order throughout:
     the matrices are on raw bytes)."""
     spec = b.spec
