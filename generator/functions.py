@@ -284,7 +284,8 @@ def _aead(name: str, family: str, key: Param, nonce: str, setup: str, decrypt: b
 def _gcmsiv(name: str, decrypt: bool, summary: str) -> CFunction:
     return CFunction(name, "int", (SKEY, Param("nonce", "const uint8_t[12]", access="r"), *AAD, *TEXT,
                                    _tag(decrypt, 16)),
-                     summary, ("gcm-siv",), GCMSIV, key_setup="gcmsiv_set_key", zero_on_fail=decrypt)
+                     summary, ("gcm-siv",), GCMSIV, key_setup="gcmsiv_set_key", zero_on_fail=decrypt,
+                     timed=not decrypt)
 
 
 def _stream(name: str, returns: str, params: tuple[Param, ...], summary: str) -> CFunction:

@@ -62,6 +62,18 @@ def test_json_schema(tiny):
         assert r["ratio_halfwidth"] >= 0
 
 
+def test_gcm_siv_is_timed_and_the_peers_without_it_say_why(tmp_path):
+    spec = KernelSpec(("gcm-siv",), "avx", 128, 2)
+    path = tmp_path / "k.S"
+    path.write_text(generate(spec).asm)
+    r = bench(spec, path, ops=["gcmsiv_encrypt"], sizes=[256], peers=("openssl", "ipsec-mb"), trials=3, budget=0)
+    assert r.get("gcmsiv_encrypt", 256, "aesgen") is not None
+    for peer in ("openssl", "ipsec-mb"):
+        assert r.peers[peer].startswith("n/a (no AES-GCM-SIV"), r.peers[peer]
+    refused = bench(spec, path, ops=["gcmsiv_encrypt"], sizes=[256], key_bits=192, trials=3, budget=0)
+    assert refused.get("gcmsiv_encrypt", 256, "aesgen") is None  # AES-GCM-SIV has no 192-bit keys
+
+
 def test_ratio_is_peer_time_over_ours():
     r = BenchResult(spec={}, key_bits=128, tsc_hz=1e9)
     r.measurements = [Measurement("ecb_encrypt", 64, "aesgen", 10, 20, 0, 0),

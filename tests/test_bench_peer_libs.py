@@ -21,7 +21,7 @@ from aesgen.verify.build import compiler
 from _support import require_cpu
 
 # AES-NI + PCLMULQDQ on xmm: a file nearly every x86-64 CPU runs.
-GCM_XTS = KernelSpec(("gcm", "xts"), "avx", 128, 4)
+GCM_XTS = KernelSpec(("gcm", "xts", "gcm-siv"), "avx", 128, 4)
 LIB_PEERS = ",".join(PEER_LIBS)
 NOT_BUILT = "n/a (not built: run make peers)"
 
@@ -107,7 +107,7 @@ def built_peers(tmp_path_factory):
     if unbuilt:
         pytest.skip(f"{', '.join(unbuilt)} not built (run make peers)")
     require_cpu(GCM_XTS)
-    return bench_json(tmp_path_factory.mktemp("bench-peer-libs"), "gcm,xts", "--key-bits", "256",
+    return bench_json(tmp_path_factory.mktemp("bench-peer-libs"), "gcm,xts,gcm-siv", "--key-bits", "256",
                       "--compare", LIB_PEERS)
 
 
@@ -119,6 +119,15 @@ def test_built_peers_time_aes256_gcm_after_their_output_matched(built_peers):
         assert "EVP_AEAD" in detail and "GCM path" in detail
         assert detail.endswith("output equal to aesgen's at 256, 1024 B (checked before timing)")
         assert {r["size"] for r in d["ratios"] if r["op"] == "gcm_encrypt" and r["vs"] == peer} == {256, 1024}
+
+
+def test_built_peers_time_aes256_gcm_siv_after_output_and_tag_matched(built_peers):
+    _, d = built_peers
+    assert impls_measured(d, "gcmsiv_encrypt") == {"aesgen", *PEER_LIBS}
+    for peer in PEER_LIBS:
+        detail = d["op_peers"]["gcmsiv_encrypt"][peer]
+        assert "EVP_AEAD" in detail
+        assert detail.endswith("output equal to aesgen's at 256, 1024 B (checked before timing)")
 
 
 def test_built_awslc_times_aes256_xts_and_boringssl_says_why_not(built_peers):

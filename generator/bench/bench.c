@@ -6,7 +6,8 @@
  * OP: ecb_encrypt ecb_decrypt ctr32_encrypt cbc_encrypt cbc_decrypt ghash polyval gcm_encrypt
  *     xts_encrypt xts_decrypt (two keys of KEYBITS each) gfdouble_le gfdouble_be (SIZE / 16 doublings)
  *     ocb_encrypt ocb_decrypt otr_encrypt otr_decrypt (12-byte nonce, no AAD, 16-byte tag; a
- *     decryption gets a valid message, so it does the whole work)
+ *     decryption gets a valid message, so it does the whole work) gcmsiv_encrypt (GCM's 12-byte IV as
+ *     the nonce, no AAD: the per-message key derivation, POLYVAL and CTR)
  *     rijndael256_ecb_encrypt rijndael256_ecb_decrypt (a 256-bit key whatever KEYBITS)
  *     simpira256_permute simpira256_inverse (SIZE / 32 blocks)
  *     ecb_encrypt_multikey (SIZE / 16 blocks: $AESGEN_BENCH_BLOCKS_PER_KEY blocks, default 4, under each
@@ -54,6 +55,7 @@ static int is_doubling_op(void) { return strncmp(op, "gfdouble_", 9) == 0; }
 static const uint8_t xts_tweak[16] = {0x5a, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xa5};
 static int is_hash_op(void) { return strcmp(op, "ghash") == 0 || strcmp(op, "polyval") == 0; }
 static int is_gcm_op(void) { return strcmp(op, "gcm_encrypt") == 0; }
+static int is_gcmsiv_op(void) { return strcmp(op, "gcmsiv_encrypt") == 0; }
 const uint8_t gcm_iv[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
 uint8_t gcm_tag[16];
 static int is_decrypt(void) { return strstr(op, "decrypt") != NULL; }
@@ -82,6 +84,9 @@ static void stream_key(uint8_t *k, size_t s) {
 }
 static const uint8_t aead_nonce[12] = {0xa0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0x0b};
 #define NO_OTR "no AES-OTR in OpenSSL / intel-ipsec-mb"
+/* OpenSSL 3.2 and later have AES-GCM-SIV as an EVP cipher to fetch (not wired here); 3.0 and
+ * intel-ipsec-mb have none. BoringSSL and AWS-LC have it as an EVP_AEAD (peers_dl.c). */
+#define NO_GCMSIV "no AES-GCM-SIV in OpenSSL's EVP here / intel-ipsec-mb"
 /* 256-bit blocks: Rijndael-256 (keyed) and Simpira-256 (a keyless permutation) */
 static int is_rijndael256_op(void) { return strncmp(op, "rijndael256_", 12) == 0; }
 static int is_simpira_op(void) { return strncmp(op, "simpira256_", 11) == 0; }
@@ -96,6 +101,9 @@ struct ours {
     void (*polyval)(const uint8_t *, uint8_t *, const uint8_t *, size_t);
     int (*gcm)(const void *, const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, uint8_t *,
                size_t, uint8_t *, size_t);
+    /* (skey, nonce[12], aad, aadlen, in, out, len, tag[16]) */
+    int (*gcmsiv)(const void *, const uint8_t *, const uint8_t *, size_t, const uint8_t *, uint8_t *, size_t,
+                  uint8_t *);
     void (*blocks)(const void *, const uint8_t *, uint8_t *, size_t);
     void (*chained)(const void *, const uint8_t *, uint8_t *, size_t, uint8_t *);
     void (*xts)(const void *, const uint8_t *, uint8_t *, size_t, const uint8_t *);
@@ -154,6 +162,7 @@ static int ours_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uin
     if (o->ghash) { o->ghash(o->key, o->acc, in, len / 16); return 0; }
     if (o->polyval) { o->polyval(o->h, o->acc, in, len / 16); return 0; }
     if (o->gcm) { o->gcm(o->key, gcm_iv, 12, NULL, 0, in, out, len, gcm_tag, 16); return 0; }
+    if (o->gcmsiv) return o->gcmsiv(o->key, gcm_iv, NULL, 0, in, out, len, gcm_tag) == 0 ? 0 : 1;
     if (o->xts) { o->xts(o->key, in, out, len, xts_tweak); return 0; }
     if (o->gfdouble) { o->gfdouble(xts_tweak, out, len / 16); return 0; }
     if (o->multikey) { ours_multikey(o, in, out, len); return 0; }
@@ -186,7 +195,7 @@ static void setup_ours(struct impl *im, const char *so, const char *prefix) {
     int (*supported)(void) = (int (*)(void))dlsym(h, name);
     if (!supported || !supported()) { im->na = "CPU lacks the kernel's features"; return; }
     snprintf(name, sizeof name, "%s_%s", prefix,
-             strcmp(op, "ghash") == 0 || is_gcm_op() ? "gcm_set_key"
+             strcmp(op, "ghash") == 0 || is_gcm_op() ? "gcm_set_key" : is_gcmsiv_op() ? "gcmsiv_set_key"
              : is_xts_op() ? "xts_set_key" : is_multikey_op() ? "set_encrypt_keys" : is_ocb_op() ? "ocb_set_key"
              : is_otr_op() ? "otr_set_key"
              : is_rijndael256_op() ? (is_decrypt() ? "rijndael256_set_decrypt_key" : "rijndael256_set_encrypt_key")
@@ -205,7 +214,10 @@ static void setup_ours(struct impl *im, const char *so, const char *prefix) {
         im->seal = ours_seal;
     }
     if (posix_memalign(&o.key, 64, is_multikey_op() ? MAX_KEYS * 256 : 65536)) abort();
-    if (set_key) set_key(user_key, is_rijndael256_op() ? 256 : keybits, o.key);
+    if (set_key && set_key(user_key, is_rijndael256_op() ? 256 : keybits, o.key) != 0) {
+        im->na = "the kernel refuses this key size";
+        return;
+    }
     memcpy(o.h, user_key, 16);
     if (is_xts_op()) {
         int (*xts_set_key)(const uint8_t *, const uint8_t *, unsigned, void *, int) =
@@ -241,6 +253,9 @@ static void setup_ours(struct impl *im, const char *so, const char *prefix) {
     else if (is_gcm_op())
         o.gcm = (int (*)(const void *, const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *,
                          uint8_t *, size_t, uint8_t *, size_t))fn;
+    else if (is_gcmsiv_op())
+        o.gcmsiv = (int (*)(const void *, const uint8_t *, const uint8_t *, size_t, const uint8_t *, uint8_t *,
+                            size_t, uint8_t *))fn;
     else if (strcmp(op, "polyval") == 0)
         o.polyval = (void (*)(const uint8_t *, uint8_t *, const uint8_t *, size_t))fn;
     else if (strncmp(op, "ecb", 3) == 0 || is_hash_block_op())
@@ -324,6 +339,7 @@ void setup_evp(struct impl *im, void *h, const char *no_lib) {
     struct ossl *s = calloc(1, sizeof *s);
     if (!im->name) im->name = "openssl";
     if (is_hash_op()) { im->na = "no standalone GHASH/POLYVAL in EVP"; return; }
+    if (is_gcmsiv_op()) { im->na = NO_GCMSIV; return; }
     if (is_doubling_op()) { im->na = "no GF(2^128) doubling in EVP"; return; }
     if (is_otr_op()) { im->na = NO_OTR; return; }
     if (is_multikey_op() || is_hash_block_op()) { im->na = NO_BATCH; return; }
@@ -472,6 +488,7 @@ static void setup_ipsec(struct impl *im) {
     else if (keybits == 192) IMB_AES_KEYEXP_192(s.mgr, user_key, s.enc, s.dec);
     else IMB_AES_KEYEXP_256(s.mgr, user_key, s.enc, s.dec);
     if (strcmp(op, "polyval") == 0) { im->na = "no POLYVAL"; return; }
+    if (is_gcmsiv_op()) { im->na = NO_GCMSIV; return; }
     /* intel-ipsec-mb 1.3's IMB_CIPHER_MODE has no XTS; a later header with IMB_CIPHER_XTS would need a job here */
     if (is_xts_op()) { im->na = "no XTS in intel-ipsec-mb " IMB_VERSION_STR; return; }
     if (is_doubling_op()) { im->na = "no GF(2^128) doubling API"; return; }
@@ -523,6 +540,7 @@ static void setup_ipsec(struct impl *im) {
 static void setup_ipsec(struct impl *im) {
     im->name = "ipsec-mb";
     if (is_otr_op()) { im->na = NO_OTR; return; }
+    if (is_gcmsiv_op()) { im->na = NO_GCMSIV; return; }
     if (is_wide_op()) { im->na = NO_WIDE; return; }
     im->na = "built without intel-ipsec-mb.h (apt install libipsec-mb-dev)";
 }

@@ -3,7 +3,7 @@
  *
  * Each is loaded with dlopen(RTLD_LOCAL | RTLD_DEEPBIND): its own calls bind to its own symbols, not
  * to those of OpenSSL's libcrypto.so.3 already in the process. gcm_encrypt goes through EVP_AEAD
- * (EVP_AEAD_CTX_seal_scatter: one call per message, the tag apart), the API that reaches their
+ * and gcmsiv_encrypt (EVP_AEAD_CTX_seal_scatter: one call per message, the tag apart), the API that reaches their
  * VAES code; ECB, CTR32, CBC and XTS through the EVP cipher calls of the openssl peer (setup_evp).
  * Before each size is timed, a peer's output (and GCM tag) must equal aesgen's for the same key,
  * nonce and message, or it reads n/a. */
@@ -40,12 +40,14 @@ static int aead_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uin
 
 static const char *setup_aead(struct impl *im, void *h) {
     char name[32];
-    snprintf(name, sizeof name, "EVP_aead_aes_%u_gcm", keybits);
+    int siv = !strcmp(op, "gcmsiv_encrypt");
+    snprintf(name, sizeof name, "EVP_aead_aes_%u_gcm%s", keybits, siv ? "_siv" : "");
     aead_fn aead = (aead_fn)dlsym(h, name);
     aead_ctx_new_fn ctx_new = (aead_ctx_new_fn)dlsym(h, "EVP_AEAD_CTX_new");
     struct aead *a = calloc(1, sizeof *a);
     a->seal_scatter = (seal_scatter_fn)dlsym(h, "EVP_AEAD_CTX_seal_scatter");
-    if (!aead || !ctx_new || !a->seal_scatter) return keybits == 192 ? "no AES-192-GCM AEAD" : "EVP_AEAD symbols missing";
+    if (!aead || !ctx_new || !a->seal_scatter)
+        return keybits == 192 ? (siv ? "no AES-192-GCM-SIV AEAD" : "no AES-192-GCM AEAD") : "EVP_AEAD symbols missing";
     a->ctx = ctx_new(aead(), user_key, keybits / 8, 16);
     if (!a->ctx) return "EVP_AEAD_CTX_new failed";
     im->run = aead_run;
@@ -129,9 +131,9 @@ static const char *code_path(const char *peer) {
 }
 
 static const char *unsupported(const char *peer, void *h) {
-    int gcm = !strcmp(op, "gcm_encrypt"), xts = !strncmp(op, "xts_", 4);
-    if (!gcm && !xts && strncmp(op, "ecb_", 4) && strncmp(op, "cbc_", 4) && strcmp(op, "ctr32_encrypt"))
-        return "timed for ECB, CTR32, CBC, GCM and XTS only";
+    int aead = !strcmp(op, "gcm_encrypt") || !strcmp(op, "gcmsiv_encrypt"), xts = !strncmp(op, "xts_", 4);
+    if (!aead && !xts && strncmp(op, "ecb_", 4) && strncmp(op, "cbc_", 4) && strcmp(op, "ctr32_encrypt"))
+        return "timed for ECB, CTR32, CBC, GCM, GCM-SIV and XTS only";
     if (!strcmp(op, "cbc_encrypt_multi") || !strcmp(op, "ecb_encrypt_multikey")) return "no batched API";
     if (xts && !strcmp(peer, "boringssl")) return "BoringSSL's AES-XTS is in libdecrepit (generic code), not built";
     if (xts && keybits != 256) return "AES-256-XTS only";
@@ -148,7 +150,7 @@ void setup_dl_peer(struct impl *im, const char *name) {
     if (!path || !*path) { im->na = "not built: run make peers"; return; }
     if (!h) { im->na = strdup(dlerror()); return; }
     if ((im->na = unsupported(name, h))) return;
-    if (!strcmp(op, "gcm_encrypt"))
+    if (!strcmp(op, "gcm_encrypt") || !strcmp(op, "gcmsiv_encrypt"))
         im->na = setup_aead(im, h);
     else
         setup_evp(im, h, NULL);
@@ -157,7 +159,7 @@ void setup_dl_peer(struct impl *im, const char *name) {
     snprintf(folder, sizeof folder, "%s", path);
     const char *path_taken = code_path(name);
     snprintf(im->detail, sizeof im->detail, "%s from %s, %s%s%s", awslc_version ? awslc_version() : "BoringSSL",
-             basename(dirname(folder)), !strcmp(op, "gcm_encrypt") ? "EVP_AEAD" : "EVP cipher",
+             basename(dirname(folder)), strstr(op, "gcm") ? "EVP_AEAD" : "EVP cipher",
              path_taken ? ", " : "", path_taken ? path_taken : "");
 }
 
@@ -185,7 +187,7 @@ void cross_check_dl_peers(struct impl *impls, int n, const uint8_t *in, size_t l
         if (ours->na)
             im->na = "no aesgen output to cross-check against";
         else if (im->run(im->self, in, got, len, iv) != 0 || memcmp(got, want, len) != 0 ||
-                 (!strcmp(op, "gcm_encrypt") && memcmp(gcm_tag, want_tag, 16) != 0)) {
+                 (strstr(op, "gcm") && memcmp(gcm_tag, want_tag, 16) != 0)) {
             snprintf(why, sizeof why, "cross-check failed: output differs from aesgen's at %zu bytes", len);
             im->na = strdup(why);
         } else {
