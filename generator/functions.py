@@ -26,11 +26,11 @@ import re
 from dataclasses import dataclass, replace
 
 # The verifier's families: which group of checks a function gets (verify/signatures.py check_groups).
-CPU, KEYSETUP, BLOCK, GCM, GCM_STREAM, HASH, GCMSIV, XTS, GFDOUBLE, OCB, OTR, WIDEBLOCK, MPC = (
+CPU, KEYSETUP, BLOCK, GCM, GCM_STREAM, HASH, GCMSIV, XTS, GFDOUBLE, OCB, OTR, WIDEBLOCK, MPC, HALFGATES = (
     "cpu", "keysetup", "block", "gcm", "gcm-stream", "hash", "gcm-siv", "xts", "gfdouble", "ocb", "otr",
-    "wideblock", "mpc")
+    "wideblock", "mpc", "halfgates")
 
-SCALAR_TYPES = ("size_t", "unsigned", "int")  # every other parameter is a pointer (or an array of bytes)
+SCALAR_TYPES = ("size_t", "unsigned", "int", "uint64_t")  # every other parameter is a pointer (or an array of bytes)
 _ARRAY = re.compile(r"(.*?)\s*\[(\d+)\]\Z")
 
 
@@ -213,7 +213,8 @@ _MODES = (Mode("ecb", "ECB"), Mode("ctr32", "CTR32"), Mode("cbc", "CBC"), Mode("
           Mode("ghash", "GHASH"), Mode("polyval", "POLYVAL"), Mode("gcm", "GCM"), Mode("gcm-siv", "GCM-SIV"),
           Mode("xts", "XTS"), Mode("gfdouble", "GF(2^128) doubling"), Mode("ocb", "OCB3"), Mode("otr", "OTR"),
           Mode("rijndael256", "Rijndael-256"), Mode("simpira", "Simpira-256"), Mode("multikey", "multi-key ECB"),
-          Mode("fixed-key-hash", "fixed-key hash"), Mode("cbc-multi", "multi-stream CBC"))
+          Mode("fixed-key-hash", "fixed-key hash"), Mode("cbc-multi", "multi-stream CBC"),
+          Mode("halfgates", "half-gates garbling"))
 
 
 # -- parameters several functions share ---------------------------------------------------------
@@ -247,6 +248,7 @@ CTX = Param("ctx", "void *", "spec:gcm_ctx_bytes", "rw", aligned=True)
 LEN, NBLOCKS, BITS = Param("len", "size_t"), Param("nblocks", "size_t"), Param("bits", "unsigned")
 AAD = (Param("aad", "const uint8_t *", "aadlen", "r"), Param("aadlen", "size_t"))
 TEXT = (_in("len"), _out("len"), LEN)  # in, out, len: the AEAD and XTS texts
+GATE_ID = Param("first_gate_id", "uint64_t")  # half-gates: gate i of a call hashes with tweaks 2(id+i), 2(id+i)+1
 
 
 def _tag(decrypt: bool, size: int | str) -> Param:
@@ -401,6 +403,22 @@ _RECORDS = (
                                             Param("ivs", "uint8_t *const *", access="r"), Param("nstreams", "unsigned")),
               "CBC encryption of nstreams independent equal-length streams, interleaved", ("cbc-multi",), MPC,
               key_setup="set_encrypt_key", len0_touches_nothing=True, timed=True, explored=True),
+    # half-gates garbling of n AND gates (kernels/halfgates.py; the hash and tweaks: docs/abi.md)
+    CFunction("halfgates_garble", "void", (_schedule("fixed_key", "key_bytes", kernel_name="key"),
+                                           Param("delta", "const uint8_t[16]", access="r"),
+                                           Param("a0", "const uint8_t *", "16*n", "r"),
+                                           Param("b0", "const uint8_t *", "16*n", "r"), GATE_ID,
+                                           Param("tables", "uint8_t *", "32*n", "w"),
+                                           Param("c0", "uint8_t *", "16*n", "w"), Param("n", "size_t")),
+              "half-gates garbling of n AND gates: 32-byte tables and output 0-labels", ("halfgates",), HALFGATES,
+              key_setup="set_encrypt_key", len0_touches_nothing=True),
+    CFunction("halfgates_eval", "void", (_schedule("fixed_key", "key_bytes", kernel_name="key"),
+                                         Param("a", "const uint8_t *", "16*n", "r"),
+                                         Param("b", "const uint8_t *", "16*n", "r"), GATE_ID,
+                                         Param("tables", "const uint8_t *", "32*n", "r"),
+                                         Param("c", "uint8_t *", "16*n", "w"), Param("n", "size_t")),
+              "half-gates evaluation of n AND gates from their tables", ("halfgates",), HALFGATES,
+              key_setup="set_encrypt_key", len0_touches_nothing=True),
     # 256-bit blocks on the AES round instructions (kernels/wideblock.py)
     _key_setup("rijndael256_set_encrypt_key", RKEY,
                "Rijndael-256 key expansion (Nk = Nb = 8: 120 words); bits must be 256", ("rijndael256",), bits=(256,)),
