@@ -19,7 +19,8 @@ from pathlib import Path
 
 from aesgen.pipeline import generate
 from aesgen.spec import KernelSpec
-from aesgen.verify.build import build_shared, build_dir
+from aesgen.bench.build import build_so_from_text
+from aesgen.verify.build import build_shared
 
 from .bristol import Bristol
 from .layers import Levels, levels
@@ -51,59 +52,92 @@ def _buffer(data: bytes | int) -> ctypes.Array:
     return view
 
 
-def _second(c: Bristol, g, wire: list[int]) -> int:
-    """A gate's second input label: INV reads delta's (or, evaluating, zero), EQW zero's (driver.c)."""
-    return {"INV": c.nwires + 1, "EQW": c.nwires}.get(g.op, wire[g.ins[-1]])
+@dataclass(frozen=True)
+class Layout:
+    """The gate arrays of one technique (op, in0, in1, out: label indices; AND id) and its labels:
+    `nlabels` of them, the two last zero and delta (driver.c); the circuit's input wires are labels
+    0 .. ninputs-1, its output wires the labels `outputs`."""
+
+    arrays: tuple
+    nlabels: int
+    outputs: tuple[int, ...]
+
+    @classmethod
+    def of(cls, c: Bristol, gates: list[int], label: dict[int, int], nlabels: int, and_id: tuple[int, ...],
+           outs: list[int]) -> "Layout":
+        """`label` maps (gate index, operand) to label indices: operand 0, 1 the inputs, 2 the output."""
+        zero, delta = nlabels, nlabels + 1
+        gs = [(k, c.gates[k]) for k in gates]
+        second = [{"INV": delta, "EQW": zero}.get(g.op) for _, g in gs]  # INV: ^ delta (or 0), EQW: ^ 0
+        return cls((array("B", (OPS[g.op] for _, g in gs)), array("i", (label[k, 0] for k, _ in gs)),
+                    array("i", (label[k, 1] if s is None else s for (k, _), s in zip(gs, second))),
+                    array("i", (label[k, 2] for k, _ in gs)), array("q", (and_id[k] for k in gates))),
+                   nlabels + 2, tuple(outs))
+
+    def pointers(self) -> list[int]:
+        return [a.buffer_info()[0] for a in self.arrays]
 
 
-def _arrays(c: Bristol, gates: list[int], wire: list[int], and_id: tuple[int, ...]) -> tuple:
-    """op, in0, in1, out (renamed wires) and AND id of the gates listed, in that order."""
-    gs = [c.gates[k] for k in gates]
-    return (array("B", (OPS[g.op] for g in gs)), array("i", (wire[g.ins[0]] for g in gs)),
-            array("i", (_second(c, g, wire) for g in gs)), array("i", (wire[g.out] for g in gs)),
-            array("q", (and_id[k] for k in gates)))
+def renamed(c: Bristol, lv: Levels) -> Layout:
+    """A label per wire, numbered in level order (the inputs first): a layer's AND outputs are
+    consecutive labels. Any execution order may use it (dynamic: circuit order)."""
+    wire = list(range(c.nwires))
+    for n, k in enumerate(lv.order):
+        wire[c.gates[k].out] = sum(c.inputs) + n
+    label = {(k, i): wire[w] for k, g in enumerate(c.gates) for i, w in enumerate((g.ins[0], g.ins[-1], g.out))}
+    return Layout.of(c, list(range(len(c.gates))), label, c.nwires, lv.and_id, [wire[w] for w in c.output_wires])
+
+
+def reused(c: Bristol, lv: Levels) -> Layout:
+    """Labels reused in level order: a wire's label is free after its last reader (a stack of free
+    labels, the latest freed first), so the labels in use stay few and in the cache. Valid for the
+    level order only (static)."""
+    last = {w: n for n, k in enumerate(lv.order) for w in c.gates[k].ins}
+    last.update({w: len(lv.order) for w in c.output_wires})  # never freed
+    at = {w: w for w in range(sum(c.inputs))}
+    free: list[int] = []
+    label: dict[tuple[int, int], int] = {}
+    top = sum(c.inputs)
+    for n, k in enumerate(lv.order):
+        g = c.gates[k]
+        label[k, 0], label[k, 1] = at[g.ins[0]], at[g.ins[-1]]
+        for w in set(g.ins):  # freed before the output takes a label: it may take the same one
+            if last.get(w) == n:
+                free.append(at.pop(w))
+        if free:
+            at[g.out] = free.pop()
+        else:
+            at[g.out], top = top, top + 1
+        label[k, 2] = at[g.out]
+    return Layout.of(c, list(lv.order), label, top, lv.and_id, [at[w] for w in c.output_wires])
 
 
 @dataclass(frozen=True)
 class Prepared:
-    """A circuit as the C driver reads it: wires renamed in level order (the inputs first, then each
-    gate's output as the level order reaches it), so a layer's AND outputs are consecutive labels and
-    the static pass writes labels front to back; the gate arrays in level order (static) and in
-    circuit order (dynamic)."""
+    """A circuit as the C driver reads it, per technique: static runs the level order on reused
+    labels, dynamic the circuit order on a label per wire."""
 
     circuit: Bristol
     levels: Levels
-    wire: tuple[int, ...]  # circuit wire -> label index
-    by_technique: dict
+    by_technique: dict[str, Layout]
 
     @classmethod
     def of(cls, c: Bristol) -> "Prepared":
         if any(g.op == "EQ" for g in c.gates):
             raise ValueError("EQ (constant) gates are not garbled here")
         lv = levels(c)
-        wire = list(range(c.nwires))
-        for n, k in enumerate(lv.order):
-            wire[c.gates[k].out] = sum(c.inputs) + n
-        arrays = {"static": _arrays(c, list(lv.order), wire, lv.and_id),
-                  "dynamic": _arrays(c, list(range(len(c.gates))), wire, lv.and_id)}
-        return cls(c, lv, tuple(wire), arrays)
+        return cls(c, lv, {"static": reused(c, lv), "dynamic": renamed(c, lv)})
 
     @property
     def ninputs(self) -> int:
         return sum(self.circuit.inputs)
-
-    def pointers(self, technique: str) -> list[int]:
-        return [a.buffer_info()[0] for a in self.by_technique[technique]]
 
 
 class HalfGatesKernel:
     """A generated file with the halfgates mode, built and loaded; its fixed key expanded."""
 
     def __init__(self, spec: KernelSpec, fixed_key: bytes) -> None:
-        text = generate(spec).asm
-        src = build_dir() / f"halfgates-{spec.prefix}-{abs(hash(text)) % (1 << 40):x}.S"
-        src.write_text(text)
-        self.lib = ctypes.CDLL(str(build_shared(src)))
+        self.lib = ctypes.CDLL(str(build_so_from_text(generate(spec).asm, f"halfgates-{spec.prefix}")))
         self.spec = spec
         self.garble_fn = ctypes.cast(getattr(self.lib, spec.symbol("halfgates_garble")), P).value
         self.eval_fn = ctypes.cast(getattr(self.lib, spec.symbol("halfgates_eval")), P).value
@@ -117,7 +151,8 @@ class HalfGatesKernel:
 @dataclass
 class Garbled:
     delta: bytes
-    labels0: bytes      # every wire's 0-label
+    inputs0: bytes      # the input wires' 0-labels
+    outputs0: bytes     # the output wires' 0-labels
     tables: bytes       # 32 bytes per AND gate, by id
     calls: int          # kernel calls
     flushes: int        # dynamic: queue flushes
@@ -127,11 +162,11 @@ def run(kernel: HalfGatesKernel, p: Prepared, garbler: bool, labels: ctypes.Arra
         delta: ctypes.Array | None, technique: str, batch: int) -> tuple[int, int]:
     """One pass of the C driver over the circuit; (kernel calls, flushes)."""
     flushes = ctypes.c_uint64()
-    c = p.circuit
+    lay = p.by_technique[technique]
     calls = driver_lib().gc_run(int(garbler), TECHNIQUES.index(technique),
                                 kernel.garble_fn if garbler else kernel.eval_fn, kernel.key,
-                                delta, labels, tables, *p.pointers(technique), len(c.gates), c.nwires + 2, p.ninputs,
-                                batch, ctypes.byref(flushes))
+                                delta, labels, tables, *lay.pointers(), len(p.circuit.gates), lay.nlabels,
+                                p.ninputs, batch, ctypes.byref(flushes))
     if calls < 0:
         raise MemoryError("driver: out of memory")
     return calls, flushes.value
@@ -147,13 +182,14 @@ def seeded(seed: int, ninputs: int) -> tuple[bytes, bytes]:
 
 def garble(kernel: HalfGatesKernel, p: Prepared, seed: int, technique: str, batch: int) -> Garbled:
     delta, inputs = seeded(seed, p.ninputs)
-    labels = _buffer(16 * (p.circuit.nwires + 2))
+    lay = p.by_technique[technique]
+    labels = _buffer(16 * lay.nlabels)
     ctypes.memmove(labels, inputs, len(inputs))
     tables = _buffer(32 * max(1, p.circuit.and_count))
-    dbuf = _buffer(delta)
-    calls, flushes = run(kernel, p, True, labels, tables, dbuf, technique, batch)
-    return Garbled(delta, bytes(labels)[:16 * p.circuit.nwires], bytes(tables)[:32 * p.circuit.and_count], calls,
-                   flushes)
+    calls, flushes = run(kernel, p, True, labels, tables, _buffer(delta), technique, batch)
+    got = bytes(labels)
+    return Garbled(delta, inputs, b"".join(got[16 * w:16 * w + 16] for w in lay.outputs),
+                   bytes(tables)[:32 * p.circuit.and_count], calls, flushes)
 
 
 def input_labels(g: Garbled, p: Prepared, values: list[int]) -> bytes:
@@ -161,7 +197,7 @@ def input_labels(g: Garbled, p: Prepared, values: list[int]) -> bytes:
     out, at = [], 0
     for v, bits in zip(values, p.circuit.inputs):
         for i in range(bits):
-            l0 = g.labels0[16 * (at + i):16 * (at + i) + 16]
+            l0 = g.inputs0[16 * (at + i):16 * (at + i) + 16]
             out.append(bytes(x ^ y for x, y in zip(l0, g.delta)) if v >> i & 1 else l0)
         at += bits
     return b"".join(out)
@@ -170,15 +206,15 @@ def input_labels(g: Garbled, p: Prepared, values: list[int]) -> bytes:
 def evaluate(kernel: HalfGatesKernel, p: Prepared, g: Garbled, values: list[int], technique: str,
              batch: int) -> list[int]:
     """The evaluator's run on input values; the decoded output values."""
-    labels = _buffer(16 * (p.circuit.nwires + 2))
+    lay = p.by_technique[technique]
+    labels = _buffer(16 * lay.nlabels)
     inputs = input_labels(g, p, values)
     ctypes.memmove(labels, inputs, len(inputs))
-    tables = _buffer(g.tables or b"\0")
-    run(kernel, p, False, labels, tables, None, technique, batch)
+    run(kernel, p, False, labels, _buffer(g.tables or b"\0"), None, technique, batch)
     got = bytes(labels)
-    out, at = [], p.circuit.nwires - sum(p.circuit.outputs)
-    for bits in p.circuit.outputs:
-        ws = [p.wire[at + i] for i in range(bits)]
-        out.append(sum(((got[16 * w] ^ g.labels0[16 * w]) & 1) << i for i, w in enumerate(ws)))
-        at += bits
+    bits = [(got[16 * w] ^ g.outputs0[16 * k]) & 1 for k, w in enumerate(lay.outputs)]
+    out, at = [], 0
+    for n in p.circuit.outputs:
+        out.append(sum(b << i for i, b in enumerate(bits[at:at + n])))
+        at += n
     return out
