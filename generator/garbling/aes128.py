@@ -1,7 +1,8 @@
 """AES-128 (FIPS-197) with its key expansion as a Bristol circuit, from aesgen's own definitions.
 
 The S-box is the Boyar-Peralta netlist shipped in aesgen.circuits (`sbox_bp113`: 32 AND, 81 XOR/XNOR);
-ShiftRows is aesref.shift_rows applied to the state's bytes; MixColumns and xtime are the GF(2)-linear
+ShiftRows is aesref.shift_rows applied to the state's bytes (the 16 S-boxes of a round, and the 4 of
+a key word, are written gate by gate: see Builder.netlist); MixColumns and xtime are the GF(2)-linear
 maps of aesref.gf256_mul (b_i = a_i ^ t ^ xtime(a_i ^ a_i+1), t the column's XOR); the round
 constants come from kernels/aes.rcon. 200 S-boxes (160 in the rounds, 40 in the key expansion).
 
@@ -36,10 +37,10 @@ def linear(b: Builder, x: Byte, sources: list[list[int]]) -> Byte:
     return out
 
 
-def sub_byte(b: Builder, x: Byte) -> Byte:
-    """The S-box netlist: its U0 is the byte's top bit, S0 the result's."""
-    out = b.netlist(circuits.load("sbox_bp113"), x[::-1])
-    return out[::-1]
+def sub_bytes(b: Builder, xs: list[Byte]) -> list[Byte]:
+    """The S-box netlist on each byte, the copies written gate by gate; its U0 is a byte's top bit,
+    S0 the result's."""
+    return [out[::-1] for out in b.netlist(circuits.load("sbox_bp113"), [x[::-1] for x in xs])]
 
 
 def mix_column(b: Builder, col: list[Byte]) -> list[Byte]:
@@ -55,7 +56,7 @@ def expand_key(b: Builder, key: list[Byte]) -> list[list[Byte]]:
     for i in range(4, 44):
         temp = w[i - 1]
         if i % 4 == 0:
-            temp = [sub_byte(b, x) for x in temp[1:] + temp[:1]]  # SubWord(RotWord)
+            temp = sub_bytes(b, temp[1:] + temp[:1])  # SubWord(RotWord)
             c = rcon(i // 4)
             temp[0] = [b.xor_const(temp[0][t], c >> t & 1) for t in range(8)]
         w.append([b.xor_words(p, q) for p, q in zip(w[i - 4], temp)])
@@ -74,7 +75,7 @@ def aes128_circuit() -> Bristol:
     rks = expand_key(b, key)
     state = add_round_key(b, state, rks[0])
     for r in range(1, 11):
-        state = shift_rows([sub_byte(b, x) for x in state])
+        state = shift_rows(sub_bytes(b, state))
         if r < 10:
             state = [x for c in range(4) for x in mix_column(b, state[4 * c:4 * c + 4])]
         state = add_round_key(b, state, rks[r])

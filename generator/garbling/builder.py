@@ -47,25 +47,28 @@ class Builder:
     def xor_words(self, a: list[int], b: list[int]) -> list[int]:
         return [self.xor(x, y) for x, y in zip(a, b)]
 
-    def netlist(self, circuit: Circuit, ins: list[int]) -> list[int]:
-        """The circuit's gates on wires `ins` (its inputs in order); its outputs' wires. XNOR becomes
-        XOR then INV, OR a ^ b ^ (a & b), NOT an INV."""
-        at = dict(zip(circuit.inputs, ins))
+    def netlist(self, circuit: Circuit, ins: list[list[int]]) -> list[list[int]]:
+        """Copies of the circuit on wires ins[c] (copy c's inputs in order), written gate by gate: gate
+        k of every copy, then gate k+1 (independent AND gates next to each other, as a deferred
+        queue finds them); each copy's output wires. XNOR becomes XOR then INV, OR a ^ b ^ (a & b),
+        NOT an INV."""
+        at = [dict(zip(circuit.inputs, wires)) for wires in ins]
         for g in circuit.gates:
-            x = [at[s] for s in g.ins]
-            if g.op == "XOR":
-                at[g.out] = self.xor(*x)
-            elif g.op == "XNOR":
-                at[g.out] = self.inv(self.xor(*x))
-            elif g.op == "AND":
-                at[g.out] = self.and_(*x)
-            elif g.op == "OR":
-                at[g.out] = self.xor(self.xor(*x), self.and_(*x))
-            elif g.op == "NOT":
-                at[g.out] = self.inv(x[0])
-            else:
-                raise ValueError(f"{circuit.name}: {g.op} gates have no Bristol form here")
-        return [at[o] for o in circuit.outputs]
+            for copy in at:
+                x = [copy[s] for s in g.ins]
+                if g.op == "XOR":
+                    copy[g.out] = self.xor(*x)
+                elif g.op == "XNOR":
+                    copy[g.out] = self.inv(self.xor(*x))
+                elif g.op == "AND":
+                    copy[g.out] = self.and_(*x)
+                elif g.op == "OR":
+                    copy[g.out] = self.xor(self.xor(*x), self.and_(*x))
+                elif g.op == "NOT":
+                    copy[g.out] = self.inv(x[0])
+                else:
+                    raise ValueError(f"{circuit.name}: {g.op} gates have no Bristol form here")
+        return [[copy[o] for o in circuit.outputs] for copy in at]
 
     def finish(self, outputs: list[list[int]]) -> Bristol:
         """The circuit with output value k's bits the wires after value k-1's, at the end."""

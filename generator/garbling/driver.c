@@ -9,10 +9,11 @@
  *
  *   static:  the gates in level order (layers.py); a layer's AND gates are consecutive there and
  *            consecutive in id, cut into batches of `batch` gates.
- *   dynamic: the gates in circuit order with deferred execution: an AND gate whose inputs are ready
- *            joins a queue; a gate with an input still in the queue waits on that wire; the queue is
- *            flushed when full or when nothing else can proceed (a result is needed), its gates sorted
- *            by id and issued as runs of consecutive ids.
+ *   dynamic: the gates in circuit order with deferred execution: an AND gate's hashes join a queue
+ *            (its output label is pending) and the walk goes on; the queue is flushed when full or
+ *            when a gate reads a pending label (a result is needed), its gates sorted by id and issued
+ *            as runs of consecutive ids. How much it batches depends on how the circuit is written:
+ *            independent AND gates close together (aes128.py writes the 16 S-boxes gate by gate).
  */
 #include <emmintrin.h>
 #include <stdint.h>
@@ -93,47 +94,38 @@ static void teardown(engine *e) {
 }
 
 /* ---------------------------------------------------------------- static */
-/* the gate arrays in level order: a layer's AND gates are consecutive (and so are their ids) */
+/* the gate arrays in level order: a layer's AND gates are consecutive (and so are their ids). The linear
+ * gates between two AND runs go through a loop of their own on byte offsets. */
 static void run_static(engine *e, size_t ngates) {
     const uint8_t *restrict op = e->op;
     const int32_t *restrict in0 = e->in0, *restrict in1 = e->in1, *restrict out = e->out;
     uint8_t *labels = e->labels;
     size_t k = 0;
     while (k < ngates) {
-        if (op[k] != OP_AND) {
-            xor_labels(labels, out[k], in0[k], in1[k]);
-            k++;
-            continue;
+        size_t end = k;
+        while (end < ngates && op[end] != OP_AND)
+            end++;
+        for (; k < end; k++) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(labels + 16 * (size_t)in0[k]));
+            __m128i b = _mm_loadu_si128((const __m128i *)(labels + 16 * (size_t)in1[k]));
+            _mm_storeu_si128((__m128i *)(labels + 16 * (size_t)out[k]), _mm_xor_si128(a, b));
         }
         size_t n = 0;
-        while (k < ngates && n < e->batch && e->op[k] == OP_AND)
+        while (k < ngates && n < e->batch && op[k] == OP_AND)
             e->members[n++] = (int32_t)k++;
-        issue(e, e->members, n);
+        if (n)
+            issue(e, e->members, n);
     }
 }
 
 /* ---------------------------------------------------------------- dynamic */
 typedef struct {
     engine *e;
-    uint8_t *ready;        /* per wire */
-    int32_t *wait_head;    /* per wire: the first gate waiting on it, or -1 */
-    int32_t *wait_next;    /* per gate */
-    int32_t *fifo;         /* woken gates, a ring of ngates + 1 */
-    size_t head, tail, cap;
-    int32_t *queue;        /* AND gates whose hashes wait for a flush */
+    uint8_t *pending;  /* per label: its AND gate waits in the queue */
+    int32_t *queue;
     size_t queued;
     uint64_t flushes;
 } dyn;
-
-static void wake(dyn *d, int32_t wire) {
-    d->ready[wire] = 1;
-    for (int32_t g = d->wait_head[wire]; g >= 0; g = d->wait_next[g]) {
-        d->fifo[d->tail] = g;
-        if (++d->tail == d->cap)
-            d->tail = 0;
-    }
-    d->wait_head[wire] = -1;
-}
 
 static void flush(dyn *d) {
     engine *e = d->e;
@@ -156,68 +148,35 @@ static void flush(dyn *d) {
             issue(e, q + start, i - start);
             start = i;
         }
+    for (size_t i = 0; i < n; i++)
+        d->pending[e->out[q[i]]] = 0;
     d->queued = 0;
     d->flushes++;
-    for (size_t i = 0; i < n; i++)
-        wake(d, e->out[q[i]]);
 }
 
-/* run gate g if its inputs are ready, else make it wait on the first input that is not */
-static void try_gate(dyn *d, int32_t g) {
-    engine *e = d->e;
-    int32_t w = e->in0[g];
-    if (d->ready[w])
-        w = d->ready[e->in1[g]] ? -1 : e->in1[g];
-    if (w >= 0) {
-        d->wait_next[g] = d->wait_head[w];
-        d->wait_head[w] = g;
-        return;
-    }
-    if (e->op[g] != OP_AND) {
-        linear_gate(e, g);
-        wake(d, e->out[g]);
-        return;
-    }
-    d->queue[d->queued++] = g;
-    if (d->queued == e->batch)
-        flush(d);
-}
-
-static void drain(dyn *d) {
-    while (d->head != d->tail) {
-        int32_t g = d->fifo[d->head];
-        if (++d->head == d->cap)
-            d->head = 0;
-        try_gate(d, g);
-    }
-}
-
-static int run_dynamic(engine *e, size_t ngates, size_t nwires, size_t ninputs, uint64_t *flushes) {
-    dyn d = {.e = e, .cap = ngates + 1};
-    d.ready = calloc(nwires, 1);
-    d.wait_head = malloc(sizeof(int32_t) * nwires);
-    d.wait_next = malloc(sizeof(int32_t) * (ngates + 1));
-    d.fifo = malloc(sizeof(int32_t) * d.cap);
+static int run_dynamic(engine *e, size_t ngates, size_t nlabels, uint64_t *flushes) {
+    dyn d = {.e = e};
+    d.pending = calloc(nlabels, 1);
     d.queue = malloc(sizeof(int32_t) * e->batch);
-    int ok = d.ready && d.wait_head && d.wait_next && d.fifo && d.queue;
-    if (ok) {
-        memset(d.wait_head, 0xff, sizeof(int32_t) * nwires);
-        memset(d.ready, 1, ninputs);
-        d.ready[nwires - 2] = d.ready[nwires - 1] = 1;  /* zero, delta */
-        for (size_t g = 0; g < ngates; g++) {  /* early execution: woken gates right away */
-            try_gate(&d, (int32_t)g);
-            drain(&d);
+    if (d.pending && d.queue) {
+        for (size_t k = 0; k < ngates; k++) {
+            int32_t g = (int32_t)k;
+            if (d.pending[e->in0[g]] | d.pending[e->in1[g]])
+                flush(&d);  /* the result is needed */
+            if (e->op[g] != OP_AND) {
+                linear_gate(e, g);
+                continue;
+            }
+            d.pending[e->out[g]] = 1;
+            d.queue[d.queued++] = g;
+            if (d.queued == e->batch)
+                flush(&d);
         }
-        while (d.queued) {  /* nothing else can proceed: the results are needed */
-            flush(&d);
-            drain(&d);
-        }
+        flush(&d);
         *flushes = d.flushes;
     }
-    free(d.ready);
-    free(d.wait_head);
-    free(d.wait_next);
-    free(d.fifo);
+    int ok = d.pending && d.queue;
+    free(d.pending);
     free(d.queue);
     return ok ? 0 : -1;
 }
@@ -228,7 +187,7 @@ static int run_dynamic(engine *e, size_t ngates, size_t nwires, size_t ninputs, 
  * the dynamic queue's flushes. */
 int64_t gc_run(int garbler, int technique, void *fn, const void *key, const uint8_t *delta, uint8_t *labels,
                uint8_t *tables, const uint8_t *op, const int32_t *in0, const int32_t *in1, const int32_t *out,
-               const int64_t *and_id, size_t ngates, size_t nwires, size_t ninputs, size_t batch,
+               const int64_t *and_id, size_t ngates, size_t nwires, size_t batch,
                uint64_t *flushes) {
     engine e = {.garbler = garbler, .fn = fn, .key = key, .delta = delta, .labels = labels, .tables = tables,
                 .op = op, .in0 = in0, .in1 = in1, .out = out, .and_id = and_id};
@@ -246,7 +205,7 @@ int64_t gc_run(int garbler, int technique, void *fn, const void *key, const uint
     if (technique == 0)
         run_static(&e, ngates);
     else
-        rc = run_dynamic(&e, ngates, nwires, ninputs, flushes);
+        rc = run_dynamic(&e, ngates, nwires, flushes);
     teardown(&e);
     return rc ? -1 : (int64_t)e.calls;
 }

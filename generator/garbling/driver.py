@@ -27,6 +27,7 @@ from .layers import Levels, levels
 
 OPS = {"XOR": 0, "AND": 1, "INV": 2, "EQW": 3}
 TECHNIQUES = ("static", "dynamic")
+LEVEL_ORDER_LABELS = False
 SOURCE = Path(__file__).with_name("driver.c")
 P, SZ = ctypes.c_void_p, ctypes.c_size_t
 
@@ -35,7 +36,7 @@ P, SZ = ctypes.c_void_p, ctypes.c_size_t
 def driver_lib() -> ctypes.CDLL:
     lib = ctypes.CDLL(str(build_shared(SOURCE)))
     lib.gc_run.restype = ctypes.c_int64
-    lib.gc_run.argtypes = [ctypes.c_int, ctypes.c_int, P, P, P, P, P, P, P, P, P, P, SZ, SZ, SZ, SZ,
+    lib.gc_run.argtypes = [ctypes.c_int, ctypes.c_int, P, P, P, P, P, P, P, P, P, P, SZ, SZ, SZ,
                            ctypes.POINTER(ctypes.c_uint64)]
     return lib
 
@@ -78,19 +79,22 @@ class Layout:
         return [a.buffer_info()[0] for a in self.arrays]
 
 
-def renamed(c: Bristol, lv: Levels) -> Layout:
-    """A label per wire, numbered in level order (the inputs first): a layer's AND outputs are
-    consecutive labels. Any execution order may use it (dynamic: circuit order)."""
+def renamed(c: Bristol, lv: Levels, level_order: bool) -> Layout:
+    """A label per wire, numbered as the circuit numbers its wires or (level_order) in level order,
+    the inputs first: a layer's AND outputs are then consecutive labels. Any execution order may
+    use it (dynamic: circuit order)."""
     wire = list(range(c.nwires))
-    for n, k in enumerate(lv.order):
-        wire[c.gates[k].out] = sum(c.inputs) + n
+    if level_order:
+        for n, k in enumerate(lv.order):
+            wire[c.gates[k].out] = sum(c.inputs) + n
     label = {(k, i): wire[w] for k, g in enumerate(c.gates) for i, w in enumerate((g.ins[0], g.ins[-1], g.out))}
     return Layout.of(c, list(range(len(c.gates))), label, c.nwires, lv.and_id, [wire[w] for w in c.output_wires])
 
 
 def reused(c: Bristol, lv: Levels) -> Layout:
     """Labels reused in level order: a wire's label is free after its last reader (a stack of free
-    labels, the latest freed first), so the labels in use stay few and in the cache. Valid for the
+    labels, the latest freed first), so the labels in use stay few and in the cache; but AND gates
+    take fresh labels, consecutive along a layer, for the kernel to write in place. Valid for the
     level order only (static)."""
     last = {w: n for n, k in enumerate(lv.order) for w in c.gates[k].ins}
     last.update({w: len(lv.order) for w in c.output_wires})  # never freed
@@ -104,7 +108,7 @@ def reused(c: Bristol, lv: Levels) -> Layout:
         for w in set(g.ins):  # freed before the output takes a label: it may take the same one
             if last.get(w) == n:
                 free.append(at.pop(w))
-        if free:
+        if free and g.op != "AND":
             at[g.out] = free.pop()
         else:
             at[g.out], top = top, top + 1
@@ -126,7 +130,7 @@ class Prepared:
         if any(g.op == "EQ" for g in c.gates):
             raise ValueError("EQ (constant) gates are not garbled here")
         lv = levels(c)
-        return cls(c, lv, {"static": reused(c, lv), "dynamic": renamed(c, lv)})
+        return cls(c, lv, {"static": reused(c, lv), "dynamic": renamed(c, lv, LEVEL_ORDER_LABELS)})
 
     @property
     def ninputs(self) -> int:
@@ -165,8 +169,8 @@ def run(kernel: HalfGatesKernel, p: Prepared, garbler: bool, labels: ctypes.Arra
     lay = p.by_technique[technique]
     calls = driver_lib().gc_run(int(garbler), TECHNIQUES.index(technique),
                                 kernel.garble_fn if garbler else kernel.eval_fn, kernel.key,
-                                delta, labels, tables, *lay.pointers(), len(p.circuit.gates), lay.nlabels,
-                                p.ninputs, batch, ctypes.byref(flushes))
+                                delta, labels, tables, *lay.pointers(), len(p.circuit.gates), lay.nlabels, batch,
+                                ctypes.byref(flushes))
     if calls < 0:
         raise MemoryError("driver: out of memory")
     return calls, flushes.value
