@@ -69,8 +69,8 @@ def kernel_rows(spec: KernelSpec) -> list[Row]:
 
 
 def _kernel_row(k: driver.HalfGatesKernel, garbler: bool, config: str) -> Row:
-    a, b = driver._buffer(16 * GATES), driver._buffer(16 * GATES)
-    tables, out, delta = driver._buffer(32 * GATES), driver._buffer(16 * GATES), driver._buffer(b"\x01" * 16)
+    a, b = driver.aligned_buffer(16 * GATES), driver.aligned_buffer(16 * GATES)
+    tables, out, delta = driver.aligned_buffer(32 * GATES), driver.aligned_buffer(16 * GATES), driver.aligned_buffer(b"\x01" * 16)
     P = ctypes.c_void_p
     if garbler:
         fn = ctypes.CFUNCTYPE(None, P, P, P, P, ctypes.c_uint64, P, P, ctypes.c_size_t)(k.garble_fn)
@@ -95,10 +95,10 @@ def circuit_rows(spec: KernelSpec) -> list[Row]:
         for technique in driver.TECHNIQUES:
             for batch in (1, group, 4 * group, WHOLE_LAYER):
                 lay = p.by_technique[technique]
-                labels = driver._buffer(16 * lay.nlabels)
+                labels = driver.aligned_buffer(16 * lay.nlabels)
                 ctypes.memmove(labels, g.inputs0, len(g.inputs0))  # the evaluator's inputs: any labels do
-                tables = driver._buffer(g.tables)
-                delta = driver._buffer(g.delta) if garbler else None
+                tables = driver.aligned_buffer(g.tables)
+                delta = driver.aligned_buffer(g.delta) if garbler else None
                 run = (lambda garbler=garbler, technique=technique, batch=batch, labels=labels, tables=tables,
                        delta=delta: driver.run(k, p, garbler, labels, tables, delta, technique, batch))
                 rows.append(Row(f"AES-128 circuit {'garble' if garbler else 'eval'} {technique}", config,

@@ -41,7 +41,7 @@ def driver_lib() -> ctypes.CDLL:
     return lib
 
 
-def _buffer(data: bytes | int) -> ctypes.Array:
+def aligned_buffer(data: bytes | int) -> ctypes.Array:
     """A 64-byte aligned writable buffer (its first bytes `data`, or `data` zero bytes)."""
     size = data if isinstance(data, int) else len(data)
     raw = ctypes.create_string_buffer(size + 64)
@@ -145,7 +145,7 @@ class HalfGatesKernel:
         self.spec = spec
         self.garble_fn = ctypes.cast(getattr(self.lib, spec.symbol("halfgates_garble")), P).value
         self.eval_fn = ctypes.cast(getattr(self.lib, spec.symbol("halfgates_eval")), P).value
-        self.key = _buffer(spec.key_bytes)
+        self.key = aligned_buffer(spec.key_bytes)
         setup = getattr(self.lib, spec.symbol("set_encrypt_key"))
         setup.argtypes = [P, ctypes.c_uint, P]
         if setup(bytes(fixed_key), 8 * len(fixed_key), self.key) != 0:
@@ -187,10 +187,10 @@ def seeded(seed: int, ninputs: int) -> tuple[bytes, bytes]:
 def garble(kernel: HalfGatesKernel, p: Prepared, seed: int, technique: str, batch: int) -> Garbled:
     delta, inputs = seeded(seed, p.ninputs)
     lay = p.by_technique[technique]
-    labels = _buffer(16 * lay.nlabels)
+    labels = aligned_buffer(16 * lay.nlabels)
     ctypes.memmove(labels, inputs, len(inputs))
-    tables = _buffer(32 * max(1, p.circuit.and_count))
-    calls, flushes = run(kernel, p, True, labels, tables, _buffer(delta), technique, batch)
+    tables = aligned_buffer(32 * max(1, p.circuit.and_count))
+    calls, flushes = run(kernel, p, True, labels, tables, aligned_buffer(delta), technique, batch)
     got = bytes(labels)
     return Garbled(delta, inputs, b"".join(got[16 * w:16 * w + 16] for w in lay.outputs),
                    bytes(tables)[:32 * p.circuit.and_count], calls, flushes)
@@ -211,10 +211,10 @@ def evaluate(kernel: HalfGatesKernel, p: Prepared, g: Garbled, values: list[int]
              batch: int) -> list[int]:
     """The evaluator's run on input values; the decoded output values."""
     lay = p.by_technique[technique]
-    labels = _buffer(16 * lay.nlabels)
+    labels = aligned_buffer(16 * lay.nlabels)
     inputs = input_labels(g, p, values)
     ctypes.memmove(labels, inputs, len(inputs))
-    run(kernel, p, False, labels, _buffer(g.tables or b"\0"), None, technique, batch)
+    run(kernel, p, False, labels, aligned_buffer(g.tables or b"\0"), None, technique, batch)
     got = bytes(labels)
     bits = [(got[16 * w] ^ g.outputs0[16 * k]) & 1 for k, w in enumerate(lay.outputs)]
     out, at = [], 0
