@@ -164,7 +164,7 @@ def _kernel(isa, width, depth):
     return driver.HalfGatesKernel(spec, bytes(range(16)))
 
 
-@pytest.mark.parametrize("isa,width,depth", [("sse", 128, 1), ("avx2", 256, 2), ("avx512", 512, 2)])
+@pytest.mark.parametrize("isa,width,depth", [("sse", 128, 1), ("avx", 128, 2), ("avx2", 256, 2), ("avx512", 512, 2)])
 def test_aes128_circuit_garbles_and_evaluates(isa, width, depth):
     """Tables identical for every batch size and both techniques (fixed seed); every run's evaluation
     decodes to cryptography's AES."""
@@ -183,6 +183,8 @@ def test_aes128_circuit_garbles_and_evaluates(isa, width, depth):
                                   batch)
             assert out[0].to_bytes(16, "little") == ecb(key, pt), (technique, batch)
     assert driver.garble(k, p, 8, "static", 64).tables != first.tables  # the seed matters
+    with pytest.raises(ValueError):
+        driver.garble(k, p, 7, "static", 0)
 
 
 def test_garbled_tables_match_the_reference_gate_by_gate():

@@ -1,7 +1,7 @@
 """`aesgen bench halfgates`: AND gates per second and cycles per AND gate, garbling and evaluating.
 
 Rows, all timed in one process, in rounds that visit every row once (so a neighbour or a clock change
-moves them alike), each a median with its 95% interval (aesgen.bench.stats):
+moves them alike) for a burst of BURST calls, each a median with its 95% interval (aesgen.bench.stats):
   - the kernels alone (P_halfgates_garble / _eval on GATES contiguous gates) at every width and depth
     of the ISA that fits its registers: their hashes as a share of the AES ceiling measured here
     (garbling 4, evaluating 2 AES-128 calls per gate; the ceiling: vaesenc's throughput at that width);
@@ -27,7 +27,7 @@ from aesgen.spec import WIDTHS_BY_ISA, KernelSpec
 from . import driver
 from .aes128 import aes128_circuit
 
-GATES = 4096  # gates per kernel call in the kernel rows
+GATES = 2048  # gates per kernel call in the kernel rows (their buffers: 160 KB)
 WHOLE_LAYER = 1 << 20  # a batch size no layer reaches
 FIXED_KEY = bytes(range(16))  # AES-128: 10 rounds
 HASHES = {True: 4, False: 2}  # AES calls per AND gate: garbling, evaluating
@@ -42,7 +42,7 @@ class Row:
     hashes: int                     # AES calls per AND gate
     width: int
     run: object = field(repr=False)  # () -> None, one timed call
-    samples: list[float] = field(default_factory=list)  # TSC ticks per call
+    samples: list[float] = field(default_factory=list)  # TSC ticks per call (a burst's mean)
 
     def ticks(self) -> Interval:
         return median_interval(t / self.ands for t in self.samples)
@@ -80,7 +80,7 @@ def _kernel_row(k: driver.HalfGatesKernel, garbler: bool, config: str) -> Row:
         fn = ctypes.CFUNCTYPE(None, P, P, P, ctypes.c_uint64, P, P, ctypes.c_size_t)(k.eval_fn)
         run = lambda: fn(ctypes.addressof(k.key), ctypes.addressof(a), ctypes.addressof(b), 0,
                          ctypes.addressof(tables), ctypes.addressof(out), GATES)
-    return Row("garble kernel" if garbler else "eval kernel", config, str(GATES), GATES, HASHES[garbler],
+    return Row(f"{'garble' if garbler else 'eval'} kernel", config, str(GATES), GATES, HASHES[garbler],
                k.spec.width, run)
 
 
@@ -101,20 +101,24 @@ def circuit_rows(spec: KernelSpec) -> list[Row]:
                 delta = driver.aligned_buffer(g.delta) if garbler else None
                 run = (lambda garbler=garbler, technique=technique, batch=batch, labels=labels, tables=tables,
                        delta=delta: driver.run(k, p, garbler, labels, tables, delta, technique, batch))
-                rows.append(Row(f"AES-128 circuit {'garble' if garbler else 'eval'} {technique}", config,
+                rows.append(Row(f"{'garble' if garbler else 'eval'} AES-128 {technique}", config,
                                 "layer" if batch == WHOLE_LAYER else str(batch), p.circuit.and_count,
                                 HASHES[garbler], spec.width, run))
     return rows
 
 
+BURST = 16  # calls per sample: the first pays for cold caches and the wide vector unit's power-up
+
+
 def measure(rows: list[Row], rounds: int, tsc_hz: float) -> None:
-    for row in rows:  # warm up: code, caches, the driver's build
+    for row in rows:  # warm up: code, the driver's build
         row.run()
     for _ in range(rounds):
         for row in rows:
             t0 = time.perf_counter_ns()
-            row.run()
-            row.samples.append((time.perf_counter_ns() - t0) * 1e-9 * tsc_hz)
+            for _ in range(BURST):
+                row.run()
+            row.samples.append((time.perf_counter_ns() - t0) * 1e-9 * tsc_hz / BURST)
 
 
 def report(rows: list[Row], ceiling: Ceiling, rounds: int) -> list[dict]:
@@ -135,7 +139,7 @@ def report(rows: list[Row], ceiling: Ceiling, rounds: int) -> list[dict]:
 def speedups(rows: list[Row]) -> list[str]:
     """Batched over unbatched, per circuit row group: the best batch's median over batch 1's."""
     lines = []
-    for what in dict.fromkeys(r.what for r in rows if r.what.startswith("AES-128")):
+    for what in dict.fromkeys(r.what for r in rows if "AES-128" in r.what):
         group = [r for r in rows if r.what == what]
         base = next(r for r in group if r.batch == "1").ticks().median
         best = min(group, key=lambda r: r.ticks().median)
@@ -149,8 +153,8 @@ def run_bench(spec: KernelSpec, ceiling: Ceiling, rounds: int, console, json_pat
     table = report(rows, ceiling, rounds)
     t = Table(title=f"half-gates, AES-128 fixed key: {rounds} rounds, medians ±95% interval (TSC {ceiling.tsc_hz / 1e9:.2f}"
               f" GHz, core {ceiling.core_hz / 1e9:.2f} GHz)")
-    for col in ("what", "config", "batch", "M AND/s", "ticks/AND", "cycles/AND", "% AES ceiling"):
-        t.add_column(col, justify="left" if col in ("what", "config") else "right")
+    for col in ("what", "config", "batch", "M AND/s", "TSC ticks/AND", "cycles/AND", "% AES ceiling"):
+        t.add_column(col, justify="left" if col in ("what", "config") else "right", no_wrap=True)
     for r in table:
         t.add_row(r["what"], r["config"], r["batch"], f"{r['mands_per_s']:.1f}", r["ticks_per_and"],
                   f"{r['cycles_per_and']:.1f}", f"{r['ceiling_share']}%" if r["ceiling_share"] else "n/a")

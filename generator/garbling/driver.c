@@ -11,7 +11,7 @@
  *            consecutive in id, cut into batches of `batch` gates.
  *   dynamic: the gates in circuit order with deferred execution: an AND gate's hashes join a queue
  *            (its output label is pending) and the walk goes on; the queue is flushed when full or
- *            when a gate reads a pending label (a result is needed), its gates sorted by id and issued
+ *            when a gate reads a pending label (a result is needed), its gates issued in queue order
  *            as runs of consecutive ids. How much it batches depends on how the circuit is written:
  *            independent AND gates close together (aes128.py writes the 16 S-boxes gate by gate).
  */
@@ -133,15 +133,9 @@ static void flush(dyn *d) {
     size_t n = d->queued;
     if (!n)
         return;
-    for (size_t i = 1; i < n; i++) {  /* by id; the queue is nearly sorted already */
-        int32_t g = q[i];
-        size_t j = i;
-        while (j > 0 && e->and_id[q[j - 1]] > e->and_id[g]) {
-            q[j] = q[j - 1];
-            j--;
-        }
-        q[j] = g;
-    }
+    /* in queue (circuit) order: a run of consecutive ids is one kernel call. (Sorting the queue by id
+     * would merge runs, but a queue that spans AND layers is far from sorted: it cost more than the
+     * calls it saved.) */
     size_t start = 0;
     for (size_t i = 1; i <= n; i++)
         if (i == n || e->and_id[q[i]] != e->and_id[q[i - 1]] + 1) {

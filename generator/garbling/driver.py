@@ -136,6 +136,10 @@ class Prepared:
     def ninputs(self) -> int:
         return sum(self.circuit.inputs)
 
+    @property
+    def ands(self) -> int:
+        return sum(self.levels.layer_sizes)
+
 
 class HalfGatesKernel:
     """A generated file with the halfgates mode, built and loaded; its fixed key expanded."""
@@ -165,12 +169,14 @@ class Garbled:
 def run(kernel: HalfGatesKernel, p: Prepared, garbler: bool, labels: ctypes.Array, tables: ctypes.Array,
         delta: ctypes.Array | None, technique: str, batch: int) -> tuple[int, int]:
     """One pass of the C driver over the circuit; (kernel calls, flushes)."""
+    if batch < 1 or technique not in TECHNIQUES:
+        raise ValueError(f"batch {batch}, technique {technique!r}: a batch of 1 gate or more, one of {TECHNIQUES}")
     flushes = ctypes.c_uint64()
     lay = p.by_technique[technique]
     calls = driver_lib().gc_run(int(garbler), TECHNIQUES.index(technique),
                                 kernel.garble_fn if garbler else kernel.eval_fn, kernel.key,
-                                delta, labels, tables, *lay.pointers(), len(p.circuit.gates), lay.nlabels, batch,
-                                ctypes.byref(flushes))
+                                delta, labels, tables, *lay.pointers(), len(p.circuit.gates), lay.nlabels,
+                                min(batch, max(1, p.ands)), ctypes.byref(flushes))  # buffers: no larger
     if calls < 0:
         raise MemoryError("driver: out of memory")
     return calls, flushes.value
