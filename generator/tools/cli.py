@@ -381,6 +381,8 @@ def buildable(mode: str) -> bool:
 
 def verified_here(spec: KernelSpec, no_verify: bool) -> None:
     """Refuse a file this CPU cannot run; quick-verify it (unless no_verify) before it is timed."""
+    if spec.abi != "sysv":
+        raise UsageFailure(f"bench times SysV kernels; --abi {spec.abi} files are verified, not benchmarked")
     lacking = missing_features(spec.features)
     if lacking:
         raise UsageFailure(f"this CPU cannot run {spec.prefix} (it lacks {' '.join(lacking)}{mask_note()})")
