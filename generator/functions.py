@@ -318,6 +318,18 @@ def _wideblock(name: str, key: tuple[Param, ...], setup: str | None, summary: st
                      WIDEBLOCK, key_setup=setup, len0_touches_nothing=True, **timing)
 
 
+def _labels(name: str, access: str = "r") -> Param:
+    """16-byte labels, one per gate."""
+    return Param(name, "const uint8_t *" if access == "r" else "uint8_t *", "16*n", access)
+
+
+def _halfgates(name: str, params: tuple[Param, ...], summary: str) -> CFunction:
+    """(fixed_key, ..., n): n AND gates; the fixed key is a set_encrypt_key schedule."""
+    return CFunction(name, "void", (_schedule("fixed_key", "key_bytes", kernel_name="key"), *params,
+                                    Param("n", "size_t")),
+                     summary, ("halfgates",), HALFGATES, key_setup="set_encrypt_key", len0_touches_nothing=True)
+
+
 _RECORDS = (
     CFunction("cpu_supported", "int", (), "1 if CPUID and XGETBV allow this file's instructions", EVERY_FILE, CPU),
     _key_setup("set_encrypt_key", KEY, "AES key expansion (FIPS-197)", EVERY_FILE),
@@ -404,21 +416,12 @@ _RECORDS = (
               "CBC encryption of nstreams independent equal-length streams, interleaved", ("cbc-multi",), MPC,
               key_setup="set_encrypt_key", len0_touches_nothing=True, timed=True, explored=True),
     # half-gates garbling of n AND gates (kernels/halfgates.py; the hash and tweaks: docs/abi.md)
-    CFunction("halfgates_garble", "void", (_schedule("fixed_key", "key_bytes", kernel_name="key"),
-                                           Param("delta", "const uint8_t[16]", access="r"),
-                                           Param("a0", "const uint8_t *", "16*n", "r"),
-                                           Param("b0", "const uint8_t *", "16*n", "r"), GATE_ID,
-                                           Param("tables", "uint8_t *", "32*n", "w"),
-                                           Param("c0", "uint8_t *", "16*n", "w"), Param("n", "size_t")),
-              "half-gates garbling of n AND gates: 32-byte tables and output 0-labels", ("halfgates",), HALFGATES,
-              key_setup="set_encrypt_key", len0_touches_nothing=True),
-    CFunction("halfgates_eval", "void", (_schedule("fixed_key", "key_bytes", kernel_name="key"),
-                                         Param("a", "const uint8_t *", "16*n", "r"),
-                                         Param("b", "const uint8_t *", "16*n", "r"), GATE_ID,
-                                         Param("tables", "const uint8_t *", "32*n", "r"),
-                                         Param("c", "uint8_t *", "16*n", "w"), Param("n", "size_t")),
-              "half-gates evaluation of n AND gates from their tables", ("halfgates",), HALFGATES,
-              key_setup="set_encrypt_key", len0_touches_nothing=True),
+    _halfgates("halfgates_garble", (Param("delta", "const uint8_t[16]", access="r"), _labels("a0"), _labels("b0"),
+                                    GATE_ID, Param("tables", "uint8_t *", "32*n", "w"), _labels("c0", "w")),
+               "half-gates garbling of n AND gates: 32-byte tables and output 0-labels"),
+    _halfgates("halfgates_eval", (_labels("a"), _labels("b"), GATE_ID, Param("tables", "const uint8_t *", "32*n", "r"),
+                                  _labels("c", "w")),
+               "half-gates evaluation of n AND gates from their tables"),
     # 256-bit blocks on the AES round instructions (kernels/wideblock.py)
     _key_setup("rijndael256_set_encrypt_key", RKEY,
                "Rijndael-256 key expansion (Nk = Nb = 8: 120 words); bits must be 256", ("rijndael256",), bits=(256,)),

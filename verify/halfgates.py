@@ -89,8 +89,11 @@ def _first_diff(got: list[bytes] | None, want: list[bytes], what: str) -> list[s
     return [] if bad is None and len(got) == len(want) else [f"{what}: gate {bad} differs from the reference"]
 
 
-def diff_garble(kernel: Kernel, bits: int, probe: Probe, *, quick: bool, seed: int) -> CheckResult:
-    name = f"diff {GARBLE} {bits}"
+def _diff(kernel: Kernel, fn: str, bits: int, probe: Probe, quick: bool, seed: int, compare, detail: str
+          ) -> CheckResult:
+    """compare(scene, rng, key, delta, a0, b0, gid, what) -> errors, for every gate count; gate ids cycle
+    through GATE_IDS."""
+    name = f"diff {fn} {bits}"
     rng = random.Random(f"{seed}:{name}")
     errors: list[str] = []
     counts = gate_counts(kernel, quick)
@@ -100,34 +103,28 @@ def diff_garble(kernel: Kernel, bits: int, probe: Probe, *, quick: bool, seed: i
         what = f"n={n} first_gate_id={gid}"
         probe.note(name, what)
         sc = Scene(kernel, HeapMem(rng), rng)
-        tables, c0 = garble_call(sc, key, delta, a0, b0, gid)
-        want_t, want_c = ref.garble(key, delta, a0, b0, gid)
-        errors += _first_diff(tables, want_t, f"{what} tables") + _first_diff(c0, want_c, f"{what} c0") + sc.damage
+        errors += compare(sc, rng, key, delta, a0, b0, gid, what) + sc.damage
         if len(errors) >= 3:
             break
-    return verdict(name, errors[:3], f"gate counts {counts[0]}..{counts[-1]}, gate ids up to 2^64 - 5: tables and "
-                   "0-labels vs the reference")
+    return verdict(name, errors[:3], f"gate counts {counts[0]}..{counts[-1]}, gate ids up to 2^64 - 5: {detail}")
+
+
+def diff_garble(kernel: Kernel, bits: int, probe: Probe, *, quick: bool, seed: int) -> CheckResult:
+    def compare(sc, rng, key, delta, a0, b0, gid, what) -> list[str]:
+        tables, c0 = garble_call(sc, key, delta, a0, b0, gid)
+        want_t, want_c = ref.garble(key, delta, a0, b0, gid)
+        return _first_diff(tables, want_t, f"{what} tables") + _first_diff(c0, want_c, f"{what} c0")
+    return _diff(kernel, GARBLE, bits, probe, quick, seed, compare, "tables and 0-labels vs the reference")
 
 
 def diff_eval(kernel: Kernel, bits: int, probe: Probe, *, quick: bool, seed: int) -> CheckResult:
-    name = f"diff {EVAL} {bits}"
-    rng = random.Random(f"{seed}:{name}")
-    errors: list[str] = []
-    counts = gate_counts(kernel, quick)
-    for k, n in enumerate(counts):
-        key, delta, gid = rng.randbytes(bits // 8), random_delta(rng), GATE_IDS[(k + 3) % len(GATE_IDS)]
-        a0, b0 = _labels(rng, n), _labels(rng, n)
+    def compare(sc, rng, key, delta, a0, b0, gid, what) -> list[str]:
         tables, _ = ref.garble(key, delta, a0, b0, gid)
         a = [ref.xor(x, delta) if rng.getrandbits(1) else x for x in a0]
         b = [ref.xor(x, delta) if rng.getrandbits(1) else x for x in b0]
-        what = f"n={n} first_gate_id={gid}"
-        probe.note(name, what)
-        sc = Scene(kernel, HeapMem(rng), rng)
-        got = eval_call(sc, key, a, b, gid, tables)
-        errors += _first_diff(got, ref.evaluate(key, a, b, gid, tables), what) + sc.damage
-        if len(errors) >= 3:
-            break
-    return verdict(name, errors[:3], f"gate counts {counts[0]}..{counts[-1]}: output labels vs the reference evaluator")
+        return _first_diff(eval_call(sc, key, a, b, gid, tables), ref.evaluate(key, a, b, gid, tables), what)
+    return _diff(kernel, EVAL, bits, probe, quick, seed, compare,
+                 "the output labels of random inputs vs the reference evaluator")
 
 
 def roundtrip(kernel: Kernel, probe: Probe, *, quick: bool, seed: int) -> Iterator[CheckResult]:
