@@ -24,6 +24,8 @@ from aesgen.ir import Const, Mem, VReg
 
 from .aes import encrypt_rounds, finish
 from .frame import aligned, drop_frame, open_frame
+from .gfdouble import A_XOR_B_AND_C
+from .ghash import ternary, xor_all
 from .mpc import sigma
 from .modes import return_if_zero, vector_loops
 from .registry import describes
@@ -65,6 +67,13 @@ def qword0(name: str, values: list[int]) -> Const:
 def tweak_step(step: int, lanes: int) -> Const:
     """`step` added to every lane's tweak."""
     return qword0(f"halfgates_step{step}_x{lanes}", [step] * lanes)
+
+
+def xor_and(b: FunctionBuilder, x: VReg, m: VReg, y: VReg | Mem, width: int, comment: str = "") -> VReg:
+    """x ^ (m & y): one vpternlogd on AVX-512."""
+    if ternary(b):
+        return b.v("ternlog", x, m, y, imm=A_XOR_B_AND_C, width=width, comment=comment)
+    return b.v("vxor", x, b.v("pand", m, y, width=width), width=width, comment=comment)
 
 
 def lowest_bit_mask(b: FunctionBuilder, x: VReg, width: int) -> VReg:
@@ -134,8 +143,7 @@ class HalfGates:
             v = b.v("vload", Mem(src, off), width=width, role="lbl", comment=f"vector {j}: {name}")
             b.store(self.frame.slot(j, self.hashes + k), v, width=width)
             out.append(v)
-        xs = [b.v("vxor", sigma(b, v, width), t, width=width, comment=f"sigma({name}) ^ j" + "'" * k)
-              for k, (v, t, name) in enumerate(zip(out, ts, names.split()))]
+        xs = [sigma(b, v, width, extra=t) for v, t in zip(out, ts)]
         return out[0], out[1], xs[0], xs[1]
 
     def hash_rounds(self, j: int, xs: tuple[VReg, ...], nr: int, width: int) -> list[VReg]:
@@ -210,11 +218,10 @@ def garble_function(b: FunctionBuilder) -> None:
                 a, bb = hg.saved_labels(j, width)
                 pa, pb = lowest_bit_mask(b, a, width), lowest_bit_mask(b, bb, width)
                 hb = b.v("vxor", h[2], h[3], width=width)
-                tg = b.v("vxor", b.v("vxor", h[0], h[1], width=width),
-                         b.v("pand", pb, r, width=width), width=width, comment="TG")
-                te = b.v("vxor", hb, a, width=width, comment="TE")
-                wg = b.v("vxor", h[0], b.v("pand", pa, tg, width=width), width=width, comment="WG")
-                we = b.v("vxor", h[2], b.v("pand", pb, hb, width=width), width=width, comment="WE")
+                tg = xor_and(b, b.v("vxor", h[0], h[1], width=width), pb, r, width, comment="TG")
+                te = xor_all(b, [h[2], h[3], a], width, comment="TE")
+                wg = xor_and(b, h[0], pa, tg, width, comment="WG")
+                we = xor_and(b, h[2], pb, hb, width, comment="WE")
                 off = 16 * lanes * j
                 b.store(Mem(C_OUT, off), b.v("vxor", wg, we, width=width), width=width, comment="C0 = WG ^ WE")
                 halves.store(tables, 2 * off, lanes, width, (tg, te))
@@ -249,9 +256,8 @@ def eval_function(b: FunctionBuilder) -> None:
                 off = 16 * lanes * j
                 tg, te = halves.load(tables, 2 * off, lanes, width)
                 sa, sb = lowest_bit_mask(b, a, width), lowest_bit_mask(b, bb, width)
-                wg = b.v("vxor", ha, b.v("pand", sa, tg, width=width), width=width, comment="WG")
-                e = b.v("vxor", te, a, width=width)
-                we = b.v("vxor", hb, b.v("pand", sb, e, width=width), width=width, comment="WE")
+                wg = xor_and(b, ha, sa, tg, width, comment="WG")
+                we = xor_and(b, hb, sb, b.v("vxor", te, a, width=width), width, comment="WE")
                 b.store(Mem(c_out, off), b.v("vxor", wg, we, width=width), width=width, comment="C = WG ^ WE")
             b.groups(g, gate, comment=f"{g} vector(s) of {lanes} AND gate(s)")
 

@@ -1,7 +1,8 @@
 """`aesgen bench halfgates`: AND gates per second and cycles per AND gate, garbling and evaluating.
 
 Rows, all timed in one process, in rounds that visit every row once (so a neighbour or a clock change
-moves them alike) for a burst of BURST calls, each a median with its 95% interval (aesgen.bench.stats):
+moves them alike) for a burst of BURST calls after an untimed one, each a median with its 95% interval
+(aesgen.bench.stats):
   - the kernels alone (P_halfgates_garble / _eval on GATES contiguous gates) at every width and depth
     of the ISA that fits its registers: their hashes as a share of the AES ceiling measured here
     (garbling 4, evaluating 2 AES-128 calls per gate; the ceiling: vaesenc's throughput at that width);
@@ -27,7 +28,7 @@ from aesgen.spec import WIDTHS_BY_ISA, KernelSpec
 from . import driver
 from .aes128 import aes128_circuit
 
-GATES = 2048  # gates per kernel call in the kernel rows (their buffers: 160 KB)
+GATES = 8192  # gates per kernel call in the kernel rows (buffers: 640 KB, in L2; the ctypes call ~1 us)
 WHOLE_LAYER = 1 << 20  # a batch size no layer reaches
 FIXED_KEY = bytes(range(16))  # AES-128: 10 rounds
 HASHES = {True: 4, False: 2}  # AES calls per AND gate: garbling, evaluating
@@ -107,7 +108,7 @@ def circuit_rows(spec: KernelSpec) -> list[Row]:
     return rows
 
 
-BURST = 16  # calls per sample: the first pays for cold caches and the wide vector unit's power-up
+BURST = 8  # timed calls per sample, after one untimed call (warm caches, the wide vector unit powered up)
 
 
 def measure(rows: list[Row], rounds: int, tsc_hz: float) -> None:
@@ -115,6 +116,7 @@ def measure(rows: list[Row], rounds: int, tsc_hz: float) -> None:
         row.run()
     for _ in range(rounds):
         for row in rows:
+            row.run()
             t0 = time.perf_counter_ns()
             for _ in range(BURST):
                 row.run()
