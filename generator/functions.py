@@ -26,11 +26,11 @@ import re
 from dataclasses import dataclass, replace
 
 # The verifier's families: which group of checks a function gets (verify/signatures.py check_groups).
-CPU, KEYSETUP, BLOCK, GCM, GCM_STREAM, HASH, GCMSIV, XTS, GFDOUBLE, OCB, OTR, WIDEBLOCK, MPC = (
+CPU, KEYSETUP, BLOCK, GCM, GCM_STREAM, HASH, GCMSIV, XTS, GFDOUBLE, OCB, OTR, WIDEBLOCK, MPC, HALFGATES = (
     "cpu", "keysetup", "block", "gcm", "gcm-stream", "hash", "gcm-siv", "xts", "gfdouble", "ocb", "otr",
-    "wideblock", "mpc")
+    "wideblock", "mpc", "halfgates")
 
-SCALAR_TYPES = ("size_t", "unsigned", "int")  # every other parameter is a pointer (or an array of bytes)
+SCALAR_TYPES = ("size_t", "unsigned", "int", "uint64_t")  # every other parameter is a pointer (or an array of bytes)
 _ARRAY = re.compile(r"(.*?)\s*\[(\d+)\]\Z")
 
 
@@ -213,7 +213,8 @@ _MODES = (Mode("ecb", "ECB"), Mode("ctr32", "CTR32"), Mode("cbc", "CBC"), Mode("
           Mode("ghash", "GHASH"), Mode("polyval", "POLYVAL"), Mode("gcm", "GCM"), Mode("gcm-siv", "GCM-SIV"),
           Mode("xts", "XTS"), Mode("gfdouble", "GF(2^128) doubling"), Mode("ocb", "OCB3"), Mode("otr", "OTR"),
           Mode("rijndael256", "Rijndael-256"), Mode("simpira", "Simpira-256"), Mode("multikey", "multi-key ECB"),
-          Mode("fixed-key-hash", "fixed-key hash"), Mode("cbc-multi", "multi-stream CBC"))
+          Mode("fixed-key-hash", "fixed-key hash"), Mode("cbc-multi", "multi-stream CBC"),
+          Mode("halfgates", "half-gates garbling"))
 
 
 # -- parameters several functions share ---------------------------------------------------------
@@ -247,6 +248,7 @@ CTX = Param("ctx", "void *", "spec:gcm_ctx_bytes", "rw", aligned=True)
 LEN, NBLOCKS, BITS = Param("len", "size_t"), Param("nblocks", "size_t"), Param("bits", "unsigned")
 AAD = (Param("aad", "const uint8_t *", "aadlen", "r"), Param("aadlen", "size_t"))
 TEXT = (_in("len"), _out("len"), LEN)  # in, out, len: the AEAD and XTS texts
+GATE_ID = Param("first_gate_id", "uint64_t")  # half-gates: gate i of a call hashes with tweaks 2(id+i), 2(id+i)+1
 
 
 def _tag(decrypt: bool, size: int | str) -> Param:
@@ -315,6 +317,18 @@ def _wideblock(name: str, key: tuple[Param, ...], setup: str | None, summary: st
     """nblocks 32-byte blocks from in to out (Rijndael-256 under a key, or Simpira-256)."""
     return CFunction(name, "void", (*key, _in("32*nblocks"), _out("32*nblocks"), NBLOCKS), summary, (mode,),
                      WIDEBLOCK, key_setup=setup, len0_touches_nothing=True, **timing)
+
+
+def _labels(name: str, access: str = "r") -> Param:
+    """16-byte labels, one per gate."""
+    return Param(name, "const uint8_t *" if access == "r" else "uint8_t *", "16*n", access)
+
+
+def _halfgates(name: str, params: tuple[Param, ...], summary: str) -> CFunction:
+    """(fixed_key, ..., n): n AND gates; the fixed key is a set_encrypt_key schedule."""
+    return CFunction(name, "void", (_schedule("fixed_key", "key_bytes", kernel_name="key"), *params,
+                                    Param("n", "size_t")),
+                     summary, ("halfgates",), HALFGATES, key_setup="set_encrypt_key", len0_touches_nothing=True)
 
 
 _RECORDS = (
@@ -402,6 +416,13 @@ _RECORDS = (
                                             Param("ivs", "uint8_t *const *", access="r"), Param("nstreams", "unsigned")),
               "CBC encryption of nstreams independent equal-length streams, interleaved", ("cbc-multi",), MPC,
               key_setup="set_encrypt_key", len0_touches_nothing=True, timed=True, explored=True),
+    # half-gates garbling of n AND gates (kernels/halfgates.py; the hash and tweaks: docs/abi.md)
+    _halfgates("halfgates_garble", (Param("delta", "const uint8_t[16]", access="r"), _labels("a0"), _labels("b0"),
+                                    GATE_ID, Param("tables", "uint8_t *", "32*n", "w"), _labels("c0", "w")),
+               "half-gates garbling of n AND gates: 32-byte tables and output 0-labels"),
+    _halfgates("halfgates_eval", (_labels("a"), _labels("b"), GATE_ID, Param("tables", "const uint8_t *", "32*n", "r"),
+                                  _labels("c", "w")),
+               "half-gates evaluation of n AND gates from their tables"),
     # 256-bit blocks on the AES round instructions (kernels/wideblock.py)
     _key_setup("rijndael256_set_encrypt_key", RKEY,
                "Rijndael-256 key expansion (Nk = Nb = 8: 120 words); bits must be 256", ("rijndael256",), bits=(256,)),

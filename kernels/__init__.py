@@ -7,7 +7,7 @@ from aesgen.functions import FUNCTIONS as C_FUNCTIONS
 from aesgen.ir import Function
 from aesgen.spec import KernelSpec
 
-from . import aes, cpu, gcm, gcm_stream, gcmsiv, ghash, modes, mpc, ocb, otr, wideblock, xts
+from . import aes, cpu, gcm, gcm_stream, gcmsiv, ghash, halfgates, modes, mpc, ocb, otr, wideblock, xts
 from .bitsliced import FUNCTIONS as BITSLICED_MODES_FUNCTIONS, check_config
 from .bitsliced_gcm import FUNCTIONS as BITSLICED_GCM
 from .bitsliced_gcmsiv import FUNCTIONS as BITSLICED_GCMSIV
@@ -18,7 +18,7 @@ from .registry import Describe, described_in
 # that every record has a description here and every description a record. Every description
 # marks itself (`@describes`, kernels/registry.py); a new kernel module joins the list below.
 FUNCTIONS: dict[str, Describe] = described_in(aes, cpu, modes, gcm, gcm_stream, gcmsiv, ghash, xts, ocb, otr,
-                                               wideblock, mpc)
+                                               wideblock, mpc, halfgates)
 # The bitsliced backend's own descriptions (spec.BITSLICED_MODES), by C function.
 BITSLICED: dict[str, Describe] = {**BITSLICED_MODES_FUNCTIONS, **BITSLICED_GCM, **BITSLICED_GCMSIV}
 

@@ -29,6 +29,7 @@ from aesgen.spec import MULTIKEY_BYTES
 
 from .aes import EXPANDERS, encrypt_rounds, finish, key_size_paths
 from .frame import aligned, leave_frame, open_frame
+from .ghash import xor_all
 from .modes import ecb_function, return_if_zero
 from .regs import r32
 from .registry import describes
@@ -316,11 +317,14 @@ def tail_keys(b: FunctionBuilder, nr: int, keys: str, n: str, inp: str, outp: st
 
 
 # ----------------------------------------------------------------------------- fixed-key hash
-def sigma(b: FunctionBuilder, x: VReg, width: int | None = None) -> VReg:
+def sigma(b: FunctionBuilder, x: VReg, width: int | None = None, extra: VReg | None = None) -> VReg:
     """sigma(xL || xR) = (xL ^ xR) || xL per block, xL = bytes 0..7, xR = bytes 8..15:
-    [q0, q0] ^ [q1, 0] in qwords (the half-gates orthomorphism)."""
+    [q0, q0] ^ [q1, 0] in qwords (the half-gates orthomorphism); sigma(x) ^ extra if given (one
+    vpternlogd on AVX-512)."""
     lo = b.v("pshufd", x, imm=0x44, width=width, comment="xL || xL")
     hi = b.v("psrldq", x, imm=8, width=width, comment="xR || 0")
+    if extra is not None:
+        return xor_all(b, [lo, hi, extra], width or b.width, comment="sigma(x) ^ tweak")
     return b.v("vxor", lo, hi, width=width, comment="sigma(x) = (xL ^ xR) || xL")
 
 

@@ -24,7 +24,7 @@ from aesgen.verify.reference import standard
 
 ABI_MD = Path(__file__).resolve().parent.parent / "docs" / "abi.md"
 # What a C type means to ctypes, written out here rather than taken from the verifier.
-C_SCALARS = {"size_t": ctypes.c_size_t, "unsigned": ctypes.c_uint, "int": ctypes.c_int}
+C_SCALARS = {"size_t": ctypes.c_size_t, "unsigned": ctypes.c_uint, "int": ctypes.c_int, "uint64_t": ctypes.c_uint64}
 PROTOTYPE = re.compile(r"^(int|void) (?:AESGEN_MS_ABI )?(\w+)\((.*)\);$", re.M)
 
 

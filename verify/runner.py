@@ -14,8 +14,8 @@ from pathlib import Path
 
 from aesgen import cpu
 from aesgen.spec import KernelSpec
-from aesgen.verify import (abi, differential, gcm, gcmsiv, guard, kat, macho, mpc, ocb, otr, red_zone, roundtrip,
-                           signatures, simcheck, static_ct, visibility, wideblock, xts)
+from aesgen.verify import (abi, differential, gcm, gcmsiv, guard, halfgates, kat, macho, mpc, ocb, otr, red_zone,
+                           roundtrip, signatures, simcheck, static_ct, visibility, wideblock, xts)
 from aesgen.verify.build import BuildError, Kernel, build_shared, harness
 from aesgen.verify.harness.isolation import Unit, run_isolated
 from aesgen.verify.results import CheckResult
@@ -106,7 +106,7 @@ def verify_kernel(
         units.append(("cpu_supported", lambda p: [_cpu_supported(kernel)]))
     units.append(("keyschedule", lambda p: kat.check_key_schedule(kernel, p, seed=seed, quick=quick)))
     units += kat.units(kernel, quick=quick)
-    for family in (differential, gcm, gcmsiv, xts, ocb, otr, mpc, wideblock):
+    for family in (differential, gcm, gcmsiv, xts, ocb, otr, mpc, wideblock, halfgates):
         units += family.units(kernel, n=n, quick=quick, seed=seed)
     units.append(("simulate", lambda p: simcheck.check(kernel, p, seed=seed)))
     units.append(("abi", lambda p: abi.check(kernel, p, n=n, quick=quick, seed=seed)))

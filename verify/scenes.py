@@ -6,12 +6,12 @@ block-mode files need none (abi.py and guard.py call them directly).
 """
 from __future__ import annotations
 
-from aesgen.verify import gcm, gcmsiv, mpc, ocb, otr, wideblock, xts
+from aesgen.verify import gcm, gcmsiv, halfgates, mpc, ocb, otr, wideblock, xts
 from aesgen.verify.harness.scene import SceneFn
 
 SCENES: dict[str, SceneFn] = {
     **gcm.SCENES, **gcmsiv.SCENES, **xts.SCENES, **ocb.SCENES, **otr.SCENES, **wideblock.SCENES,
-    **mpc.SCENES,
+    **mpc.SCENES, **halfgates.SCENES,
 }
 
 

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field, fields
 
 from aesgen.functions import (  # noqa: F401  (the families: re-exported for the checks)
     BLOCK, COMMON_FUNCTIONS, CPU, FUNCTIONS, GCM, GCM_STREAM, GCMSIV, GFDOUBLE, HASH, KEYSETUP, MODE_FUNCTIONS, MPC,
-    OCB, OTR, WIDEBLOCK, XTS, CFunction)
+    HALFGATES, OCB, OTR, WIDEBLOCK, XTS, CFunction)
 from aesgen.verify.results import CheckResult
 
 P, SZ, U, I = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int
 # ctypes of the scalar C types (every other parameter is a pointer: P).
-SCALARS = {"size_t": SZ, "unsigned": U, "int": I}
+SCALARS = {"size_t": SZ, "unsigned": U, "int": I, "uint64_t": ctypes.c_uint64}
 
 
 class Signature(CFunction):
@@ -59,9 +59,9 @@ SIGNATURES: dict[str, Signature] = {name: Signature.of(record) for name, record 
 AEAD_FAMILIES = (GCM, GCM_STREAM, HASH, GCMSIV)
 # Families whose calls are driven by scenes (a prepared key or context): each family's
 # check module's SCENES, collected by verify/scenes.py.
-SCENE_FAMILIES = AEAD_FAMILIES + (XTS, GFDOUBLE, OCB, OTR, WIDEBLOCK, MPC)
+SCENE_FAMILIES = AEAD_FAMILIES + (XTS, GFDOUBLE, OCB, OTR, WIDEBLOCK, MPC, HALFGATES)
 # Families whose length is counted in blocks (MPC: blocks per key or stream; key count for setup).
-BLOCK_COUNTED = (HASH, GFDOUBLE, WIDEBLOCK, MPC)
+BLOCK_COUNTED = (HASH, GFDOUBLE, WIDEBLOCK, MPC, HALFGATES)  # HALFGATES: gates
 
 
 def lookup(name: str) -> Signature | None:
@@ -174,6 +174,9 @@ def check_groups(fn: str) -> list[str]:
             ([f"tamper {fn}"] if fn == "otr_decrypt" else [])
     if fam in (WIDEBLOCK, MPC):
         return [f"kat {fn}", f"diff {fn}", f"simulate {fn}", f"abi {fn}", f"guard {fn} after",
+                f"guard {fn} before", f"guard {fn} len0"]
+    if fam == HALFGATES:
+        return [f"diff {fn}", "roundtrip halfgates", f"simulate {fn}", f"abi {fn}", f"guard {fn} after",
                 f"guard {fn} before", f"guard {fn} len0"]
     if fam in AEAD_FAMILIES:
         groups = [f"kat {fn}", f"abi {fn}", f"guard {fn} after", f"guard {fn} before", f"guard {fn} len0"]

@@ -28,6 +28,7 @@ from aesgen.verify import vectors, wideblock
 from aesgen.verify.reference import standard
 from aesgen.verify.reference import otr
 from aesgen.verify.mpc import sigma_inverse
+from aesgen.verify.reference import halfgates
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,27 @@ def _fixed_key_hash_case(name: str, key: bytes, pt: bytes, ct: bytes) -> SmokeCa
     ))
 
 
+def _halfgates_case() -> SmokeCase:
+    """Two AND gates garbled under the FIPS-197 C.1 key with fixed labels (the expected tables and
+    0-labels from the paper's reference, verify/reference/halfgates.py), then evaluated on the
+    1-labels of both inputs: the result must be each gate's 1-label, C0 ^ delta."""
+    key, gid = vectors.FIPS197_APPENDIX_C[128][0], 5
+    delta = bytes(range(1, 33, 2))  # lowest bit set
+    a0, b0 = [bytes(range(16 * k, 16 * k + 16)) for k in (2, 4)], [bytes(range(16 * k + 5, 16 * k + 21)) for k in (3, 5)]
+    tables, c0 = halfgates.garble(key, delta, a0, b0, gid)
+    one = lambda labels: b"".join(halfgates.xor(x, delta) for x in labels).hex()  # noqa: E731
+    return SmokeCase("half-gates: two AND gates garbled (the paper's reference), evaluated on 1-labels", (
+        Buf("key", key.hex()), Buf("ks", schedule="KEY_BYTES"), Buf("delta", delta.hex()),
+        Buf("a0", b"".join(a0).hex()), Buf("b0", b"".join(b0).hex()),
+        Buf("tables", size=64, expect=b"".join(tables).hex()), Buf("c0", size=32, expect=b"".join(c0).hex()),
+        Buf("a1", one(a0)), Buf("b1", one(b0)), Buf("c", size=32, expect=one(c0)),
+    ), (
+        Call("set_encrypt_key", ("key", 128, "ks"), 0),
+        Call("halfgates_garble", ("ks", "delta", "a0", "b0", gid, "tables", "c0", 2)),
+        Call("halfgates_eval", ("ks", "a1", "b1", gid, "tables", "c", 2)),
+    ))
+
+
 def _cbc_multi_case(bits: int, streams: int) -> SmokeCase:
     """SP 800-38A F.2 (CBC encryption) cut into `streams` streams of equal length: stream s
     chains from the ciphertext block before its first (the published IV for stream 0), each
@@ -326,6 +348,7 @@ SMOKE_CASES: dict[str, tuple[SmokeCase, ...]] = {
                              vectors.SP800_38A_CIPHERTEXT[("ECB", 256)]),
     ),
     "cbc-multi": (_cbc_multi_case(128, 2), _cbc_multi_case(256, 4)),
+    "halfgates": (_halfgates_case(),),
 }
 
 

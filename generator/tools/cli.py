@@ -24,6 +24,7 @@ from ..cpu import MASK_ENV, PORTABILITY_MASKS, MaskError, mask_note, missing_fea
 from ..cpu import view as cpu_view
 from ..doubling import METHODS as DOUBLING_METHODS
 from ..dsl import BuildError
+from ..garbling.bench import run_bench as bench_halfgates
 from ..kernels import build_function
 from ..pipeline import generate as generate_kernel
 from ..simulate import Machine, call
@@ -315,6 +316,12 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
             write_atomically({json_path: json.dumps({"schema": "aesgen-ceiling/1", **ceiling.to_dict()}, indent=1)})
         return
 
+    if modes == "halfgates":  # gates, not bytes: its own rows (aesgen.garbling.bench)
+        spec = spec_from_options(modes, **config)
+        verified_here(spec, no_verify)
+        bench_halfgates(spec, ceiling, trials, console, json_path)
+        return
+
     def timed(spec: KernelSpec, bits: int | None = None, sizes: tuple[int, ...] | None = None) -> timing.BenchResult:
         result = bench_spec(spec, list(sizes or size_list), peers, bits or int(key_bits), trials, budget, ceiling,
                             no_verify)
@@ -370,6 +377,23 @@ def buildable(mode: str) -> bool:
     except (UsageFailure, BuildError):
         return False
     return not missing_features(spec.features)
+
+
+def verified_here(spec: KernelSpec, no_verify: bool) -> None:
+    """Refuse a file this CPU cannot run; quick-verify it (unless no_verify) before it is timed."""
+    if spec.abi != "sysv":
+        raise UsageFailure(f"bench times SysV kernels; --abi {spec.abi} files are verified, not benchmarked")
+    lacking = missing_features(spec.features)
+    if lacking:
+        raise UsageFailure(f"this CPU cannot run {spec.prefix} (it lacks {' '.join(lacking)}{mask_note()})")
+    if no_verify:
+        return
+    with tempfile.TemporaryDirectory(prefix="aesgen-bench-") as tmp:
+        path, _ = generate_files(spec, Path(tmp) / f"{spec.prefix}.S")
+        failed = [r for r in verify_kernel(path, spec, quick=True) if r.status == "fail"]
+    if failed:
+        raise click.ClickException(f"{len(failed)} verification checks failed ({failed[0].name}); "
+                                   "not benchmarking a wrong kernel")
 
 
 def bench_spec(spec: KernelSpec, sizes: list[int], peers: tuple[str, ...], key_bits: int, trials: int,

@@ -172,7 +172,7 @@ def sweep_sizes(fn: str, n: int) -> range:
 
 def has_length(fn: str) -> bool:
     return any(signatures.SIGNATURES[fn].has(p)
-               for p in ("len", "aadlen", "ivlen", "nblocks", "nkeys", "blocks_per_key"))
+               for p in ("len", "aadlen", "ivlen", "nblocks", "nkeys", "blocks_per_key", "n"))
 
 
 def has_io(fn: str) -> bool:

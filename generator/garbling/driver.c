@@ -1,0 +1,205 @@
+/* Garbling and evaluating a Bristol circuit with the half-gates kernels, in batches (aesgen.garbling.driver).
+ *
+ * Labels are 16 bytes per wire. Every linear gate XORs two labels (free-XOR): INV gates read the label
+ * after the last wire as their second input (delta for the garbler, zero for the evaluator: it keeps
+ * its label), EQW gates the one before it (zero); driver.py lays the arrays out so. AND gates go to the kernel in batches: their
+ * input labels are gathered into contiguous buffers, the kernel hashes the batch, the output labels
+ * are scattered back. A kernel call covers gates with consecutive ids (first_gate_id + i); the
+ * tables are stored by id.
+ *
+ *   static:  the gates in level order (layers.py); a layer's AND gates are consecutive there and
+ *            consecutive in id, cut into batches of `batch` gates.
+ *   dynamic: the gates in circuit order with deferred execution: an AND gate's hashes join a queue
+ *            (its output label is pending) and the walk goes on; the queue is flushed when full or
+ *            when a gate reads a pending label (a result is needed), its gates issued in queue order
+ *            as runs of consecutive ids. How much it batches depends on how the circuit is written:
+ *            independent AND gates close together (aes128.py writes the 16 S-boxes gate by gate).
+ */
+#include <emmintrin.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef void (*garble_fn)(const void *key, const uint8_t *delta, const uint8_t *a0, const uint8_t *b0,
+                          uint64_t first_gate_id, uint8_t *tables, uint8_t *c0, size_t n);
+typedef void (*eval_fn)(const void *key, const uint8_t *a, const uint8_t *b, uint64_t first_gate_id,
+                        const uint8_t *tables, uint8_t *c, size_t n);
+
+enum { OP_XOR = 0, OP_AND = 1, OP_INV = 2, OP_EQW = 3 };
+
+typedef struct {
+    int garbler;
+    void *fn;
+    const void *key;
+    const uint8_t *delta;
+    uint8_t *labels;
+    uint8_t *tables;
+    const uint8_t *op;
+    const int32_t *in0, *in1, *out;
+    const int64_t *and_id;
+    size_t batch;
+    uint8_t *a, *b, *c;  /* batch buffers */
+    int32_t *members;    /* the gates of the batch being issued */
+    uint64_t calls;
+} engine;
+
+static inline void xor_labels(uint8_t *labels, int32_t out, int32_t x, int32_t y) {
+    __m128i a = _mm_loadu_si128((const __m128i *)(labels + 16 * (size_t)x));
+    __m128i b = _mm_loadu_si128((const __m128i *)(labels + 16 * (size_t)y));
+    _mm_storeu_si128((__m128i *)(labels + 16 * (size_t)out), _mm_xor_si128(a, b));
+}
+
+static inline void linear_gate(engine *e, int32_t g) {
+    xor_labels(e->labels, e->out[g], e->in0[g], e->in1[g]);
+}
+
+/* gates members[0..n) with ids first .. first+n-1: one kernel call. Their output wires are consecutive
+ * when the wires are numbered in level order (driver.py does): the kernel writes the labels in place. */
+static void issue(engine *e, const int32_t *members, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        memcpy(e->a + 16 * i, e->labels + 16 * (size_t)e->in0[members[i]], 16);
+        memcpy(e->b + 16 * i, e->labels + 16 * (size_t)e->in1[members[i]], 16);
+    }
+    int32_t o = e->out[members[0]];
+    int direct = 1;
+    for (size_t i = 1; i < n && direct; i++)
+        direct = e->out[members[i]] == o + (int32_t)i;
+    uint8_t *c = direct ? e->labels + 16 * (size_t)o : e->c;
+    uint64_t first = (uint64_t)e->and_id[members[0]];
+    if (e->garbler)
+        ((garble_fn)e->fn)(e->key, e->delta, e->a, e->b, first, e->tables + 32 * first, c, n);
+    else
+        ((eval_fn)e->fn)(e->key, e->a, e->b, first, e->tables + 32 * first, c, n);
+    e->calls++;
+    if (!direct)
+        for (size_t i = 0; i < n; i++)
+            memcpy(e->labels + 16 * (size_t)e->out[members[i]], e->c + 16 * i, 16);
+}
+
+static int setup(engine *e, size_t batch) {
+    e->batch = batch;
+    e->a = aligned_alloc(64, 64 + 16 * batch);
+    e->b = aligned_alloc(64, 64 + 16 * batch);
+    e->c = aligned_alloc(64, 64 + 16 * batch);
+    e->members = malloc(sizeof(int32_t) * batch);
+    e->calls = 0;
+    return e->a && e->b && e->c && e->members ? 0 : -1;
+}
+
+static void teardown(engine *e) {
+    free(e->a);
+    free(e->b);
+    free(e->c);
+    free(e->members);
+}
+
+/* ---------------------------------------------------------------- static */
+/* the gate arrays in level order: a layer's AND gates are consecutive (and so are their ids). The linear
+ * gates between two AND runs go through a loop of their own on byte offsets. */
+static void run_static(engine *e, size_t ngates) {
+    const uint8_t *restrict op = e->op;
+    const int32_t *restrict in0 = e->in0, *restrict in1 = e->in1, *restrict out = e->out;
+    uint8_t *labels = e->labels;
+    size_t k = 0;
+    while (k < ngates) {
+        size_t end = k;
+        while (end < ngates && op[end] != OP_AND)
+            end++;
+        for (; k < end; k++) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(labels + 16 * (size_t)in0[k]));
+            __m128i b = _mm_loadu_si128((const __m128i *)(labels + 16 * (size_t)in1[k]));
+            _mm_storeu_si128((__m128i *)(labels + 16 * (size_t)out[k]), _mm_xor_si128(a, b));
+        }
+        size_t n = 0;
+        while (k < ngates && n < e->batch && op[k] == OP_AND)
+            e->members[n++] = (int32_t)k++;
+        if (n)
+            issue(e, e->members, n);
+    }
+}
+
+/* ---------------------------------------------------------------- dynamic */
+typedef struct {
+    engine *e;
+    uint8_t *pending;  /* per label: its AND gate waits in the queue */
+    int32_t *queue;
+    size_t queued;
+    uint64_t flushes;
+} dyn;
+
+static void flush(dyn *d) {
+    engine *e = d->e;
+    int32_t *q = d->queue;
+    size_t n = d->queued;
+    if (!n)
+        return;
+    /* in queue (circuit) order: a run of consecutive ids is one kernel call. (Sorting the queue by id
+     * would merge runs, but a queue that spans AND layers is far from sorted: it cost more than the
+     * calls it saved.) */
+    size_t start = 0;
+    for (size_t i = 1; i <= n; i++)
+        if (i == n || e->and_id[q[i]] != e->and_id[q[i - 1]] + 1) {
+            issue(e, q + start, i - start);
+            start = i;
+        }
+    for (size_t i = 0; i < n; i++)
+        d->pending[e->out[q[i]]] = 0;
+    d->queued = 0;
+    d->flushes++;
+}
+
+static int run_dynamic(engine *e, size_t ngates, size_t nlabels, uint64_t *flushes) {
+    dyn d = {.e = e};
+    d.pending = calloc(nlabels, 1);
+    d.queue = malloc(sizeof(int32_t) * e->batch);
+    if (d.pending && d.queue) {
+        for (size_t k = 0; k < ngates; k++) {
+            int32_t g = (int32_t)k;
+            if (d.pending[e->in0[g]] | d.pending[e->in1[g]])
+                flush(&d);  /* the result is needed */
+            if (e->op[g] != OP_AND) {
+                linear_gate(e, g);
+                continue;
+            }
+            d.pending[e->out[g]] = 1;
+            d.queue[d.queued++] = g;
+            if (d.queued == e->batch)
+                flush(&d);
+        }
+        flush(&d);
+        *flushes = d.flushes;
+    }
+    int ok = d.pending && d.queue;
+    free(d.pending);
+    free(d.queue);
+    return ok ? 0 : -1;
+}
+
+/* ---------------------------------------------------------------- entry */
+/* technique 0: static (the gate arrays in level order), 1: dynamic (in circuit order). nwires counts the
+ * two extra labels (zero, then delta). Returns the kernel calls, or -1 if memory ran out; *flushes gets
+ * the dynamic queue's flushes. */
+int64_t gc_run(int garbler, int technique, void *fn, const void *key, const uint8_t *delta, uint8_t *labels,
+               uint8_t *tables, const uint8_t *op, const int32_t *in0, const int32_t *in1, const int32_t *out,
+               const int64_t *and_id, size_t ngates, size_t nwires, size_t batch,
+               uint64_t *flushes) {
+    engine e = {.garbler = garbler, .fn = fn, .key = key, .delta = delta, .labels = labels, .tables = tables,
+                .op = op, .in0 = in0, .in1 = in1, .out = out, .and_id = and_id};
+    if (batch == 0 || setup(&e, batch) != 0) {
+        teardown(&e);
+        return -1;
+    }
+    int rc = 0;
+    *flushes = 0;
+    memset(labels + 16 * (nwires - 2), 0, 16);
+    if (garbler)
+        memcpy(labels + 16 * (nwires - 1), delta, 16);
+    else
+        memset(labels + 16 * (nwires - 1), 0, 16);
+    if (technique == 0)
+        run_static(&e, ngates);
+    else
+        rc = run_dynamic(&e, ngates, nwires, flushes);
+    teardown(&e);
+    return rc ? -1 : (int64_t)e.calls;
+}

@@ -1,0 +1,267 @@
+"""Half-gates garbling and evaluation of a batch of AND gates (Zahur, Rosulek, Evans 2015), free-XOR.
+
+Gate i of a call (i = 0 .. n-1, id = first_gate_id + i) has the tweaks j = 2 id and j' = 2 id + 1,
+each a 128-bit block holding the 64-bit value little-endian in bytes 0..7 and zeros in bytes 8..15.
+H(x, t) = pi(sigma(x) ^ t) ^ sigma(x) ^ t, pi = AES under the fixed key, sigma as in mpc.sigma.
+The garbler (delta with its lowest bit set; pa, pb the lowest bits of A0, B0):
+
+    TG = H(A0, j) ^ H(A0 ^ delta, j) ^ pb * delta        WG = H(A0, j) ^ pa * TG
+    TE = H(B0, j') ^ H(B0 ^ delta, j') ^ A0              WE = H(B0, j') ^ pb * (TE ^ A0)
+    table = TG || TE,  C0 = WG ^ WE
+
+and the evaluator, from labels A, B with lowest bits sa, sb:
+    C = H(A, j) ^ sa * TG ^ H(B, j') ^ sb * (TE ^ A).
+
+A vector holds L gates, lane l gate l; sigma is linear, so sigma(A0 ^ delta) = sigma(A0) ^ sigma(delta)
+is one XOR. A lowest bit becomes a whole-lane mask by shifts and a shuffle (no branch, no address
+depends on a label). The four (two) hashes of every gate of D vectors run interleaved. The tables are
+32-byte "blocks" whose halves are TG and TE: wideblock.Halves deals and zips them lane by lane.
+"""
+from __future__ import annotations
+
+from aesgen.dsl import FunctionBuilder, key
+from aesgen.ir import Const, Mem, VReg
+
+from .aes import encrypt_rounds, finish
+from .frame import aligned, drop_frame, open_frame
+from .gfdouble import A_XOR_B_AND_C
+from .ghash import ternary, xor_all
+from .mpc import sigma
+from .modes import return_if_zero, vector_loops
+from .registry import describes
+from .wideblock import Halves, group_counts
+
+# Register roles beside the arguments (b.reg); all public (counts, pointers, the gate id).
+COUNT = "r11"  # n, read from the stack
+C_OUT = "r10"  # garble: c0, read from the stack
+TWICE_ID = "rax"  # 2 * first_gate_id on its way to the stack (before the round-count dispatch)
+
+
+class Frame:
+    """The stack frame (rsp-relative slots, so no load there can alias a caller's buffer): the first
+    tweak at 0 (as vload64 takes it); with 16 vector registers delta and sigma(delta) in every lane;
+    then per vector of a batch `per_vector` slots: each hash's last round key (x ^ k_nr, so x need not
+    stay live through the rounds) and the vector's labels, read back after the rounds. Label-derived
+    slots and delta are wiped before return."""
+
+    def __init__(self, b: FunctionBuilder, per_vector: int) -> None:
+        self.vec = b.width // 8
+        self.spilled = b.spec.vector_registers < 32
+        self.delta_at = 16
+        self.batch_at = self.delta_at + (2 * self.vec if self.spilled else 0)
+        self.per_vector = per_vector
+        self.size = aligned(self.batch_at + b.depth * per_vector * self.vec, pushes=0)
+
+    def slot(self, j: int, k: int) -> Mem:
+        return Mem("rsp", self.batch_at + (j * self.per_vector + k) * self.vec)
+
+    def secrets(self) -> range:
+        return range(self.delta_at, self.size - self.vec + 1, self.vec)
+
+
+def qword0(name: str, values: list[int]) -> Const:
+    """One lane per value: the value in qword 0 (little-endian), zeros in qword 1."""
+    return Const(name, b"".join(v.to_bytes(8, "little") + bytes(8) for v in values))
+
+
+def tweak_step(step: int, lanes: int) -> Const:
+    """`step` added to every lane's tweak."""
+    return qword0(f"halfgates_step{step}_x{lanes}", [step] * lanes)
+
+
+def xor_and(b: FunctionBuilder, x: VReg, m: VReg, y: VReg | Mem, width: int, comment: str = "") -> VReg:
+    """x ^ (m & y): one vpternlogd on AVX-512."""
+    if ternary(b):
+        return b.v("ternlog", x, m, y, imm=A_XOR_B_AND_C, width=width, comment=comment)
+    return b.v("vxor", x, b.v("pand", m, y, width=width), width=width, comment=comment)
+
+
+def lowest_bit_mask(b: FunctionBuilder, x: VReg, width: int) -> VReg:
+    """Per lane: all ones if bit 0 of byte 0 is set, else zeros."""
+    t = b.v("psllq", x, imm=63, width=width, comment="bit 0 to the top of qword 0")
+    t = b.v("pshufd", t, imm=0x55, width=width, comment="dword 1 everywhere")
+    return b.v("psrad", t, imm=31, width=width, comment="point-and-permute bit as a lane mask")
+
+
+class HalfGates:
+    """What both functions share: the frame, the tweaks, the hashes, the vector loops over gates and
+    the tail of fewer than L gates on xmm."""
+
+    def __init__(self, b: FunctionBuilder, gate_id: str, streams: tuple[str, ...], tables: str,
+                 hashes: int) -> None:
+        self.b, self.gate_id, self.streams, self.tables = b, gate_id, streams, tables
+        self.hashes = hashes
+        self.frame = Frame(b, hashes + 2)
+
+    def enter(self) -> None:
+        """n == 0: return touching nothing; else the first tweak 2 * first_gate_id onto the stack."""
+        b = self.b
+        b.s("mov.r64.m64", COUNT, b.stack_arg("n"), comment="n")
+        return_if_zero(b, COUNT)
+        b.s("lea.r64.m", TWICE_ID, Mem(self.gate_id, 0, index=self.gate_id, scale=1), comment="j = 2 * first_gate_id")
+        open_frame(b, self.frame.size, comment="the first tweak, a batch's last round keys and labels")
+        b.s("mov.m64.r64", Mem("rsp", 0, bits=64), TWICE_ID)
+
+    def delta(self, delta: str) -> tuple[VReg | Mem, VReg | Mem]:
+        """delta and sigma(delta) in every lane: pinned, or in the frame."""
+        b, f = self.b, self.frame
+        r = b.v("vload_bcast", Mem(delta, 0), role="dlt", comment="delta in every lane")
+        sr = sigma(b, r)
+        if not f.spilled:
+            pins = b.pinned("DELTA"), b.pinned("SIGMA_DELTA")
+            b.assign(pins[0], r)
+            b.assign(pins[1], sr)
+            return pins
+        slots = Mem("rsp", f.delta_at), Mem("rsp", f.delta_at + f.vec)
+        b.store(slots[0], r, comment="delta")
+        b.store(slots[1], sr, comment="sigma(delta)")
+        return slots
+
+    def tweaks(self) -> VReg:
+        """TWEAK: lane l holds gate l's j (qword 0), moved on after every vector."""
+        b, L = self.b, self.b.lanes
+        t = b.v("vload64", Mem("rsp", 0, bits=64), width=128, role="twk", comment="j of the first gate")
+        tw = b.pinned("TWEAK")
+        if L > 1:
+            t = b.v("widen", t)
+            t = b.v("paddq", t, qword0(f"halfgates_lanes_x{L}", [2 * l for l in range(L)]),
+                    comment="lane l: gate l's j")
+        b.assign(tw, t)
+        self.tw = tw
+        return tw
+
+    def labels(self, j: int, srcs: tuple[str, str], width: int, names: str) -> tuple[VReg, VReg, VReg, VReg]:
+        """Vector j's two labels (kept in the frame for after the rounds) and sigma(label) ^ tweak of
+        each (j for the first, j' = j + 1 for the second)."""
+        b, lanes = self.b, width // 128
+        off = 16 * lanes * j
+        tw = self.tw
+        t = tw if j == 0 else b.v("paddq", tw, tweak_step(2 * lanes * j, lanes), width=width, comment=f"vector {j}: j")
+        ts = (t, b.v("paddq", t, tweak_step(1, lanes), width=width, comment="j' = j + 1"))
+        out = []
+        for k, (src, name) in enumerate(zip(srcs, names.split())):
+            v = b.v("vload", Mem(src, off), width=width, role="lbl", comment=f"vector {j}: {name}")
+            b.store(self.frame.slot(j, self.hashes + k), v, width=width)
+            out.append(v)
+        xs = [sigma(b, v, width, extra=t) for v, t in zip(out, ts)]
+        return out[0], out[1], xs[0], xs[1]
+
+    def hash_rounds(self, j: int, xs: tuple[VReg, ...], nr: int, width: int) -> list[VReg]:
+        """Rounds 0 .. nr-1 of pi(x) for each x; x ^ k_nr goes to the frame for the last round."""
+        b = self.b
+        for k, x in enumerate(xs):
+            b.store(self.frame.slot(j, k), b.v("vxor", x, key(nr), width=width), width=width,
+                    comment="x ^ k_nr: the last round key of pi(x) ^ x")
+        return [encrypt_rounds(self.b, x, nr, width=width, last=False) for x in xs]
+
+    def hash_last(self, j: int, ys: list[VReg], nr: int, width: int) -> list[VReg]:
+        """pi(x) ^ x: the last round with the key from the frame."""
+        return [self.b.v("aesenclast", y, self.frame.slot(j, k), width=width, comment=f"round {nr} (last): pi(x) ^ x")
+                for k, y in enumerate(ys)]
+
+    def saved_labels(self, j: int, width: int) -> tuple[VReg, VReg]:
+        return tuple(self.b.v("vload", self.frame.slot(j, self.hashes + k), width=width, role="lbl")
+                     for k in (0, 1))  # type: ignore[return-value]
+
+    def loops(self, body) -> None:
+        """body(g, width) does g vectors of gates (width // 128 each) from the pointers' current place."""
+        b, L, tw = self.b, self.b.lanes, self.tw
+
+        def advance(width: int):
+            lanes = width // 128
+
+            def step(g: int) -> None:
+                b.s("add.r64.imm", self.tables, imm=32 * lanes * g)
+                b.v("paddq", tw, tweak_step(2 * lanes * g, lanes), dst=tw, width=width,
+                    comment="the next gates' tweaks")
+            return step
+
+        vector_loops(b, COUNT, L, self.streams, lambda g: body(g, b.width), advance(b.width),
+                     sizes=group_counts(b.depth), stride=16 * L)
+        if L > 1:
+            with b.at_width(128):  # fewer than L gates left: one at a time
+                vector_loops(b, COUNT, 1, self.streams, lambda g: body(g, 128), advance(128), sizes=(1,),
+                             stride=16)
+
+    def leave(self) -> None:
+        b = self.b
+        z = b.v("vzero")
+        for off in self.frame.secrets():
+            b.store(Mem("rsp", off), z, comment="leave no label or delta behind" if off == self.frame.delta_at else "")
+        drop_frame(b, self.frame.size)
+        finish(b)
+
+
+@describes("halfgates_garble")
+def garble_function(b: FunctionBuilder) -> None:
+    """P_halfgates_garble(fixed_key, delta, a0, b0, first_gate_id, tables, c0, n)."""
+    delta, a0, b0, tables = (b.reg[a] for a in ("delta", "a0", "b0", "tables"))
+    hg = HalfGates(b, b.reg["first_gate_id"], (a0, b0, C_OUT), tables, hashes=4)
+    b.s("mov.r64.m64", C_OUT, b.stack_arg("c0"), comment="c0")
+    hg.enter()
+    halves = Halves(b)
+
+    def path(nr: int) -> None:
+        hg.tweaks()
+        r, sr = hg.delta(delta)
+
+        def body(g: int, width: int) -> None:
+            lanes = width // 128
+
+            def gate(j: int) -> None:
+                _, _, xa, xb = hg.labels(j, (a0, b0), width, "A0 B0")
+                x = (xa, b.v("vxor", xa, sr, width=width, comment="sigma(A0 ^ delta) ^ j"),
+                     xb, b.v("vxor", xb, sr, width=width, comment="sigma(B0 ^ delta) ^ j'"))
+                ys = hg.hash_rounds(j, x, nr, width)
+                b.final()
+                h = hg.hash_last(j, ys, nr, width)
+                a, bb = hg.saved_labels(j, width)
+                pa, pb = lowest_bit_mask(b, a, width), lowest_bit_mask(b, bb, width)
+                hb = b.v("vxor", h[2], h[3], width=width)
+                tg = xor_and(b, b.v("vxor", h[0], h[1], width=width), pb, r, width, comment="TG")
+                te = xor_all(b, [h[2], h[3], a], width, comment="TE")
+                wg = xor_and(b, h[0], pa, tg, width, comment="WG")
+                we = xor_and(b, h[2], pb, hb, width, comment="WE")
+                off = 16 * lanes * j
+                b.store(Mem(C_OUT, off), b.v("vxor", wg, we, width=width), width=width, comment="C0 = WG ^ WE")
+                halves.store(tables, 2 * off, lanes, width, (tg, te))
+            b.groups(g, gate, comment=f"{g} vector(s) of {lanes} AND gate(s)")
+
+        hg.loops(body)
+        hg.leave()
+
+    b.key_paths("key", path)
+
+
+@describes("halfgates_eval")
+def eval_function(b: FunctionBuilder) -> None:
+    """P_halfgates_eval(fixed_key, a, b, first_gate_id, tables, c, n)."""
+    a_in, b_in, tables, c_out = (b.reg[a] for a in ("a", "b", "tables", "c"))
+    hg = HalfGates(b, b.reg["first_gate_id"], (a_in, b_in, c_out), tables, hashes=2)
+    hg.enter()
+    halves = Halves(b)
+
+    def path(nr: int) -> None:
+        hg.tweaks()
+
+        def body(g: int, width: int) -> None:
+            lanes = width // 128
+
+            def gate(j: int) -> None:
+                _, _, xa, xb = hg.labels(j, (a_in, b_in), width, "A B")
+                ys = hg.hash_rounds(j, (xa, xb), nr, width)
+                b.final()
+                ha, hb = hg.hash_last(j, ys, nr, width)
+                a, bb = hg.saved_labels(j, width)
+                off = 16 * lanes * j
+                tg, te = halves.load(tables, 2 * off, lanes, width)
+                sa, sb = lowest_bit_mask(b, a, width), lowest_bit_mask(b, bb, width)
+                wg = xor_and(b, ha, sa, tg, width, comment="WG")
+                we = xor_and(b, hb, sb, b.v("vxor", te, a, width=width), width, comment="WE")
+                b.store(Mem(c_out, off), b.v("vxor", wg, we, width=width), width=width, comment="C = WG ^ WE")
+            b.groups(g, gate, comment=f"{g} vector(s) of {lanes} AND gate(s)")
+
+        hg.loops(body)
+        hg.leave()
+
+    b.key_paths("key", path)
