@@ -86,10 +86,12 @@ def kernels(isa: str, width: int, backend: str) -> tuple:
     """Every function of every mode that builds for the config: (spec, function)."""
     out = []
     # (gfni lowers the same AES-NI ops in every mode: two modes cover its ops, at a fraction of the time;
-    # ghash the GF(2^128) products without clmul: ctmul on gfni, the bit-logical ones on bitsliced)
+    # ghash the GF(2^128) products without clmul: ctmul on gfni (its GPR form on avx2; the matrices at
+    # avx512/512, the default there), the bit-logical ones on bitsliced)
     modes = {"bitsliced": ("ecb", "ctr32", "cbc", "ghash"), "gfni": ("ecb", "ctr32", "ghash")}.get(backend, MODES)
     for mode in modes:
-        gfmul = "bitsliced" if (backend, mode) == ("bitsliced", "ghash") else ""
+        gfmul = {("bitsliced", "ghash"): "bitsliced", ("gfni", "ghash"): "ctmul-gpr" if isa == "avx2" else ""}.get(
+            (backend, mode), "")
         spec = KernelSpec((mode,), isa, width, 2 if backend != "bitsliced" else 1, backend=backend, gfmul=gfmul)
         try:
             out += [(spec, fn) for fn in build_functions(spec)]
