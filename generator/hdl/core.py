@@ -82,9 +82,13 @@ def key_store(spec: HdlSpec, n: Names) -> list[str]:
     return lines
 
 
+def first_key(window: str, width: int) -> str:
+    """Round key j: the first four words of window j (a signal `width` bits wide)."""
+    return window if width == 128 else f"{window}[{width - 1}:{width - 128}]"
+
+
 def round_key(spec: HdlSpec, j: str, window: str | None) -> str:
-    w = window_bits(spec)
-    return f"{window}[{w - 1}:{w - 128}]" if spec.otf else f"rk[{j}]"
+    return first_key(str(window), window_bits(spec)) if spec.otf else f"rk[{j}]"
 
 
 def whitening_key(spec: HdlSpec) -> str:
@@ -147,6 +151,7 @@ def pipelined_body(spec: HdlSpec, n: Names) -> list[str]:
     regs = []
     if spec.otf:
         lines += [f"wire [{w - 1}:0] k0;", f"{step_name(spec, n)} u_step0 (.w(master), .j({j_of(spec, 0)}), .w_next(k0));"]
+    width = w  # of the window signal a round reads (only the key is carried into the last round)
     for r in range(1, nr + 1):
         first, second = spr * (r - 1) + 1, spr * r
         into = f"d{first - 1}"
@@ -154,24 +159,26 @@ def pipelined_body(spec: HdlSpec, n: Names) -> list[str]:
         if spr == 2:
             lines += [f"reg [127:0] d{first};", f"wire [127:0] b{first};", f"{n.sub} u_sub{r} (.x({into}), .y(b{first}));"]
             regs.append(f"d{first} <= b{first};")
-            if spec.otf:  # the window rides along; after the last round's S-boxes, only its key
-                held = w if r < nr else 128
-                lines.append(f"reg [{held - 1}:0] k{first};")
-                regs.append(f"k{first} <= {window}[{w - 1}:{w - held}];" if held < w else f"k{first} <= {window};")
+            if spec.otf:  # the window rides along with the data
+                lines.append(f"reg [{width - 1}:0] k{first};")
+                regs.append(f"k{first} <= {window};")
                 window = f"k{first}"
             sub_out = f"d{first}"
         else:
             sub_out = f"b{r}s"
             lines += [f"wire [127:0] {sub_out};", f"{n.sub} u_sub{r} (.x({into}), .y({sub_out}));"]
-        rkey = window if spec.otf and spr == 2 and r == nr else round_key(spec, j_of(spec, r), window)
+        rkey = first_key(window, width) if spec.otf else round_key(spec, j_of(spec, r), window)
         lines += [f"reg [127:0] d{second};", f"wire [127:0] m{r};",
-                  f"{n.mix} u_mix{r} (.x({sub_out}), .k({rkey}), "
-                  f".last(1'b{int(r == nr)}), .y(m{r}));"]
+                  f"{n.mix} u_mix{r} (.x({sub_out}), .k({rkey}), .last(1'b{int(r == nr)}), .y(m{r}));"]
         regs.append(f"d{second} <= m{r};")
         if spec.otf and r < nr:
-            lines += [f"reg [{w - 1}:0] k{second};", f"wire [{w - 1}:0] kn{r};",
+            width = 128 if r + 1 == nr else w
+            declare = [f"wire [{w - 1}:0] kn{r};"]
+            if width < w:  # the words after the last round key are dropped on purpose
+                declare = ["// verilator lint_off UNUSEDSIGNAL", *declare, "// verilator lint_on UNUSEDSIGNAL"]
+            lines += [f"reg [{width - 1}:0] k{second};", *declare,
                       f"{step_name(spec, n)} u_step{r} (.w({window}), .j({j_of(spec, r)}), .w_next(kn{r}));"]
-            regs.append(f"k{second} <= kn{r};")
+            regs.append(f"k{second} <= {first_key(f'kn{r}', w) if width == 128 else f'kn{r}'};")
     shift = f"{{valid[{s - 2}:0], take}}" if s > 1 else "take"
     lines += ["always @(posedge clk) begin",
               f"  if (!rst_n) valid <= {s}'d0;", f"  else if (adv) valid <= {shift};", "end",
