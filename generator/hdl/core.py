@@ -59,9 +59,14 @@ def key_store(spec: HdlSpec, n: Names) -> list[str]:
     """key_ready, and `master` (otf: window 0 encrypting, window Nr decrypting) or rk[0..Nr]."""
     w = window_bits(spec)
     if spec.otf and not spec.decrypt:
-        return [f"reg [{w - 1}:0] master;", "reg key_ready;", "always @(posedge clk) begin",
-                "  if (!rst_n) key_ready <= 1'b0;", "  else if (key_load) key_ready <= 1'b1;",
-                "  if (key_load) master <= key;", "end"]
+        # An iterative core's window copies master while idle: ready one clock after that copy.
+        settle = not spec.pipelined
+        lines = [f"reg [{w - 1}:0] master;", "reg key_ready;"] + ["reg key_settle;"] * settle
+        lines += ["always @(posedge clk) begin",
+                  "  if (!rst_n) begin key_ready <= 1'b0;" + (" key_settle <= 1'b0;" if settle else "") + " end"]
+        lines += (["  else begin key_settle <= key_load; if (key_settle) key_ready <= 1'b1; end"] if settle
+                  else ["  else if (key_load) key_ready <= 1'b1;"])
+        return lines + ["  if (key_load) master <= key;", "end"]
     nr = spec.rounds
     lines = ["// The key is expanded once per key_load, one window a clock (in_ready stays low meanwhile).",
              f"reg [{w - 1}:0] kwin;", f"reg [{J_BITS - 1}:0] kcnt;", "reg prep;", "reg key_ready;",
@@ -100,42 +105,46 @@ def step_name(spec: HdlSpec, n: Names) -> str:
 
 
 def iterative_body(spec: HdlSpec, n: Names) -> list[str]:
+    """One block in flight. rnd is the next round to apply, 0 while idle, so round key j(rnd) is
+    the whitening key whenever a block can be taken; with on-the-fly keys `win` is window j(rnd),
+    back at the stored window after a block's last round. With one round a clock the mix module
+    also takes the new block (in ^ k), so the state has no separate input multiplexer."""
     k, nr, w = spec.per_clock, spec.rounds, window_bits(spec)
     lines = key_store(spec, n) + [
-        "", "// The data path: one block in flight; a clock loads it (whitening) or applies "
-        f"{k} round{'s' if k > 1 else ''}.",
-        "reg [127:0] state;", f"reg [{J_BITS - 1}:0] rnd;  // the next round to apply", "reg busy;", "reg done;",
+        "", f"// The data path: a clock takes a block (whitening) or applies {k} round{'s' if k > 1 else ''}.",
+        "reg [127:0] state;", f"reg [{J_BITS - 1}:0] rnd;", "reg busy;", "reg done;",
         "wire run = busy & ~done;", "wire give = done & out_ready;",
         "assign in_ready = key_ready & (~busy | give);", "wire take = in_valid & in_ready;",
-        "assign out_valid = done;", "assign out_block = state;", "wire [127:0] s0 = state;"]
+        "assign out_valid = done;", "assign out_block = state;", "wire [127:0] s0 = state;",
+        f"wire finish = run & (rnd == {dec_const(J_BITS, nr - k + 1)});"]
     if spec.otf:
-        lines += [f"reg [{w - 1}:0] win;  // the key window of round rnd", f"wire [{w - 1}:0] v0 = win;"]
+        lines += [f"reg [{w - 1}:0] win;  // window j(rnd); the stored one (master) whenever no block runs",
+                  f"wire [{w - 1}:0] v0 = win;", f"wire [{w - 1}:0] keep;",
+                  "wire rest = finish | ~(take | run);  // the next clock starts from master"]
     for u in range(k):
         r = f"r{u}"
-        lines += [f"wire [{J_BITS - 1}:0] {r} = rnd + {dec_const(J_BITS, u)};",
-                  f"wire [127:0] b{u};", f"wire [127:0] s{u + 1};",
-                  f"{n.sub} u_sub{u} (.x(s{u}), .y(b{u}));",
-                  f"{n.mix} u_mix{u} (.x(b{u}), .k({round_key(spec, j_of(spec, r), f'v{u}')}), "
-                  f".last({r} == {dec_const(J_BITS, nr)}), .y(s{u + 1}));"]
+        key = round_key(spec, j_of(spec, r), f"v{u}")
+        lines += [f"wire [{J_BITS - 1}:0] {r} = rnd + {dec_const(J_BITS, u)};", f"wire [127:0] b{u};",
+                  f"wire [127:0] s{u + 1};", f"{n.sub} u_sub{u} (.x(s{u}), .y(b{u}));"]
+        load = ".load(take), .in(in_block), " if k == 1 else ""
+        lines.append(f"{n.mix_load if k == 1 else n.mix} u_mix{u} (.x(b{u}), .k({key}), "
+                     f".last({r} == {dec_const(J_BITS, nr)}), {load}.y(s{u + 1}));")
         if spec.otf and u + 1 < k:
             lines += [f"wire [{w - 1}:0] v{u + 1};",
                       f"{step_name(spec, n)} u_step{u} (.w(v{u}), .j({j_of(spec, r)}), .w_next(v{u + 1}));"]
-    if spec.otf:
-        last = f"r{k - 1}"
-        lines += ["// One key step serves both the load (from the stored key) and the last unit of a clock.",
-                  f"wire [{w - 1}:0] vnext;",
-                  f"{step_name(spec, n)} u_step{k - 1} (.w(run ? v{k - 1} : master), "
-                  f".j(run ? ({j_of(spec, last)}) : {j_of(spec, 0)}), .w_next(vnext));"]
+        elif spec.otf:
+            lines.append(f"{step_name(spec, n)}_home u_step{u} (.w(v{u}), .j({j_of(spec, r)}), "
+                         ".restore(rest), .home(master), .w_keep(keep));")
+    state_next = f"s{k}" if k == 1 else f"take ? in_block ^ {round_key(spec, j_of(spec, 'r0'), 'v0')} : s{k}"
     lines += ["always @(posedge clk) begin",
-              "  if (!rst_n) begin busy <= 1'b0; done <= 1'b0; end",
+              f"  if (!rst_n) begin busy <= 1'b0; done <= 1'b0; rnd <= {dec_const(J_BITS, 0)}; end",
               f"  else if (take) begin busy <= 1'b1; done <= 1'b0; rnd <= {dec_const(J_BITS, 1)}; end",
               "  else if (give) begin busy <= 1'b0; done <= 1'b0; end",
-              f"  else if (run) begin rnd <= rnd + {dec_const(J_BITS, k)}; "
-              f"done <= (rnd == {dec_const(J_BITS, nr - k + 1)}); end",
-              f"  if (take) state <= in_block ^ {whitening_key(spec)};",
-              f"  else if (run) state <= s{k};"]
+              f"  else if (run) begin rnd <= finish ? {dec_const(J_BITS, 0)} : rnd + {dec_const(J_BITS, k)}; "
+              "done <= finish; end",
+              f"  if (take | run) state <= {state_next};"]
     if spec.otf:
-        lines.append("  if (take | run) win <= vnext;")
+        lines += ["  win <= keep;"] if k == 1 else ["  if (take) win <= v1;", "  else win <= keep;"]
     lines.append("end")
     return lines
 

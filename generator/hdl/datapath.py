@@ -38,14 +38,19 @@ def matrix_assigns(dst: str, src: str, decrypt: bool) -> list[str]:
     return lines
 
 
-def mix_module(name: str, decrypt: bool) -> str:
-    ports = ("input  wire [127:0] x", "input  wire [127:0] k", "input  wire last", "output wire [127:0] y")
+def mix_module(name: str, decrypt: bool, load: bool = False) -> str:
+    """With `load`, the module also takes a new block: y = in ^ k (the whitening) when load is
+    high, so an iterative core needs no separate input multiplexer in front of its state."""
+    ports = ["input  wire [127:0] x", "input  wire [127:0] k", "input  wire last"]
+    ports += ["input  wire load", "input  wire [127:0] in"] if load else []
+    ports.append("output wire [127:0] y")
     if decrypt:
         body = ["wire [127:0] t = x ^ k;", "wire [127:0] m;", *matrix_assigns("m", "t", True),
-                "assign y = last ? t : m;"]
+                f"assign y = {'load ? in ^ k : ' if load else ''}last ? t : m;"]
         doc = ("AddRoundKey, then InvMixColumns (skipped in the last round): the standard inverse cipher's order.",)
     else:
-        body = ["wire [127:0] m;", *matrix_assigns("m", "x", False), "assign y = (last ? x : m) ^ k;"]
+        body = ["wire [127:0] m;", *matrix_assigns("m", "x", False),
+                f"assign y = ({'load ? in : ' if load else ''}last ? x : m) ^ k;"]
         doc = ("MixColumns (skipped in the last round), then AddRoundKey.",)
     doc += ("MixColumns bit o of a column is the XOR of the input bits its GF(2) matrix lists "
             "(derived from aesref.mix_columns on unit columns).",)
@@ -66,7 +71,7 @@ def step_rules(bits: int, backward: bool) -> dict[int, tuple[WordRule, ...]]:
     return {j: forward_rules(j, nk) for j in range(nr)}
 
 
-def keystep_module(name: str, sbox_name: str, bits: int, backward: bool) -> str:
+def keystep_module(name: str, sbox_name: str, bits: int, backward: bool, home: bool = False) -> str:
     nk = key_words(bits)
     width = nk * WORD_BITS
     table = step_rules(bits, backward)
@@ -89,19 +94,18 @@ def keystep_module(name: str, sbox_name: str, bits: int, backward: bool) -> str:
     needed = plain_chain(order, srcs, {srcs[p] for p in candidates})
     body += [f"wire [31:0] p{r.p} = {pos(r.base)} ^ {srcs[r.p]};" for r in order if f"p{r.p}" in needed]
     muxed = len(candidates) > 1
-    body += [f"reg [{len(candidates) - 1}:0] sel;"] * muxed + ["reg rot;", "reg [7:0] rc;", "reg [3:0] hit;",
-             "always @* begin", f"  {'sel = 0; ' * muxed}rot = 1'b0; rc = 8'h00; hit = 4'b0000;", "  case (j)"]
+    assert len(candidates) <= 2, "a one-bit SubWord input select"
+    controls = {}
     for j, rules in table.items():
-        special = [r for r in rules if r.kind != "plain"]
-        if special:
-            r = special[0]
-            choose = f"sel = {candidates.index(r.p)}; " * muxed
-            body.append(f"    {dec_const(J_BITS, j)}: begin {choose}"
-                        f"rot = 1'b{int(r.kind == 'rotsub')}; rc = {hex_const(8, r.rcon)}; hit = 4'b{1 << (3 - r.p):04b}; end")
-    body += ["    default: ;", "  endcase", "end"]
+        r = next(r for r in rules if r.kind != "plain") if specials[j] else None
+        controls[j] = {"sel": f"1'd{candidates.index(r.p) if r and muxed else 0}",
+                       "rot": f"1'b{int(bool(r) and r.kind == 'rotsub')}",
+                       "rc": hex_const(8, r.rcon if r else 0),
+                       "hit": f"4'b{(1 << (3 - r.p)) if r else 0:04b}"}
+    body += control_logic(controls, {"sel": 1, "rot": 1, "rc": 8, "hit": 4}, skip=() if muxed else ("sel",))
     mux = srcs[candidates[0]]
     for i, p in enumerate(candidates[1:], 1):
-        mux = f"(sel == {i}) ? {srcs[p]} : {mux}"
+        mux = f"sel ? {srcs[p]} : {mux}"
     body += [f"wire [31:0] sin = {mux};", "wire [31:0] rin = rot ? {sin[23:0], sin[31:24]} : sin;",
              "wire [31:0] sout;"]
     body += [f"{sbox_name} u_s{b} (.x(rin[{31 - 8 * b}:{24 - 8 * b}]), .y(sout[{31 - 8 * b}:{24 - 8 * b}]));"
@@ -110,8 +114,13 @@ def keystep_module(name: str, sbox_name: str, bits: int, backward: bool) -> str:
     body += [f"wire [31:0] n{r.p} = {pos(r.base)} ^ (hit[{3 - r.p}] ? t : {pos(r.src)});" for r in order]
     words = ([f"n{p}" for p in range(4)] + [f"w{q}" for q in range(nk - 4)] if backward
              else [f"w{q}" for q in range(4, nk)] + [f"n{p}" for p in range(4)])
-    body.append(f"assign w_next = {{{', '.join(words)}}};")
-    ports = (f"input  wire [{width - 1}:0] w", f"input  wire [{J_BITS - 1}:0] j", f"output wire [{width - 1}:0] w_next")
+    ports = [f"input  wire [{width - 1}:0] w", f"input  wire [{J_BITS - 1}:0] j"]
+    if home:  # the window to return to after a block's last round, chosen here beside the XORs
+        ports += ["input  wire restore", f"input  wire [{width - 1}:0] home", f"output wire [{width - 1}:0] w_keep"]
+        body += [f"wire [{width - 1}:0] w_next = {{{', '.join(words)}}};", "assign w_keep = restore ? home : w_next;"]
+    else:
+        ports.append(f"output wire [{width - 1}:0] w_next")
+        body.append(f"assign w_next = {{{', '.join(words)}}};")
     doc = (f"AES-{bits} key window step {'backward (j -> j-1)' if backward else 'forward (j -> j+1)'}: "
            f"the window j is words w[4j .. 4j+{nk - 1}];",
            "round key j is its first four words (FIPS-197 KeyExpansion, rcon from kernels.aes).")
@@ -126,3 +135,29 @@ def plain_chain(order: tuple[WordRule, ...], srcs: dict[int, str], roots: set[st
         if f"p{r.p}" in needed and srcs[r.p].startswith("p"):
             needed.add(srcs[r.p])
     return needed
+
+
+def control_logic(values: dict[int, dict[str, str]], widths: dict[str, int], skip: tuple[str, ...]) -> list[str]:
+    """Per window index j, the step's control signals: a constant wire where no j changes it,
+    else a case on j whose default is its commonest value."""
+    lines, varying = [], []
+    for sig, width in widths.items():
+        if sig in skip:
+            continue
+        seen = [v[sig] for v in values.values()]
+        if len(set(seen)) == 1:
+            lines.append(f"wire {f'[{width - 1}:0] ' if width > 1 else ''}{sig} = {seen[0]};")
+        else:
+            varying.append(sig)
+            lines.append(f"reg {f'[{width - 1}:0] ' if width > 1 else ''}{sig};")
+    if not varying:
+        return lines
+    common = {sig: max(sorted({v[sig] for v in values.values()}), key=[v[sig] for v in values.values()].count)
+              for sig in varying}
+    lines += ["always @* begin", "  " + " ".join(f"{sig} = {common[sig]};" for sig in varying), "  case (j)"]
+    for j, v in values.items():
+        changes = [f"{sig} = {v[sig]};" for sig in varying if v[sig] != common[sig]]
+        if changes:
+            lines.append(f"    {dec_const(J_BITS, j)}: begin {' '.join(changes)} end")
+    lines += ["    default: ;", "  endcase", "end"]
+    return lines

@@ -42,14 +42,24 @@ def generate(spec: HdlSpec, smoke: tuple[bytes, bytes, bytes], out_dir: str = "D
     (key, plaintext, ciphertext) is the known answer tb_P.v checks."""
     n = Names(spec.prefix)
     cmd = spec.command(out_dir)
-    modules: list[tuple[str, str]] = [(n.core, core_module(spec)), (n.sbox, sbox_file(spec, n.sbox, False))]
-    if spec.decrypt:
-        modules.append((n.inv_sbox, sbox_file(spec, n.inv_sbox, True)))
-    modules += [(n.sub, sub_module(n.sub, n.inv_sbox if spec.decrypt else n.sbox, spec.decrypt)),
-                (n.mix, mix_module(n.mix, spec.decrypt))]
-    modules.append((n.keyfwd, keystep_module(n.keyfwd, n.sbox, spec.bits, backward=False)))
-    if spec.otf and spec.decrypt:
-        modules.append((n.keyback, keystep_module(n.keyback, n.sbox, spec.bits, backward=True)))
+    data_sbox = n.inv_sbox if spec.decrypt else n.sbox
+    # Every module a core could use, in file order; only those instantiated are written.
+    candidates = [
+        (n.core, lambda: core_module(spec)),
+        (n.sub, lambda: sub_module(n.sub, data_sbox, spec.decrypt)),
+        (n.mix, lambda: mix_module(n.mix, spec.decrypt)),
+        (n.mix_load, lambda: mix_module(n.mix_load, spec.decrypt, load=True)),
+        (n.keyfwd, lambda: keystep_module(n.keyfwd, n.sbox, spec.bits, backward=False)),
+        (n.keyfwd_home, lambda: keystep_module(n.keyfwd_home, n.sbox, spec.bits, backward=False, home=True)),
+        (n.keyback, lambda: keystep_module(n.keyback, n.sbox, spec.bits, backward=True)),
+        (n.keyback_home, lambda: keystep_module(n.keyback_home, n.sbox, spec.bits, backward=True, home=True)),
+        (n.sbox, lambda: sbox_file(spec, n.sbox, False)),
+        (n.inv_sbox, lambda: sbox_file(spec, n.inv_sbox, True)),
+    ]
+    modules: list[tuple[str, str]] = []
+    for name, build in candidates:
+        if not modules or any(f"{name} u_" in text for _, text in modules):
+            modules.append((name, build()))
     title = f"aesgen hdl: {n.core} and its submodules (Verilog-2005)"
     files = {f"{name}.v": header(title, cmd, notes(spec)) + "\n" + text for name, text in modules}
     files[f"tb_{spec.prefix}.v"] = header(f"aesgen hdl: a smoke testbench of {n.core} (FIPS-197 Appendix C)", cmd) + \
