@@ -64,7 +64,7 @@ def key_store(spec: HdlSpec, n: Names) -> list[str]:
         lines = [f"reg [{w - 1}:0] master;", "reg key_ready;"] + ["reg key_settle;"] * settle
         lines += ["always @(posedge clk) begin",
                   "  if (!rst_n) begin key_ready <= 1'b0;" + (" key_settle <= 1'b0;" if settle else "") + " end"]
-        lines += (["  else begin key_settle <= key_load; if (key_settle) key_ready <= 1'b1; end"] if settle
+        lines += (["  else begin key_settle <= key_load; key_ready <= key_settle | (key_ready & ~key_load); end"] if settle
                   else ["  else if (key_load) key_ready <= 1'b1;"])
         return lines + ["  if (key_load) master <= key;", "end"]
     nr = spec.rounds

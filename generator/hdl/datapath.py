@@ -28,14 +28,15 @@ def sub_module(name: str, sbox_name: str, decrypt: bool) -> str:
 
 
 def matrix_assigns(dst: str, src: str, decrypt: bool) -> list[str]:
-    """dst = (Inv)MixColumns(src), one assign per bit."""
+    """reg dst = (Inv)MixColumns(src), a bit a line in one always block (a simulator evaluates it
+    once per change of src, not once per bit)."""
     rows = column_matrix(decrypt)
-    lines = []
+    lines = [f"reg [127:0] {dst};", "always @* begin"]
     for c in range(4):
         for o in range(32):
             terms = [f"{src}[{byte_bit(4 * c + i // 8, i % 8)}]" for i in rows[o]]
-            lines.append(f"assign {dst}[{byte_bit(4 * c + o // 8, o % 8)}] = {xor(terms)};")
-    return lines
+            lines.append(f"  {dst}[{byte_bit(4 * c + o // 8, o % 8)}] = {xor(terms)};")
+    return lines + ["end"]
 
 
 def mix_module(name: str, decrypt: bool, load: bool = False) -> str:
@@ -45,11 +46,11 @@ def mix_module(name: str, decrypt: bool, load: bool = False) -> str:
     ports += ["input  wire load", "input  wire [127:0] in"] if load else []
     ports.append("output wire [127:0] y")
     if decrypt:
-        body = ["wire [127:0] t = x ^ k;", "wire [127:0] m;", *matrix_assigns("m", "t", True),
+        body = ["wire [127:0] t = x ^ k;", *matrix_assigns("m", "t", True),
                 f"assign y = {'load ? in ^ k : ' if load else ''}last ? t : m;"]
         doc = ("AddRoundKey, then InvMixColumns (skipped in the last round): the standard inverse cipher's order.",)
     else:
-        body = ["wire [127:0] m;", *matrix_assigns("m", "x", False),
+        body = [*matrix_assigns("m", "x", False),
                 f"assign y = ({'load ? in : ' if load else ''}last ? x : m) ^ k;"]
         doc = ("MixColumns (skipped in the last round), then AddRoundKey.",)
     doc += ("MixColumns bit o of a column is the XOR of the input bits its GF(2) matrix lists "

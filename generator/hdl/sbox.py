@@ -37,8 +37,11 @@ def gate_expr(circuit: Circuit, g: Gate) -> str:
 def circuit_module(name: str, circuit_name: str) -> str:
     c = load(circuit_name)
     m = c.metrics()
-    body = [f"wire g_{g.out} = {gate_expr(c, g)};" for g in c.gates]
-    body += [f"assign y[{7 - i}] = {wire_name(c, out)};" for i, out in enumerate(c.outputs)]
+    # One always block in gate order: a simulator evaluates the circuit once per input change
+    # (continuous assigns let glitches run through the reconvergent XOR network many times).
+    body = [f"reg g_{g.out};" for g in c.gates]
+    body += ["always @* begin", *[f"  g_{g.out} = {gate_expr(c, g)};" for g in c.gates], "end"]
+    body.append(f"assign y = {{{', '.join(wire_name(c, out) for out in c.outputs)}}};")
     doc = (f"S-box from circuit {c.name} of the circuits library: {m.gates} gates "
            f"({', '.join(f'{n} {op}' for op, n in m.by_op.items())}), depth {m.depth}.",
            "x[7] is the circuit's input U0, y[7] its output S0.")

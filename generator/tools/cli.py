@@ -38,6 +38,7 @@ from .report import (console, print_bench, print_ceiling, print_circuits, print_
                      print_tuning, print_verification)
 from .files import UsageFailure, require_writable, write_atomically
 from . import ledger
+from .hdl import hdl as hdl_command
 from .options import check_format, config_options, dropin_options, generate_files, note, spec_from_options
 
 err = Console(stderr=True, highlight=False)
@@ -579,6 +580,9 @@ def circuits(registers: str, tries: int | None, listing: str | None) -> None:
         raise UsageFailure("--tries: a count, 0 or more")
     rows = report_rows(tuple(sorted(counts, reverse=True)), DEFAULT_TRIES if tries is None else tries)
     print_circuits(rows, listing)
+
+main.add_command(hdl_command)
+
 
 def run() -> None:
     """Console entry point: usage errors are one line on stderr and exit code 2."""
