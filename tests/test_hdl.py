@@ -142,13 +142,15 @@ def test_the_interface_is_the_fixed_one(tmp_path) -> None:
 
 
 # -- simulation ------------------------------------------------------------------------------------
-def check_core(spec: HdlSpec, tmp_path, seed: int = 1) -> None:
-    cases = known_answers(spec.bits, spec.decrypt) + differential(spec.bits, spec.decrypt, 3, 16, seed)
+def check_core(spec: HdlSpec, tmp_path, seed: int = 1, kinds: tuple[str, ...] = vectors.CAVP_KINDS) -> None:
+    cases = known_answers(spec.bits, spec.decrypt, kinds) + differential(spec.bits, spec.decrypt, 3, 16, seed)
     out = simulate(spec, cases, tmp_path, seed=seed)
     assert f"PASS {len(cases)} in" in out, out[-2000:]
 
 
-# make test: iterative and pipelined AES-128 and AES-256 with a circuit S-box, and one decryption core.
+# make test: iterative and pipelined AES-128 and AES-256 with a circuit S-box, and one decryption
+# core. A pipeline drains before each new key, so its quick run leaves out VarKey (a key a case);
+# the sweep runs every file on every architecture.
 QUICK = [(128, "iterative", False), (256, "iterative", False), (128, "pipelined-1", False),
          (256, "pipelined-1", False), (128, "iterative", True)]
 
@@ -156,7 +158,8 @@ QUICK = [(128, "iterative", False), (256, "iterative", False), (128, "pipelined-
 @needs_icarus
 @pytest.mark.parametrize("bits,arch,decrypt", QUICK)
 def test_core_answers_kats_and_cryptography(tmp_path, bits: int, arch: str, decrypt: bool) -> None:
-    check_core(spec_of(bits, arch, "bp113", decrypt), tmp_path)
+    kinds = tuple(k for k in vectors.CAVP_KINDS if k != "VarKey" or not arch.startswith("pipelined"))
+    check_core(spec_of(bits, arch, "bp113", decrypt), tmp_path, kinds=kinds)
 
 
 @needs_icarus
