@@ -4,11 +4,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from rich.table import Table
 
 from ..hdl import HdlConfigError, HdlSpec, generate
 from ..hdl.spec import KEY_SCHEDULES, SBOX_CHOICES
+from .explore_hdl import show
 from ..verify.vectors import FIPS197_APPENDIX_C
+from ..hdl.synth import Synthesis, synthesize
 from .files import UsageFailure, write_atomically
+from .report import console
 
 
 def spec_from_options(bits: str, arch: str, sbox: str, stages_per_round: int, decrypt: bool,
@@ -54,3 +58,18 @@ def hdl(bits: str, arch: str, sbox: str, stages_per_round: int, decrypt: bool, k
     files = core_files(spec, output)
     write_atomically(files)
     click.echo(f"wrote {len(files)} files to {output}: {', '.join(p.name for p in files)}")
+    if report:
+        print_report(spec, synthesize(spec, {p.name: t for p, t in files.items()}))
+
+
+def print_report(spec: HdlSpec, runs: list[Synthesis]) -> None:
+    table = Table(title=f"{spec.prefix}_core: AES-{spec.bits} {'decryption' if spec.decrypt else 'encryption'}, "
+                        f"{spec.arch}, S-box {spec.sbox}, keys {spec.key_schedule}: latency {spec.latency()} "
+                        f"clocks, {spec.clocks_per_block():g} clock(s) a block")
+    for col in ("flow", "LUTs", "FFs", "BRAM", "LUT levels", "fmax MHz", "note"):
+        table.add_column(col, justify="left" if col in ("flow", "note") else "right")
+    names = {"lut6": "yosys synth -lut 6", "lut4": "yosys synth -lut 4", "ice40": "yosys synth_ice40 (LUT4)"}
+    for r in runs:
+        table.add_row(names[r.flow], show(r.luts), show(r.ffs), str(r.brams), show(r.depth),
+                      show(r.fmax_mhz, "{:.1f}"), r.note)
+    console.print(table)
