@@ -14,6 +14,7 @@ TABLE = "table"
 # aesref's tables. The key schedule always uses the forward S-box.
 SBOX_CIRCUITS: dict[str, tuple[str, str | None]] = {
     "bp113": ("sbox_bp113", "inv_sbox_bp121"),
+    "depth16": ("sbox_bp128_depth16", "inv_sbox_bp121"),  # the inverse is the same paper's construction
 }
 SBOX_CHOICES = (*SBOX_CIRCUITS, TABLE)
 _UNROLLED = re.compile(r"unrolled-(\d+)$")
