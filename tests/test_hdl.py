@@ -17,7 +17,7 @@ from aesgen.hdl.structure import (backward_rules, column_matrix, forward_rules, 
                                   row_permutation)
 from aesgen.verify import vectors
 
-from _hdl import differential, known_answers, lint, missing, simulate, write_core
+from _hdl import ctr_cases, differential, known_answers, lint, missing, simulate
 from _support import FIPS197_SBOX, expand_key, gmul, inv_mix_columns, run_aesgen
 
 ICARUS = missing("iverilog", "vvp")
@@ -213,4 +213,20 @@ def test_sweep_answers(tmp_path, bits: int, arch: str, sbox: str, decrypt: bool,
 @pytest.mark.parametrize("bits,arch,sbox,decrypt,keys", SWEEP)
 def test_sweep_lint(tmp_path, bits: int, arch: str, sbox: str, decrypt: bool, keys: str) -> None:
     r = lint(spec_of(bits, arch, sbox, decrypt, keys), tmp_path)
+    assert r.returncode == 0 and r.stderr == "" and r.stdout == "", r.stderr + r.stdout
+
+
+# -- the CTR wrapper -------------------------------------------------------------------------------
+@needs_icarus
+@pytest.mark.parametrize("bits,arch", [(128, "iterative"), (256, "pipelined-1")])
+def test_ctr_wrapper_answers_rfc3686_and_cryptography(tmp_path, bits: int, arch: str) -> None:
+    spec = HdlSpec(bits, arch.split("-")[0], "table", "w", ctr=True)
+    cases = ctr_cases(bits, seed=bits)
+    out = simulate(spec, cases, tmp_path)
+    assert f"PASS {len(cases)} in" in out, out[-2000:]
+
+
+@needs_verilator
+def test_ctr_wrapper_lint_is_clean(tmp_path) -> None:
+    r = lint(HdlSpec(192, "pipelined", "bp113", "w", stages_per_round=2, ctr=True), tmp_path, top="w_ctr")
     assert r.returncode == 0 and r.stderr == "" and r.stdout == "", r.stderr + r.stdout

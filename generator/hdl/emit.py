@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..circuits import load
 from .core import Names, core_module
+from .ctr import ctr_module
 from .datapath import keystep_module, mix_module, sub_module
 from .sbox import circuit_module, table_module
 from .spec import HdlSpec
@@ -44,7 +45,8 @@ def generate(spec: HdlSpec, smoke: tuple[bytes, bytes, bytes], out_dir: str = "D
     cmd = spec.command(out_dir)
     data_sbox = n.inv_sbox if spec.decrypt else n.sbox
     # Every module a core could use, in file order; only those instantiated are written.
-    candidates = [
+    candidates = [(n.ctr, lambda: ctr_module(spec))] if spec.ctr else []
+    candidates += [
         (n.core, lambda: core_module(spec)),
         (n.sub, lambda: sub_module(n.sub, data_sbox, spec.decrypt)),
         (n.mix, lambda: mix_module(n.mix, spec.decrypt)),

@@ -106,7 +106,7 @@ def check(spec: HdlSpec) -> None:
         raise HdlConfigError(f"--key-schedule {spec.key_schedule}: one of {', '.join(KEY_SCHEDULES)}")
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", spec.prefix):
         raise HdlConfigError(f"--prefix {spec.prefix!r}: a Verilog identifier (a letter, then letters, digits, _)")
-    if spec.ctr:
-        raise HdlConfigError("--ctr: the CTR wrapper is not built yet; drive P_core with counter blocks")
+    if spec.ctr and spec.decrypt:
+        raise HdlConfigError("--ctr --decrypt: CTR decrypts with the encryption core; leave out --decrypt")
     if set(CIRCUIT_FILES) and spec.circuit(False) not in (None, *CIRCUIT_FILES):
         raise HdlConfigError(f"--sbox {spec.sbox}: circuit {spec.circuit(False)} is not shipped")

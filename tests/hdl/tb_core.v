@@ -18,23 +18,34 @@ module tb;
   reg rst_n = 1'b0, key_load = 1'b0, in_valid = 1'b0, out_ready = 1'b0;
   reg [KB-1:0] key = {KB{1'b0}};
   reg [127:0] in_block = 128'd0;
+`ifdef CTR
+  localparam IVB = 128;
+  reg iv_load = 1'b0;
+  reg [127:0] iv = 128'd0;
+`else
+  localparam IVB = 0;
+`endif
   wire in_ready, out_valid;
   wire [127:0] out_block;
 
-  `CORE dut (.clk(clk), .rst_n(rst_n), .key_load(key_load), .key(key), .in_valid(in_valid),
+  `CORE dut (.clk(clk), .rst_n(rst_n), .key_load(key_load), .key(key),
+`ifdef CTR
+             .iv_load(iv_load), .iv(iv),
+`endif
+             .in_valid(in_valid),
              .in_ready(in_ready), .in_block(in_block), .out_valid(out_valid), .out_ready(out_ready),
              .out_block(out_block));
 
-  reg [KB+255:0] cases [0:N-1];
+  reg [KB+IVB+255:0] cases [0:N-1];
   reg [8*512-1:0] path;
   integer seed, cycle = 0, sent = 0, got = 0, errors = 0;
   reg have_key = 1'b0;
-  reg [KB-1:0] loaded;
+  reg [KB+IVB-1:0] loaded;
   integer first_in = -1, last_out = 0;
   reg held = 1'b0;
   reg [127:0] held_block;
 
-  function [KB-1:0] key_of(input integer i);  key_of = cases[i][KB+255:256]; endfunction
+  function [KB+IVB-1:0] setup_of(input integer i);  setup_of = cases[i][KB+IVB+255:256]; endfunction
   function [127:0] in_of(input integer i);    in_of = cases[i][255:128];     endfunction
   function [127:0] want_of(input integer i);  want_of = cases[i][127:0];     endfunction
   function chance(input integer percent);
@@ -92,17 +103,25 @@ module tb;
       // What the next edge sees.
       key_load <= 1'b0;
       key <= {(KB + 31) / 32 {$random(seed)}};
+`ifdef CTR
+      iv_load <= 1'b0;
+      iv <= {4{$random(seed)}};
+`endif
       out_ready <= !chance(STALL);
       if (!(in_valid && !in_ready)) begin
         next = sent;
         in_valid <= 1'b0;
         in_block <= {4{$random(seed)}};
         if (next < N) begin
-          if (!have_key || key_of(next) !== loaded) begin
+          if (!have_key || setup_of(next) !== loaded) begin
             if (got == sent && !key_load) begin
               key_load <= 1'b1;
-              key <= key_of(next);
-              loaded = key_of(next);
+              key <= setup_of(next) >> IVB;  // the top KB bits
+              loaded = setup_of(next);
+`ifdef CTR
+              iv_load <= 1'b1;
+              iv <= setup_of(next);  // the low 128 bits
+`endif
               have_key = 1'b1;
             end
           end else if (!chance(GAP)) begin
