@@ -116,7 +116,7 @@ def ice40(sources: list[Path], spec: HdlSpec, cwd: Path, place: bool) -> Synthes
     (cwd / "fmax_top.v").write_text(harness(spec))
     run_yosys(f"read_verilog {reads} fmax_top.v; synth_ice40 -top fmax_top -json fmax.json", cwd)
     r = subprocess.run(["nextpnr-ice40", ICE40_DEVICE[0], "--package", ICE40_DEVICE[1], "--json", "fmax.json",
-                        "--freq", "50", "--seed", "1", "--pcf-allow-unconstrained"],
+                        "--freq", "50", "--seed", "1", "--pcf-allow-unconstrained", "--timing-allow-fail"],
                        cwd=cwd, capture_output=True, text=True, timeout=YOSYS_TIMEOUT)
     found = re.findall(r"Max frequency for clock\s+'[^']*':\s+([\d.]+) MHz", r.stderr)
     if r.returncode or not found:
