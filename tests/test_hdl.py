@@ -13,6 +13,8 @@ import subprocess
 import pytest
 
 from aesgen.hdl import HdlSpec, generate
+from aesgen.hdl.sbox import circuit_module
+from aesgen.hdl.synth import sbox_area, synthesize
 from aesgen.hdl.structure import (backward_rules, column_matrix, forward_rules, key_words, rounds,
                                   row_permutation)
 from aesgen.verify import vectors
@@ -230,3 +232,21 @@ def test_ctr_wrapper_answers_rfc3686_and_cryptography(tmp_path, bits: int, arch:
 def test_ctr_wrapper_lint_is_clean(tmp_path) -> None:
     r = lint(HdlSpec(192, "pipelined", "bp113", "w", stages_per_round=2, ctr=True), tmp_path, top="w_ctr")
     assert r.returncode == 0 and r.stderr == "" and r.stdout == "", r.stderr + r.stdout
+
+
+# -- the area report -------------------------------------------------------------------------------
+needs_yosys = pytest.mark.skipif(missing("yosys") is not None, reason=missing("yosys") or "")
+
+
+@needs_yosys
+def test_report_counts_the_state_and_key_registers() -> None:
+    spec = spec_of(128, "iterative", "table")
+    (six,) = synthesize(spec, generate(spec, vectors.FIPS197_APPENDIX_C[128]), ("lut6",))
+    # 128 state + 128 stored key + 128 key window flip-flops, and a handful of control bits
+    assert six.flow == "lut6" and 384 <= six.ffs < 400 and six.luts > 16 * 8 and six.depth >= 2
+
+
+@needs_yosys
+def test_sbox_area_of_a_circuit() -> None:
+    six, four = sbox_area("s", circuit_module("s", "sbox_bp113"))
+    assert six.ffs == four.ffs == 0 and 8 <= six.luts < four.luts and six.depth < four.depth
