@@ -108,5 +108,6 @@ def check(spec: HdlSpec) -> None:
         raise HdlConfigError(f"--prefix {spec.prefix!r}: a Verilog identifier (a letter, then letters, digits, _)")
     if spec.ctr and spec.decrypt:
         raise HdlConfigError("--ctr --decrypt: CTR decrypts with the encryption core; leave out --decrypt")
-    if set(CIRCUIT_FILES) and spec.circuit(False) not in (None, *CIRCUIT_FILES):
-        raise HdlConfigError(f"--sbox {spec.sbox}: circuit {spec.circuit(False)} is not shipped")
+    for inverse in (False, True):  # the names SBOX_CIRCUITS gives are shipped circuits
+        if spec.circuit(inverse) not in (None, *CIRCUIT_FILES):
+            raise HdlConfigError(f"--sbox {spec.sbox}: circuit {spec.circuit(inverse)} is not shipped")
