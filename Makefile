@@ -6,7 +6,9 @@ OUT    := out
 # System tools: the assembler/linker, benchmark peers, llvm-mca for modelled targets, and
 # crypto++'s test vectors (McGrew-Viega GCM cases; the verifier skips them if absent).
 # binutils-mingw-w64-x86-64: the MinGW assembler that proves --abi win64 files assemble as COFF.
-APT_PACKAGES := gcc binutils libssl-dev libipsec-mb-dev llvm-19 libcrypto++-utils binutils-mingw-w64-x86-64
+# iverilog, verilator, yosys, nextpnr-ice40: `aesgen hdl`'s simulation, lint, area report and fmax.
+APT_PACKAGES := gcc binutils libssl-dev libipsec-mb-dev llvm-19 libcrypto++-utils binutils-mingw-w64-x86-64 \
+                iverilog verilator yosys nextpnr-ice40
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 # The optional peers' build tools (`make peers` only): cmake, ninja, and C++ for BoringSSL.
 PEER_APT_PACKAGES := cmake ninja-build g++

@@ -21,7 +21,7 @@ from aesgen.tools.cli import main
 
 CIRCUITS = tuple(CIRCUIT_FILES)
 PASSES = ("three-operand", "two-operand", "ternlog")
-REFERENCE = {"sbox_bp113": sbox, "inv_sbox_bp121": inv_sbox}
+REFERENCE = {"sbox_bp113": sbox, "inv_sbox_bp121": inv_sbox, "sbox_bp128_depth16": sbox}
 
 
 @cache
@@ -65,6 +65,12 @@ def test_bp113_metrics_are_the_published_ones() -> None:
     m = load("sbox_bp113").metrics()
     assert (m.gates, m.nonlinear, m.depth) == (113, 32, 27)
     assert m.by_op == {"AND": 32, "XNOR": 4, "XOR": 77}
+
+
+def test_depth16_metrics_are_the_published_ones() -> None:
+    m = load("sbox_bp128_depth16").metrics()
+    assert (m.gates, m.nonlinear, m.depth) == (128, 34, 16)
+    assert m.by_op == {"AND": 34, "XNOR": 4, "XOR": 90}
 
 
 def test_inverse_metrics() -> None:

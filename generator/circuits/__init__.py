@@ -16,6 +16,7 @@ from .netlist import Circuit, parse
 CIRCUIT_FILES = {
     "sbox_bp113": "sbox_bp113.txt",
     "inv_sbox_bp121": "inv_sbox_bp121.txt",
+    "sbox_bp128_depth16": "sbox_bp128_depth16.txt",
 }
 
 

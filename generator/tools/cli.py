@@ -32,13 +32,14 @@ from ..spec import ABIS, BACKENDS, GFMULS, MODES, WIDTHS_BY_ISA, KernelSpec, mod
 from ..target import TargetError, load
 from ..verify import signatures, verify_kernel
 from ..verify.results import NOT_RUN_EXIT, not_run
-from . import explore as exploration, explore_gfdouble, explore_model, tune as tuning
+from . import explore as exploration, explore_gfdouble, explore_hdl, explore_model, tune as tuning
 from .export import choose, parse_export_modes, render
 from .report import (console, print_bench, print_ceiling, print_circuits, print_doubling_exploration,
                      print_exploration, print_limits, print_round_counts, print_targets,
                      print_tuning, print_verification)
 from .files import UsageFailure, require_writable, write_atomically
 from . import ledger
+from .hdl import hdl as hdl_command
 from .options import check_format, config_options, dropin_options, generate_files, note, spec_from_options
 
 err = Console(stderr=True, highlight=False)
@@ -470,11 +471,17 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
     MODE is ecb, ctr32, cbc, or ghash/polyval/gcm (both product variants; aggregation
     k = lanes x depth), or xts (xts_encrypt, one variant per doubling method). gcm times
     gcm_encrypt: AES-128, 12-byte IV, no AAD. gfdouble measures cycles per GF(2^128)
-    doubling for every method x ISA width x depth this CPU runs (measured only).
+    doubling for every method x ISA width x depth this CPU runs (measured only). hdl
+    synthesizes the Verilog cores of `aesgen hdl` (AES-128, architecture x S-box) with Yosys
+    and nextpnr-ice40 and tabulates area x throughput.
 
     Example: aesgen explore ctr32 --widths 128,256,512 --depths 1-16 --plot out/ctr.png --json out/ctr.json;
     aesgen explore ctr32 --backend gfni --widths 256,512 --depths 1-8
     """
+    if mode == "hdl":
+        require_writable(json_path, plot_path)
+        explore_cores(json_path, plot_path)
+        return
     try:
         parse_modes(mode)
         t = load(target)
@@ -525,6 +532,15 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
         print_round_counts(mode, t.isa, sorted({(p.width, p.depth) for p in result.points
                                                 if p.status not in ("infeasible", "unsupported")}))
     write_exploration(exploration, result, json_path, plot_path)
+
+
+def explore_cores(json_path: Path | None, plot_path: Path | None) -> None:
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("explore hdl", total=None)
+        result = explore_hdl.explore(progress=lambda s: progress.update(task, description=s))
+    for table in explore_hdl.tables(*result, bits=128):
+        console.print(table)
+    write_exploration(explore_hdl, result, json_path, plot_path)
 
 
 def write_exploration(module, result, json_path: Path | None, plot_path: Path | None) -> None:
@@ -608,6 +624,9 @@ def circuits(registers: str, tries: int | None, listing: str | None) -> None:
         raise UsageFailure("--tries: a count, 0 or more")
     rows = report_rows(tuple(sorted(counts, reverse=True)), DEFAULT_TRIES if tries is None else tries)
     print_circuits(rows, listing)
+
+main.add_command(hdl_command)
+
 
 def run() -> None:
     """Console entry point: usage errors are one line on stderr and exit code 2."""
