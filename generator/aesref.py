@@ -23,6 +23,18 @@ def gf256_mul(a: int, b: int) -> int:
     return r
 
 
+# FIPS-197: Nr by key size.
+ROUNDS_BY_BITS = {128: 10, 192: 12, 256: 14}
+
+
+def rcon(i: int) -> int:
+    """Round constant i (1-based): x^(i-1) in GF(2^8)."""
+    r = 1
+    for _ in range(i - 1):
+        r = gf256_mul(r, 2)
+    return r
+
+
 def gf256_inv(a: int) -> int:
     # a^254 = a^-1 in GF(2^8)* (and 0 -> 0, as AES defines it).
     r = 1

@@ -99,8 +99,13 @@ def affine_transpose_unit() -> Const:
     return Const("affine_transpose_unit", bytes(1 << (7 - c) for c in range(8)) * 8)
 
 
+def spaced_bits(unit: int, bits: int, shift: int) -> int:
+    """`unit`-spaced ones over `bits` bits, from bit `shift` (0x1111... << shift for unit 4): the
+    masks of the parts and classes of the products with holes (ctmul)."""
+    return sum(1 << k for k in range(shift, bits, unit))
+
+
 def hole_masks(holes: int) -> list[Const]:
     """Per i < holes, the 64-bit mask of the bits at positions = i (mod holes): the parts of
     an operand of GHASH's GPR product with holes (kernels/ghash_gpr.py)."""
-    return [Const(f"holes{holes}_part{i}", sum(1 << p for p in range(i, 64, holes)).to_bytes(8, "little"))
-            for i in range(holes)]
+    return [Const(f"holes{holes}_part{i}", spaced_bits(holes, 64, i).to_bytes(8, "little")) for i in range(holes)]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from .consts import spaced_bits
 from .ir import XOR3, Const, Insn, Mem, VReg
 
 METHODS = ("ctmul", "bitsliced")
@@ -36,11 +37,6 @@ def ternlog_imm(f: Callable[[int, int, int], int]) -> int:
 
 AND_OR = ternlog_imm(lambda a, b, c: a | (b & c))
 XOR_AND = ternlog_imm(lambda a, b, c: a ^ (b & c))
-
-
-def _pattern(unit: int, bits: int, shift: int) -> int:
-    """`unit`-spaced ones over `bits` bits, from bit `shift`: 0x1111... << shift."""
-    return sum(1 << (k + shift) for k in range(0, bits - shift, unit))
 
 
 def _dword_pattern(name: str, dword: int, lanes: int) -> Const:
@@ -149,7 +145,7 @@ class GfmulLowering:
         (lean) each where it is used, from v (nothing but v stays in a register)."""
         def make(i: int, sel: VReg | None = None) -> VReg:
             src = sel if sel is not None else self.op("pshufd", v, imm=select)
-            return self.op("pand", src, _dword_pattern(f"hole{i}", _pattern(HOLES, 32, i), self.lanes))
+            return self.op("pand", src, _dword_pattern(f"hole{i}", spaced_bits(HOLES, 32, i), self.lanes))
         if not self.lean:
             sel = self.op("pshufd", v, imm=select)
             made = [make(i, sel) for i in range(HOLES)]
@@ -161,7 +157,7 @@ class GfmulLowering:
         products whose positions add to r mod 4 summed, and their class-r bits kept."""
         result = None
         for r in range(HOLES):
-            keep = _qword_pattern(f"class{r}", _pattern(HOLES, 64, r), self.lanes)
+            keep = _qword_pattern(f"class{r}", spaced_bits(HOLES, 64, r), self.lanes)
             note = f"bit positions {r} mod {HOLES}"
             if self.lean:  # few registers: each product's class bits xored in at once
                 for i in range(HOLES):

@@ -53,8 +53,8 @@ CLMUL_MODES = ("ghash", "polyval", "gcm", "gcm-siv")
 # products by powers of H as GF(2) matrices applied with vgf2p8affineqb (kernels/ghash_planes.py).
 GFMULS = ("clmul", "ctmul", "ctmul-gpr", "bitsliced", "gfni")
 # The methods that serve only some functions (gfni: GHASH's hashing loops; ctmul-gpr: P_ghash
-# and P_polyval, on GPRs, kernels/ghash_gpr.py): the file's other products are lowered with this.
-GFNI_PRODUCTS = "ctmul"
+# and P_polyval, on GPRs, kernels/ghash_gpr.py), and how the file's other products are lowered.
+PARTIAL_GFMULS = {"gfni": "ctmul", "ctmul-gpr": "ctmul"}
 # --gfmul gfni: the powers of H kept as matrices: H^8 for eight interleaved Horner chains,
 # H^1, H^2 and H^4 for joining them (kernels/ghash_planes.py); 16 x 16 qwords each.
 GFNI_MATRIX_POWERS = (8, 4, 2, 1)
@@ -264,8 +264,9 @@ class KernelSpec:
     @property
     def product_method(self) -> str:
         """How the file's remaining `clmul` products are computed: its --gfmul, but for gfni
-        (whose matrices serve the hashing loops) and ctmul-gpr (P_ghash, P_polyval) GFNI_PRODUCTS."""
-        return GFNI_PRODUCTS if self.gfmul in ("gfni", "ctmul-gpr") else self.gfmul
+        (whose matrices serve the hashing loops) and ctmul-gpr (P_ghash, P_polyval) the method
+        PARTIAL_GFMULS names."""
+        return PARTIAL_GFMULS.get(self.gfmul, self.gfmul)
 
     @property
     def gcm_ctx_bytes(self) -> int:

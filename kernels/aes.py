@@ -5,7 +5,7 @@ turns the rest into aligned memory operands on the schedule.
 """
 from __future__ import annotations
 
-from aesgen.aesref import gf256_mul
+from aesgen.aesref import ROUNDS_BY_BITS, rcon
 from typing import Callable
 
 from aesgen.dsl import FunctionBuilder, key
@@ -20,17 +20,6 @@ def finish(b: FunctionBuilder) -> None:
     if b.width > 128:
         b.s("vzeroupper")
     b.s("ret")
-
-
-ROUNDS_BY_BITS = {128: 10, 192: 12, 256: 14}
-
-
-def rcon(i: int) -> int:
-    """Round constant i (1-based): x^(i-1) in GF(2^8)."""
-    r = 1
-    for _ in range(i - 1):
-        r = gf256_mul(r, 2)
-    return r
 
 
 def encrypt_rounds(b: FunctionBuilder, x: VReg, nr: int, last_key: Operand | None = None,

@@ -24,13 +24,14 @@ from dataclasses import dataclass
 from typing import Callable, TypeVar
 
 from aesgen import bitslice
+from aesgen.aesref import ROUNDS_BY_BITS
 from aesgen.bitsliced_code import PLANES, Planes, circuit_pass, sbox_program
 from aesgen.consts import bswap_mask, counter_step, lane_index
 from aesgen.dsl import BuildError, FunctionBuilder
 from aesgen.ir import Insn, Mem, Phys
 from aesgen.spec import BITSLICED_MODES, KernelSpec
 
-from .aes import ROUNDS_BY_BITS, finish
+from .aes import finish
 from .frame import aligned, drop_frame, leave_frame, open_frame
 from .ghash import ghash_function, h_slot, polyval_function, power_table
 from .modes import DATA, SCRATCH, block_cipher_functions, return_if_zero

@@ -15,7 +15,7 @@ from typing import Callable, Iterator
 
 from aesgen.consts import bswap_mask, gfpoly, x_to_the_0
 from aesgen.dsl import FunctionBuilder
-from aesgen.ir import XOR3, Mem, VReg
+from aesgen.ir import Mem, VReg
 from aesgen.spec import GFNI_MATRIX_POWERS
 
 from . import ghash_gpr, ghash_planes
@@ -24,6 +24,7 @@ from .frame import aligned, drop_frame, open_frame
 from .modes import qword_mask_for_blocks, return_if_zero
 from .regs import RESULT, r32
 from .registry import describes
+from .xors import XorSum, xor_all
 
 # Register roles of HashCore's tail (public; the callers keep theirs elsewhere).
 POWER_AT = "r10"  # the next powers of H: their address, or their offset in the table (walk_by_index)
@@ -70,47 +71,6 @@ def multiply(b: FunctionBuilder, x: VReg, p, px, karatsuba: bool, width: int) ->
         return Products(terms["lo"], terms["mi"], terms["hi"])
     lo, mids, hi = product_terms(b, x, p, px, karatsuba, width)
     return Products(lo, xor_all(b, mids, width) if len(mids) > 1 else mids[0], hi)
-
-
-class XorSum:
-    """A running XOR fed term by term: on AVX-512 two new terms join the sum in one
-    vpternlogd (half the ops of pairwise vpxor), else each joins with a vpxor. At most
-    two terms wait, so a long sum never holds its products live."""
-
-    def __init__(self, b: FunctionBuilder, width: int) -> None:
-        self.b, self.width, self.terms = b, width, []
-        self.arity = 3 if ternary(b) else 2
-
-    def add(self, *terms: VReg) -> None:
-        for t in terms:
-            self.terms.append(t)
-            if len(self.terms) == self.arity:
-                self.terms = [xor_all(self.b, self.terms, self.width)]
-
-    def value(self, dst: VReg | None = None) -> VReg:
-        if len(self.terms) == 1 and dst is None:
-            return self.terms[0]
-        return xor_all(self.b, self.terms, self.width, dst=dst)
-
-
-def ternary(b: FunctionBuilder) -> bool:
-    """XOR three at a time with vpternlogd: AVX-512, unless --no-ternlog."""
-    return b.spec.isa == "avx512" and not b.spec.no_ternlog
-
-
-def xor_all(b: FunctionBuilder, values: list, width: int, dst: VReg | None = None, comment: str = "") -> VReg:
-    """The XOR of values: three at a time with vpternlogd on AVX-512, else two at a time."""
-    acc, rest = values[0], list(values[1:])
-    while rest:
-        last = len(rest) <= (2 if ternary(b) else 1)
-        out = dst if last else None
-        if ternary(b) and len(rest) >= 2:
-            acc = b.v("ternlog", acc, rest[0], rest[1], imm=XOR3, width=width, dst=out, comment=comment)
-            rest = rest[2:]
-        else:
-            acc = b.v("vxor", acc, rest[0], width=width, dst=out, comment=comment)
-            rest = rest[1:]
-    return acc
 
 
 def accumulate(b: FunctionBuilder, acc: Products | None, new: Products, width: int,
@@ -375,7 +335,7 @@ def power_table(b: FunctionBuilder) -> None:
             px = b.v("vxor", p, b.v("pshufd", p, imm=0x4E))
             b.store(Mem(out, table + halves + 16 * (K - i)), px, comment=f"H^{i} halves-xor")
     if spec.gfmul == "gfni":
-        gfni_matrices(b, entry(1))
+        gfni_matrices(b, entry, K + 1)
     b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
     finish(b)
 
@@ -388,15 +348,16 @@ def gpr_hash(b: FunctionBuilder, h: Mem, reflect: bool) -> None:
     finish(b)
 
 
-def gfni_matrices(b: FunctionBuilder, h: Mem) -> None:
+def gfni_matrices(b: FunctionBuilder, entry: Callable[[int], Mem], stored: int) -> None:
     """--gfmul gfni: the GCM key's matrices (kernels/ghash_planes.py) of H^k for k in
-    GFNI_MATRIX_POWERS, H (POLYVAL order, GHASH's H * x) read from h. Column 0 of each is
-    dot(x^0, H^k); POWER_AT and MASK_LEN walk the columns."""
+    GFNI_MATRIX_POWERS, H^k read from the table's `entry(k)` where it holds it (k <= `stored`),
+    else squared from H^(k/2). Column 0 of each is dot(x^0, H^k); POWER_AT and MASK_LEN walk
+    the columns."""
     out = b.reg["key"]
     with b.at_width(128):
-        powers = {1: b.v("vload", h)}
-        for k in (2, 4, 8):
-            powers[k] = dot(b, powers[k // 2], powers[k // 2])
+        powers: dict[int, VReg] = {}
+        for k in sorted(GFNI_MATRIX_POWERS):
+            powers[k] = b.v("vload", entry(k)) if k <= stored else dot(b, powers[k // 2], powers[k // 2])
         one = b.v("vload", x_to_the_0(), comment="x^0")
         firsts = {}  # each matrix's first column, made before the column loops (labels)
         for k in GFNI_MATRIX_POWERS:

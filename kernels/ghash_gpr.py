@@ -59,12 +59,12 @@ def clmul64(b: FunctionBuilder, a: str, half: int) -> None:
         b.s("and.r64.m64", PART, masks[i], comment=f"part {i}: bits = {i} (mod {HOLES})")
         b.s("mov.m64.r64", _slot(A_PARTS + 8 * i), PART)
     for r in range(HOLES):
-        for n, i in enumerate(range(HOLES)):
+        for i in range(HOLES):
             j = (r - i) % HOLES
             b.s("mov.r64.m64", MUL_LO, _slot(A_PARTS + 8 * i))
             b.s("mul.m64", _slot(H_PARTS + 8 * (HOLES * half + j)), comment=f"part {i} x part {j}")
-            b.s("mov.r64.r64" if n == 0 else "xor.r64.r64", CLASS_LO, MUL_LO)
-            b.s("mov.r64.r64" if n == 0 else "xor.r64.r64", CLASS_HI, MUL_HI)
+            b.s("mov.r64.r64" if i == 0 else "xor.r64.r64", CLASS_LO, MUL_LO)
+            b.s("mov.r64.r64" if i == 0 else "xor.r64.r64", CLASS_HI, MUL_HI)
         b.s("and.r64.m64", CLASS_LO, masks[r], comment=f"class {r}")
         b.s("and.r64.m64", CLASS_HI, masks[(r - 64) % HOLES], comment="(position 64 + q: the class of q - 64)")
         b.s("mov.r64.r64" if r == 0 else "or.r64.r64", PROD_LO, CLASS_LO)

@@ -31,12 +31,13 @@ from typing import Callable
 
 from aesgen.consts import PLANE_ROWS, affine_transpose_unit, bswap_mask, plane_index, plane_row_bytes
 from aesgen.dsl import FunctionBuilder
-from aesgen.ir import XOR3, Mem, VReg
+from aesgen.ir import Mem, VReg
 from aesgen.spec import GFNI_MATRIX_BYTES, GFNI_MATRIX_POWERS
 
 from .frame import aligned, drop_frame, open_frame
 from .modes import MASK
 from .regs import r32
+from .xors import XorSum
 
 W = 512  # the planes: 16 qwords, two zmm
 BATCH = PLANE_ROWS  # blocks per product: one per chain
@@ -58,28 +59,6 @@ def matrix(spec, key: str, power: int) -> Mem:
     return Mem(key, spec.gcm_matrix_offset + GFNI_MATRIX_POWERS.index(power) * GFNI_MATRIX_BYTES)
 
 
-class XorRun:
-    """A running xor fed term by term, two new terms joining it per vpternlogd: at most three
-    values live however long the sum (the products of a matrix are made one at a time)."""
-
-    def __init__(self, b: FunctionBuilder) -> None:
-        self.b, self.terms = b, []
-
-    def add(self, term: VReg) -> None:
-        self.terms.append(term)
-        if len(self.terms) == 3:
-            self.terms = [self.b.v("ternlog", *self.terms, imm=XOR3, width=W)]
-
-    def value(self, dst: VReg | None = None) -> VReg:
-        t = self.terms
-        if len(t) == 2:
-            return self.b.v("vxor", t[0], t[1], width=W, dst=dst)
-        if dst is None:
-            return t[0]
-        self.b.assign(dst, t[0], width=W)
-        return dst
-
-
 def to_planes(b: FunctionBuilder, rows: tuple[VReg, VReg], dst: tuple[VReg, VReg] | None = None) -> tuple[VReg, VReg]:
     """Eight 16-byte rows (two zmm) as 16 byte planes (two zmm)."""
     lo, hi = rows
@@ -93,7 +72,7 @@ def multiply(b: FunctionBuilder, planes: tuple[VReg, VReg], at: Mem, scratch: Me
     broadcast (from the planes stored at `scratch`, 128 bytes), times row i, summed per half."""
     for h in (0, 1):
         b.store(Mem(scratch.base, scratch.disp + 64 * h), planes[h], width=W)
-    sums = (XorRun(b), XorRun(b))
+    sums = (XorSum(b, W), XorSum(b, W))
     for h in (0, 1):
         for t in extra[h]:
             sums[h].add(t)

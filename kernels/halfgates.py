@@ -25,11 +25,11 @@ from aesgen.ir import Const, Mem, VReg
 from .aes import encrypt_rounds, finish
 from .frame import aligned, drop_frame, open_frame
 from .gfdouble import A_XOR_B_AND_C
-from .ghash import ternary, xor_all
 from .mpc import sigma
 from .modes import return_if_zero, vector_loops
 from .registry import describes
 from .wideblock import Halves, group_counts
+from .xors import ternary, xor_all
 
 # Register roles beside the arguments (b.reg); all public (counts, pointers, the gate id).
 COUNT = "r11"  # n, read from the stack

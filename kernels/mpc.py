@@ -29,10 +29,10 @@ from aesgen.spec import MULTIKEY_BYTES
 
 from .aes import EXPANDERS, encrypt_rounds, finish, key_size_paths
 from .frame import aligned, leave_frame, open_frame
-from .ghash import xor_all
 from .modes import ecb_function, return_if_zero
 from .regs import r32
 from .registry import describes
+from .xors import xor_all
 
 ROW = 16  # one round key of one key
 # Register roles beside the arguments (b.reg); all public (pointers, counts, offsets).

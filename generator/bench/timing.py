@@ -16,6 +16,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from aesgen.aesref import ROUNDS_BY_BITS
 from aesgen.functions import TIMED_FUNCTIONS
 from aesgen.kernels.otr import pipelined
 from aesgen.kernels.xts_table import layout as xts_layout
@@ -44,7 +45,6 @@ DOUBLING_OPS = ("gfdouble_le", "gfdouble_be")
 PEERS = ("openssl", "ipsec-mb", "openssl-noaesni", *PEER_LIBS)
 # The AES calls per 16-byte block that the AES bound of a function counts, where it is not plain ECB's one.
 AEAD_BLOCK_CIPHER = {"ocb_encrypt": "OCB3", "ocb_decrypt": "OCB3", "otr_encrypt": "AES-OTR", "otr_decrypt": "AES-OTR"}
-ROUNDS = {128: 10, 192: 12, 256: 14}
 # 256-bit-block ops: AES rounds per 16 bytes whatever --key-bits (Rijndael-256: 14 rounds of two
 # AESENC per 32-byte block, the same count per byte as AES-256; Simpira-256: 15 Feistel rounds of
 # two AESENC on one half), and how the ceiling line names them.
@@ -404,7 +404,7 @@ def op_ceiling(ceiling: Ceiling, spec: KernelSpec, op: str, key_bits: int, asm: 
         return done(per_iteration / together, "AES+CLMUL",
                     f"main loop per {per_iteration} B: {describe_counts(counts)}, run together {together:.1f} cycles "
                     f"(alone: AES {aes:.1f}, CLMUL {clmul:.1f})", together=True)
-    rounds, wide = WIDE_BLOCK_ROUNDS.get(op, (ROUNDS[key_bits], ""))
+    rounds, wide = WIDE_BLOCK_ROUNDS.get(op, (ROUNDS_BY_BITS[key_bits], ""))
     # A file without AES-NI (--backend gfni, ...) is held to the AES-NI bound of its width, and says so.
     aes, other = ("AES", "") if spec.backend == "aesni" else \
         ("AES-NI", f"; the {spec.backend} backend runs no vaesenc, this is what AES-NI allows at its width")

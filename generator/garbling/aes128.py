@@ -13,8 +13,7 @@ bristol.py.
 from __future__ import annotations
 
 from aesgen import circuits
-from aesgen.aesref import gf256_mul, shift_rows
-from aesgen.kernels.aes import rcon
+from aesgen.aesref import gf256_mul, rcon, shift_rows
 
 from .bristol import Bristol
 from .builder import Builder

@@ -124,7 +124,7 @@ def keystep_module(name: str, sbox_name: str, bits: int, backward: bool, home: b
         body.append(f"assign w_next = {{{', '.join(words)}}};")
     doc = (f"AES-{bits} key window step {'backward (j -> j-1)' if backward else 'forward (j -> j+1)'}: "
            f"the window j is words w[4j .. 4j+{nk - 1}];",
-           "round key j is its first four words (FIPS-197 KeyExpansion, rcon from kernels.aes).")
+           "round key j is its first four words (FIPS-197 KeyExpansion, rcon from aesref).")
     return module(name, ports, body, doc)
 
 

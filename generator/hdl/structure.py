@@ -14,8 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from ..aesref import inv_mix_columns, inv_shift_rows, mix_columns, shift_rows
-from ..kernels.aes import ROUNDS_BY_BITS, rcon
+from ..aesref import ROUNDS_BY_BITS, inv_mix_columns, inv_shift_rows, mix_columns, rcon, shift_rows
 
 BLOCK_BYTES = 16
 WORD_BITS = 32
