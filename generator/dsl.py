@@ -10,14 +10,12 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from .ir import (BuildError, Branch, Const, Function, GroupBlock, Insn, KeyRef, Label, Mark, MarkKind, Mem, Operand,
+from .ir import (SYSV_ARGS, BuildError, Branch, Const, Function, GroupBlock, Insn, KeyRef, Label, Mark, MarkKind, Mem, Operand,
                  Path, Schedule, VReg)
 from .ops import info
 from .functions import mode_of
 from .spec import KernelSpec
 
-# SysV AMD64 integer argument registers, in order.
-SYSV_ARGS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
 # Symbol stems of declassification marks (FunctionBuilder.declassify_mark): the verifier's
 # static check reads `*_ct_declassify*` symbols from the object; nothing in the generator does.
 DECLASSIFY_STEMS = {False: "ct_declassify", True: "ct_declassify_mark"}

@@ -14,6 +14,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Union
 
+# The SysV x86-64 integer argument registers, in order (arguments 7.. are on the stack): what
+# every kernel body is written against; the win64 wrapper, the DSL and the simulator read it.
+SYSV_ARGS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
+
 
 class BuildError(Exception):
     """A configuration the kernel cannot be built for (reported as one line, exit 2)."""
@@ -149,6 +153,23 @@ class GroupBlock:
 
 
 Item = Union[Insn, Label, Branch, Mark, GroupBlock]
+
+
+def pinned_vregs(items: list) -> dict[int, VReg]:
+    """The pinned values (loop-carried: one register for the whole path) that `items` name, by
+    id: Insns, and a GroupBlock's streams, finals and riders. Register allocation reserves
+    them; the list scheduler leaves the rest of the register file to temporaries."""
+    out: dict[int, VReg] = {}
+    for it in items:
+        if isinstance(it, GroupBlock):
+            insns = [*it.riders, *(i for s in it.streams + it.finals for i in s)]
+        else:
+            insns = [it] if isinstance(it, Insn) else []
+        for i in insns:
+            for o in (i.dst, *i.srcs):
+                if isinstance(o, VReg) and o.pinned:
+                    out[o.id] = o
+    return out
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from .dsl import BuildError
 from .pipeline import check_fits
-from .spec import MAX_DEPTH, KernelSpec, default_prefix
+from .spec import MAX_DEPTH, REGISTERS_BY_ISA, KernelSpec, default_prefix
 from .target import Target
 
 
@@ -75,7 +75,7 @@ def max_depths(configs: list[tuple[str, int, str]]) -> dict[tuple[str, int, str]
         return {c: max_depth(*c) for c in todo}
     # Slowest first (16-register ISAs bisect over depth; 32-register ones mostly fit at once), so
     # the pool does not wait on one long build at the end.
-    todo.sort(key=lambda c: c[0] == "avx512")
+    todo.sort(key=lambda c: REGISTERS_BY_ISA[c[0]])
     with multiprocessing.get_context("fork").Pool(workers) as pool:
         return dict(zip(todo, pool.starmap(max_depth, todo, chunksize=1)))
 

@@ -19,7 +19,7 @@ from . import __version__
 from .bitsliced_code import circuit_pass
 from .dsl import BuildError
 from .functions import FUNCTIONS, MODE_TITLES
-from .ir import Const, Function, GroupBlock, Insn, Mark, MarkKind, Path, VReg
+from .ir import Const, Function, GroupBlock, Insn, Mark, MarkKind, Path, pinned_vregs
 from .isa import Assembler, Emitted
 from .kernels import build_function, build_functions
 from .list_schedule import list_schedule, target_costs
@@ -177,9 +177,7 @@ class FunctionEmitter:
         """The list scheduler for the spec's target, leaving a register for a shared round key
         beside the path's pinned values."""
         costs = target_costs(load_target(self.spec.schedule))
-        pinned = {o.id for it in items if isinstance(it, GroupBlock)
-                  for i in it.riders + [x for s in it.streams + it.finals for x in s]
-                  for o in (i.dst, *i.srcs) if isinstance(o, VReg) and o.pinned}
+        pinned = pinned_vregs(items)
         return lambda block: list_schedule(block, costs, self.nregs - len(pinned) - 1)
 
     def function(self, fn: Function) -> tuple[list[str], list[Emitted]]:

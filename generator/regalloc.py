@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from . import ops
-from .ir import BuildError, Branch, Insn, KeyRef, Label, Mark, Mem, Phys, VReg
+from .ir import BuildError, Branch, Insn, KeyRef, Label, Mark, Mem, Phys, VReg, pinned_vregs
 
 
 class RegisterPressure(BuildError):
@@ -198,15 +198,8 @@ def allocate_path(items: list, *, nregs: int, legacy: bool, key_base: str | None
                   emit: bool = True) -> Allocation:
     """`key_base` + `key_disp`: round key 0 (aligned to `width` when `key_aligned`). With emit=False
     only whether and how the path fits is worked out (its `insns` stay empty): depth searches."""
-    pinned_ids: dict[int, VReg] = {}
-    keys: set[int] = set()
-    for it in items:
-        if isinstance(it, Insn):
-            for o in (it.dst, *it.srcs):
-                if isinstance(o, VReg) and o.pinned:
-                    pinned_ids[o.id] = o
-                elif isinstance(o, KeyRef):
-                    keys.add(o.index)
+    pinned_ids = pinned_vregs(items)
+    keys = {o.index for it in items if isinstance(it, Insn) for o in (it.dst, *it.srcs) if isinstance(o, KeyRef)}
     top = nregs - 1
     pinned = {}
     for vid in sorted(pinned_ids):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ir import Branch, Const, Function, Insn, KeyRef, Label, Mark, Mem, Phys, VReg
+from .ir import SYSV_ARGS, Branch, Const, Function, Insn, KeyRef, Label, Mark, Mem, Phys, VReg
 from .ops import info
 from .schedule import flatten
 from .semantics import M64, M128
@@ -195,7 +195,7 @@ class Interpreter:
 def call(machine: Machine, fn: Function, *args: int) -> int:
     """Run `fn` with SysV integer arguments: six in registers, the rest on the stack above
     a (simulated) return address, as a `call` leaves them. Returns rax."""
-    for reg, value in zip(("rdi", "rsi", "rdx", "rcx", "r8", "r9"), args):
+    for reg, value in zip(SYSV_ARGS, args):
         machine.put(reg, value & M64)
     saved = machine.gpr["rsp"]
     extra = args[6:]

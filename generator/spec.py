@@ -30,6 +30,7 @@ MULTIKEY_BYTES = 256
 
 ISAS = ("sse", "avx", "avx2", "avx512")
 WIDTHS_BY_ISA = {"sse": (128,), "avx": (128,), "avx2": (256,), "avx512": (128, 256, 512)}
+REGISTERS_BY_ISA = {"sse": 16, "avx": 16, "avx2": 16, "avx512": 32}  # xmm/ymm/zmm registers (EVEX: 32)
 BACKENDS = ("aesni", "gfni", "bitsliced")
 # The modes the bitsliced backend implements (kernels/bitsliced.py).
 BITSLICED_MODES = ("ecb", "ctr32", "cbc", "ghash", "polyval", "gcm", "gcm-siv")
@@ -199,7 +200,7 @@ class KernelSpec:
     @property
     def vector_registers(self) -> int:
         """xmm/ymm/zmm registers the ISA has: 32 with AVX-512, else 16."""
-        return 32 if self.isa == "avx512" else 16
+        return REGISTERS_BY_ISA[self.isa]
 
     @property
     def lanes(self) -> int:

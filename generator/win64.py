@@ -32,10 +32,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .ir import BuildError, Insn, Mark, MarkKind, Mem, Phys
+from .ir import SYSV_ARGS, BuildError, Insn, Mark, MarkKind, Mem, Phys
 
 WIN64_ARGS = ("rcx", "rdx", "r8", "r9")
-SYSV_REGISTER_ARGS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
 CALLEE_SAVED_XMM = range(6, 16)
 # On entry, argument 5 is above the return address and the caller's 32-byte shadow space.
 STACK_ARGS_AT_ENTRY = 8 + 32
@@ -106,7 +105,7 @@ def written_xmm(items: list) -> tuple[int, ...]:
 
 def frame_for(items: list, nargs: int) -> Frame:
     check_body(items)
-    nstack = max(0, nargs - len(SYSV_REGISTER_ARGS))
+    nstack = max(0, nargs - len(SYSV_ARGS))
     return Frame(nstack, written_xmm(items), realign=nstack > 0 or uses_stack(items))
 
 
@@ -133,7 +132,7 @@ def prologue(frame: Frame, nargs: int, symbol: str = "") -> list:
     for j in range(frame.nstack):
         out += [Insn("mov.r64.m64", "rdi", (frame.entry_arg(6 + j),), comment=f"win64 argument {7 + j}"),
                 Insn("mov.m64.r64", Mem("rsp", 8 * j, bits=64), ("rdi",), comment="where the SysV body reads it")]
-    for k, (src, dst) in enumerate(zip(WIN64_ARGS, SYSV_REGISTER_ARGS)):
+    for k, (src, dst) in enumerate(zip(WIN64_ARGS, SYSV_ARGS)):
         if k < nargs:
             # The caller's pointers and lengths are public; the static check's taint is per
             # register for the whole function, and a body may fill rcx, rdx, r8 or r9 with
@@ -141,7 +140,7 @@ def prologue(frame: Frame, nargs: int, symbol: str = "") -> list:
             out.append(Mark(MarkKind.DECLASSIFY, f"{symbol}_ct_declassify_arg{k + 1}", True))
             out.append(Insn("mov.r64.r64", dst, (src,), comment=f"win64 argument {k + 1}"))
     for k in range(4, min(nargs, 6)):
-        out.append(Insn("mov.r64.m64", SYSV_REGISTER_ARGS[k], (frame.entry_arg(k),),
+        out.append(Insn("mov.r64.m64", SYSV_ARGS[k], (frame.entry_arg(k),),
                         comment=f"win64 argument {k + 1}"))
     if frame.realign:
         # The unwind codes need rsp 0 mod 16 (xmm saves), a SysV body expects 8 mod 16

@@ -7,7 +7,7 @@ register a C argument arrives in (from the function registry, never restated).
 """
 from __future__ import annotations
 
-from aesgen.dsl import SYSV_ARGS
+from aesgen.ir import SYSV_ARGS
 from aesgen.functions import FUNCTIONS
 
 RESULT = "rax"  # the return value (SysV and win64)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from _support import ISA_WIDTHS
-from aesgen.dsl import SYSV_ARGS, BuildError, FunctionBuilder, key
-from aesgen.ir import Branch, GroupBlock, Insn, KeyRef, Label, Mem, VReg
+from aesgen.dsl import BuildError, FunctionBuilder, key
+from aesgen.ir import SYSV_ARGS, Branch, GroupBlock, Insn, KeyRef, Label, Mem, VReg
 from aesgen.kernels import build_function, build_functions
 from aesgen.simulate import Machine, call
 from aesgen.spec import KernelSpec

@@ -13,7 +13,7 @@ import pytest
 
 from _support import ISA_WIDTHS, NREGS
 from aesgen.dsl import BuildError
-from aesgen.ir import Branch, Insn, KeyRef, Label, Mem, Phys, VReg
+from aesgen.ir import SYSV_ARGS, Branch, Insn, KeyRef, Label, Mem, Phys, VReg
 from aesgen.kernels import build_functions
 from aesgen.lower import Lowerer
 from aesgen.regalloc import RegisterPressure, allocate_path
@@ -302,7 +302,7 @@ def test_the_checker_catches_a_shared_register() -> None:
 def kernel_paths(spec: KernelSpec):
     for fn in build_functions(spec):
         lw = Lowerer(spec, fn.width)
-        key = dict(zip(fn.args, ("rdi", "rsi", "rdx", "rcx", "r8", "r9"))).get("key")
+        key = dict(zip(fn.args, SYSV_ARGS)).get("key")
         for p in fn.paths:
             yield fn, p, flatten(lw.items(p.items)), key
 
