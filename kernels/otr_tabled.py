@@ -1,14 +1,18 @@
 """AES-OTR's whole chunks on 16 xmm registers (--isa avx): offsets from GPR tables.
 
 Doubling the offsets in vectors costs shifts, carry-less multiplies, byte reversals and lane
-moves on the ports vaesenc needs (Intel p0/p1/p5). Here general-purpose registers (integer ALUs, store ports) fill a table per batch of
-chunks, entry i the chunk's
+moves on the ports vaesenc needs (Intel p0/p1/p5). Here general-purpose registers (integer
+ALUs, store ports) fill a table per batch of chunks, entry i the chunk's
 
-    A_i = L_i ^ k0    (big-endian, k0 round key 0)
+    A_i = L_i ^ K    (le: bit k the coefficient of x^k; K = round key 0 byte-reversed)
 
-by one chain: A_(i+1) = 2 A_i ^ 3K (K = k0 in the le convention: 2 L_i ^ 2K ^ K). Then
-L_i ^ k0 = A_i and L*_i ^ k0 = L_i ^ L_(i+1) ^ k0 = A_i ^ A_(i+1) ^ k0 (the table read one
-entry on). A batch (half the depth in groups) is first staged: per group, four frame slots
+by one chain: A_(i+1) = 2 A_i ^ 3K (2 L_i ^ 2K ^ K). The stage byte-reverses each entry once
+(one vpshufb, shared by the two groups that read it) into L_i ^ k0 (big-endian, k0 round key
+0); then L*_i ^ k0 = L_i ^ L_(i+1) ^ k0 = A_i ^ A_(i+1) ^ k0 (the table read one entry on).
+Reversing in the vector unit costs one shuffle an entry; in the chain it cost a copy and a
+bswap a qword (movbe is not in every AVX CPU), and the loop is bound by the uops it issues.
+
+A batch (half the depth in groups) is first staged: per group, four frame slots
 
     X  = first blocks ^ first offset ^ k0      K1 = second blocks ^ last round key
     O2 = second offset ^ k0                    K2 = first blocks ^ last round key
@@ -45,10 +49,10 @@ SLOTS = ("X", "K1", "K2", "O2")
 def tabled(spec: KernelSpec) -> bool:
     """Whether OTR's whole chunks come from GPR offset tables: xmm with AES-NI on 16 registers
     (--isa avx; measured on a Sapphire Rapids-class VM, AES-128 16 KiB: 66% -> 82% of the
-    ceiling). On ymm (avx2) the same batches measured 50% (the staged batches: 62%): per 20
+    ceiling; little-endian entries: 85-87%). On ymm (avx2) the same batches measured 50% (the staged batches: 62%): per 20
     AES rounds they carry two chunks' fill and slot traffic, more uops than the rounds leave
     room for, so ymm keeps kernels/otr_staged.py. No BMI2 or MOVBE: avx files run on CPUs
-    without them (Sandy Bridge), so sar and bswap."""
+    without them (Sandy Bridge), so sar, and no movbe."""
     return spec.isa == "avx" and spec.backend == "aesni"
 
 
@@ -139,7 +143,7 @@ class TabledChunks:
         b.s("xor.r32.r32", r32(T), r32(T), comment="r11 (caller-saved) held offset bits")
 
     def start(self, offsets) -> None:
-        """3K to the frame; the chain at A of the next chunk (lane 0 of offsets, le)."""
+        """3K to the frame; the chain at A of the next chunk (lane 0 of offsets)."""
         b = self.b
         with b.at_width(128):
             k = b.v("pshufb", b.v("vload", Mem(self.o.key, 0)), bswap_mask(1), comment="K: round key 0, le")
@@ -150,10 +154,10 @@ class TabledChunks:
         b.s("mov.r64.m64", HI, self.entry(0, 0, 8))
 
     def resume(self, table: int, offsets) -> None:
-        """After the batches: the next chunk's L = its table entry ^ k0, for the loops after."""
+        """After the batches: the next chunk's L = its table entry ^ K, for the loops after."""
         b = self.b
         with b.at_width(128):
-            be = b.v("vxor", b.v("vload", self.entry(table, 0)), key(0), comment="the next chunk's L_i")
+            be = b.v("vxor", self.entry_be(table, 0), key(0), comment="the next chunk's L_i")
             le = b.v("pshufb", be, bswap_mask(1), comment="byte-reversed")
         offsets.start(le)  # at the function's width: lane l = 2^l L
 
@@ -163,52 +167,49 @@ class TabledChunks:
         chain ends on the last, where the next fill starts."""
         b = self.b
         for k in range(self.n + 1):
-            for half, reg in ((0, HI), (8, LO)):  # big-endian: the high qword first, bytes reversed
-                self.store_swapped(self.entry(table, k, half), reg, f"A of chunk {k} of the batch" if half else "")
+            b.s("mov.m64.r64", self.entry(table, k, 0), LO, comment=f"A of chunk {k} of the batch")
+            b.s("mov.m64.r64", self.entry(table, k, 8), HI)
             if k == self.n:
                 break
             gpr_double(b, LO, HI, T, None, "2 A_i")
             b.s("xor.r64.m64", LO, Mem("rsp", self.three_k, bits=64))
             b.s("xor.r64.m64", HI, Mem("rsp", self.three_k + 8, bits=64), comment="A_(i+1) = 2 A_i ^ 3K")
 
-    def store_swapped(self, mem: Mem, reg: str, comment: str) -> None:
-        b = self.b
-        b.s("mov.r64.r64", T, reg)
-        b.s("bswap.r64", T)
-        b.s("mov.m64.r64", mem, T, comment=comment)
-
     # -- vectors ------------------------------------------------------------------
-    def offsets_pair(self, table: int, j: int) -> tuple[Mem, Mem]:
-        """Group j's L_i ^ k0 (table entries) and the next entries, as vector memory operands."""
-        L = self.b.lanes
-        return self.entry(table, L * j), self.entry(table, L * j + 1)
-
-    def star(self, v: VReg | None, table: int, j: int, comment: str) -> VReg:
-        """v ^ L*_i ^ k0 = v ^ A_i ^ A_(i+1) ^ k0 (v None: L*_i ^ k0)."""
+    def entry_be(self, table: int, k: int) -> VReg:
+        """Entries k .. k + L - 1 byte-reversed: L_i ^ k0 of those chunks, one per lane."""
         b = self.b
-        here, on = self.offsets_pair(table, j)
-        a = b.v("vload", here) if v is None else b.v("vxor", v, here)
-        return b.v("vxor", b.v("vxor", a, on), key(0), comment=comment)
+        return b.v("pshufb", b.v("vload", self.entry(table, k)), bswap_mask(b.lanes), role="ofs", comment="L_i ^ k0")
 
     def stage_batch(self, nr: int, table: int, total: VReg) -> None:
-        for j in range(self.half):
-            self.stage(nr, table, j, total)
+        """The batch's slots; each entry byte-reversed once (a group reads its own entries and
+        the next ones: at one chunk a group, the next group's own)."""
+        L, reversed_ = self.b.lanes, {}
 
-    def stage(self, nr: int, table: int, j: int, total: VReg) -> None:
-        """Group j's slots (set `table`) from its blocks at inp and the table (decrypting,
-        the offsets swap: the first round takes L*_i, the second L_i)."""
+        def be(k: int) -> VReg:
+            if k not in reversed_:
+                reversed_[k] = self.entry_be(table, k)
+            return reversed_[k]
+        for j in range(self.half):
+            self.stage(nr, table, j, be(L * j), be(L * j + 1), total)
+
+    def stage(self, nr: int, table: int, j: int, here: VReg, on: VReg, total: VReg) -> None:
+        """Group j's slots (set `table`) from its blocks at inp and its offsets: here = L_i ^ k0,
+        on the next chunks' (decrypting, the offsets swap: the first round takes L*_i, the
+        second L_i)."""
         o, b = self.o, self.b
         off = 32 * b.lanes * j
-        here, _ = self.offsets_pair(table, j)
         first = o.dealt(off, 0)
-        x = self.star(first, table, j, "round 1: block ^ L*_i ^ round key 0") if o.decrypt else \
-            b.v("vxor", first, here, comment="round 1: block ^ L_i ^ round key 0")
+        if o.decrypt:
+            x = o.xor3(b.v("vxor", first, here), on, key(0), comment="round 1: block ^ L*_i ^ round key 0")
+        else:
+            x = b.v("vxor", first, here, comment="round 1: block ^ L_i ^ round key 0")
         b.store(self.slot(table, j, "X"), x)
         b.store(self.slot(table, j, "K2"), o.last_key(nr, first))
         second = o.dealt(off, 1)
         o.checksum_plain(total, second, None)
         b.store(self.slot(table, j, "K1"), b.v("vxor", second, key(nr), comment="second blocks ^ last round key"))
-        o2 = b.v("vload", here, comment="L_i ^ k0") if o.decrypt else self.star(None, table, j, "L*_i ^ k0")
+        o2 = here if o.decrypt else o.xor3(here, on, key(0), comment="L*_i ^ k0")
         b.store(self.slot(table, j, "O2"), o2)
 
     def first_rounds(self, nr: int, s: int, j: int, batch: int) -> None:
