@@ -60,6 +60,11 @@ def _loop(name: str, body: list[str], wide: bool) -> list[str]:
     return lines
 
 
+def clock_loop() -> list[str]:
+    """`ceil_add_lat`: the add chain every measurement file carries to turn ticks into cycles."""
+    return _loop("ceil_add_lat", CLOCK_CHAIN, False)
+
+
 def ceiling_source() -> tuple[str, list[str]]:
     lines = ["\t.text"]
     names = []
@@ -72,7 +77,7 @@ def ceiling_source() -> tuple[str, list[str]]:
                 name = f"ceil_{ins}_{width}_{mode}"
                 names.append(name)
                 lines += _loop(name, body, width > 128)
-    lines += _loop("ceil_add_lat", CLOCK_CHAIN, False)
+    lines += clock_loop()
     names.append("ceil_add_lat")
     lines.append('\t.section .note.GNU-stack,"",@progbits')
     return "\n".join(lines) + "\n", names
@@ -99,7 +104,7 @@ def mix_loop(counts: Counts, name: str) -> list[str]:
 
 
 def mix_source(counts: Counts, name: str = "ceil_mix") -> str:
-    lines = ["\t.text", *mix_loop(counts, name), *_loop("ceil_add_lat", CLOCK_CHAIN, False),
+    lines = ["\t.text", *mix_loop(counts, name), *clock_loop(),
              '\t.section .note.GNU-stack,"",@progbits']
     return "\n".join(lines) + "\n"
 

@@ -39,6 +39,7 @@ from .report import (console, print_bench, print_ceiling, print_circuits, print_
                      print_tuning, print_verification)
 from .files import UsageFailure, require_writable, write_atomically
 from . import ledger
+from . import probe as probing
 from .hdl import hdl as hdl_command
 from .options import check_format, config_options, dropin_options, generate_files, note, spec_from_options
 
@@ -568,6 +569,29 @@ def explore_doubling(widths: list[int], depths: list[int], methods: tuple[str, .
                                      progress=lambda s: progress.update(task, description=s))
     print_doubling_exploration(result)
     write_exploration(explore_gfdouble, result, json_path, plot_path)
+
+
+@main.command()
+@click.argument("modes")
+@config_options
+@click.option("--key-bits", type=click.Choice(["128", "192", "256"]), default="128", show_default=True,
+              help="The key size whose path through the loop is timed.")
+def probe(modes: str, key_bits: str, **config) -> None:
+    """Time the main loop of each of MODES' functions by itself on this CPU.
+
+    The loop body runs with its pointers held still and zero data, as generated and with each
+    port class of instructions left out, beside the AES+CLMUL bound and llvm-mca's model of the
+    same text: where a loop loses against the bound, and which instructions cost it. Example:
+    aesgen probe xts --isa avx2 --width 256
+    """
+    spec = spec_from_options(modes, **config)
+    lacking = missing_features(spec.features)
+    if lacking:
+        raise UsageFailure(f"this CPU cannot run the {spec.isa} file: it lacks {' '.join(lacking)}{mask_note()}")
+    try:
+        probing.run(spec, int(key_bits))
+    except BuildError as e:
+        raise UsageFailure(str(e)) from None
 
 
 @main.command()

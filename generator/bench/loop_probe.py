@@ -1,0 +1,124 @@
+"""A kernel's main loop timed by itself on this CPU: the hardware's answer where llvm-mca models.
+
+The loop body (mainloop.main_loop) is copied into a counted loop of its own and run with its
+pointers held still: every base register points into a zeroed buffer of its own, RIP-relative
+constants into a zeroed block, rsp-relative slots into a fresh frame; the loop's own
+bookkeeping (immediate add/sub/cmp/test on general-purpose registers, its jumps) is left out.
+What stays is the body's instructions, their dependences and their memory operands, in the
+generator's order. The data are zeros: AES, carry-less multiplies and logic take the same time
+on any data (the kernels are constant-time), so the timing is the body's.
+
+Variants drop one port class of instructions (perfmodel.classify: the classes of the op table)
+to show what each costs on this core: a class whose removal saves more cycles than its
+share of the issue ports is where the loop loses against the AES bound. A dropped instruction
+leaves its destination stale; later readers still read a register, so the rest of the
+dependences stay. This is a measurement file, never a product kernel.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from aesgen.mainloop import Loop
+from aesgen.perfmodel import classify
+
+from .build import build_so_from_text
+from .ceiling import PER_ITERATION, clock_loop, mix_loop, run_loops
+
+BUFFER = 0x10000  # bytes per base register: the pointer sits in the middle, displacements reach +-32 KiB
+FRAME = 0x4000  # rsp-relative slots (tweak and offset tables, spilled values)
+CONSTANTS = 0x1000
+SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")  # SysV callee-saved: the body may use any of them
+TRIALS = 3  # runs of every variant, alternating, each the harness's fastest of 101
+_BASE = re.compile(r"\(%(r\w+)")
+_RIP = re.compile(r"[.\w]+\(%rip\)")
+# pointer and count steps (immediate add/sub on a GPR) and the compares their jumps read;
+# register-register add/adc (a GPR doubling chain) stay
+_BOOKKEEPING = re.compile(r"(add|sub)q?\s+\$-?(0x)?[0-9a-f]+,\s*%\w+|(cmp|test)q?\s+\S+,\s*%\w+")
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    dropped: str | None  # the port class left out, None: the body as generated
+    instructions: int
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    variants: list[tuple[Variant, list[float]]]  # cycles per iteration, one per trial
+    bound: float | None  # the AES and CLMUL instructions alone, run together (ceiling mix)
+
+
+def body_of(loop: Loop) -> list[str]:
+    """The loop's instructions without its bookkeeping (jumps, immediate pointer and count steps,
+    the compare that ends it): what runs in the probe."""
+    return [ins for ins in loop.instructions
+            if not ins.startswith("j") and not _BOOKKEEPING.fullmatch(ins)]
+
+
+def port_class(ins: str) -> str:
+    return classify(ins).classes[0]
+
+
+def variants(body: list[str]) -> list[tuple[Variant, list[str]]]:
+    """The body as generated, then without each port class it has (AES's kept: it is what the
+    loop is for), then the AES instructions alone."""
+    classes = sorted({port_class(i) for i in body} - {"aes"})
+    out = [(Variant("as generated", None, len(body)), body)]
+    for c in classes:
+        kept = [i for i in body if port_class(i) != c]
+        out.append((Variant(f"without {c} ({len(body) - len(kept)})", c, len(kept)), kept))
+    aes = [i for i in body if port_class(i) == "aes"]
+    if aes and len(aes) < len(body):
+        out.append((Variant("AES alone", "all but aes", len(aes)), aes))
+    return out
+
+
+def _wrapped(name: str, body: list[str], bases: list[str]) -> list[str]:
+    """`name(iterations)`: the body in a loop counted in memory (the body may use every register)."""
+    lines = [f"\t.globl {name}", f"\t.type {name}, @function", f"{name}:", "\tendbr64"]
+    lines += [f"\tpush %{r}" for r in SAVED]
+    lines += ["\tmov %rdi, probe_count(%rip)", "\tmov %rsp, probe_saved_rsp(%rip)",
+              f"\tlea probe_frame+{FRAME}(%rip), %rsp"]
+    lines += [f"\tlea probe_buf{k}+{BUFFER // 2}(%rip), %{r}" for k, r in enumerate(bases)]
+    lines.append("1:")
+    lines += ["\t" + _RIP.sub("probe_constants(%rip)", ins) for ins in body]
+    lines += ["\tdecq probe_count(%rip)", "\tjnz 1b", "\tmov probe_saved_rsp(%rip), %rsp", "\tvzeroupper"]
+    lines += [f"\tpop %{r}" for r in reversed(SAVED)]
+    return lines + ["\tret", f"\t.size {name}, .-{name}"]
+
+
+def source(loop: Loop) -> tuple[str, list[tuple[Variant, str]], str | None]:
+    """The probe file: a function per variant, the cycle clock, and the loop's AES/CLMUL mix."""
+    body = body_of(loop)
+    bases = sorted({b for ins in body for b in _BASE.findall(ins)} - {"rsp", "rip"})
+    if len(bases) > 8:
+        raise ValueError(f"{len(bases)} pointer registers: more than the probe provides")
+    text = ["\t.bss", "\t.p2align 12", f"probe_frame: .zero {FRAME + 64}", f"probe_constants: .zero {CONSTANTS}"]
+    text += [f"\t.p2align 12\nprobe_buf{k}: .zero {BUFFER}" for k in range(len(bases))]
+    text += ["\t.p2align 6", "probe_count: .zero 8", "probe_saved_rsp: .zero 8", "\t.text"]
+    names = []
+    for k, (variant, lines) in enumerate(variants(body)):
+        text += _wrapped(f"probe_{k}", lines, bases)
+        names.append((variant, f"probe_{k}"))
+    counts = loop.unit_counts()
+    mix = "probe_mix" if counts else None
+    if mix:
+        text += mix_loop(dict(counts), mix)
+    text += clock_loop()
+    text.append('\t.section .note.GNU-stack,"",@progbits')
+    return "\n".join(text) + "\n", names, mix
+
+
+def measure(loop: Loop) -> ProbeResult:
+    """Cycles per iteration of every variant, TRIALS times in alternation, each beside the clock."""
+    text, names, mix = source(loop)
+    so = build_so_from_text(text, "loop-probe")
+    order = [n for _, n in names] + ([mix] if mix else [])
+    _, rows = run_loops(so, [x for n in order for x in ("ceil_add_lat", n)] * TRIALS)
+    cycles: dict[str, list[float]] = {}
+    for add, row in zip(rows[::2], rows[1::2]):
+        # the harness divides each loop's ticks by PER_ITERATION instructions; the clock's add is 1 cycle
+        cycles.setdefault(row["name"], []).append(row["min_ticks"] * PER_ITERATION / add["min_ticks"])
+    return ProbeResult([(v, cycles[n]) for v, n in names], min(cycles[mix]) if mix else None)
