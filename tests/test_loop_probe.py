@@ -6,7 +6,7 @@ import math
 import os
 
 from _support import require_cpu, run_aesgen
-from aesgen.bench.loop_probe import body_of, measure, port_class, source, variants
+from aesgen.bench.loop_probe import BUFFER, GPRS, body_of, measure, port_class, source, variants
 from aesgen.cpu import MASK_ENV
 from aesgen.mainloop import Loop, main_loop
 from aesgen.pipeline import generate
@@ -24,6 +24,9 @@ LOOP = Loop(".Lx_loop4x_7", (
     "\tadd %rax,%rax",
     "\tadc %rbp,%rbp",
     "\tvmovdqu %xmm0,(%rdx)",
+    "\tvpxor (%rdi,%r10,1),%xmm2,%xmm2",
+    "\tadd %r9,%rdx",
+    "\txor %eax,%eax",
     "\tadd $0x40,%rsi",
     "\tadd $0x40,%rdx",
     "\tsub $0x40,%rcx",
@@ -34,7 +37,8 @@ LOOP = Loop(".Lx_loop4x_7", (
 def test_the_body_keeps_the_work_and_drops_the_bookkeeping() -> None:
     body = body_of(LOOP)
     assert body == ["vmovdqu (%rsi),%xmm0", "vpxor .Lx_bswap(%rip),%xmm0,%xmm0", "vaesenc %xmm1,%xmm0,%xmm0",
-                    "vaesenclast 0x20(%rsp),%xmm0,%xmm0", "add %rax,%rax", "adc %rbp,%rbp", "vmovdqu %xmm0,(%rdx)"]
+                    "vaesenclast 0x20(%rsp),%xmm0,%xmm0", "add %rax,%rax", "adc %rbp,%rbp", "vmovdqu %xmm0,(%rdx)",
+                    "vpxor (%rdi,%r10,1),%xmm2,%xmm2"]
 
 
 def test_each_variant_drops_one_class_and_keeps_the_aes() -> None:
@@ -51,11 +55,14 @@ def test_each_variant_drops_one_class_and_keeps_the_aes() -> None:
     assert last.name == "AES alone" and aes == ["vaesenc %xmm1,%xmm0,%xmm0", "vaesenclast 0x20(%rsp),%xmm0,%xmm0"]
 
 
-def test_the_probe_file_points_every_base_register_at_a_buffer_of_its_own() -> None:
+def test_the_probe_file_points_every_register_at_a_buffer_of_its_own() -> None:
     text, names, mix = source(LOOP)
-    assert "lea probe_buf0+32768(%rip), %rdx" in text and "lea probe_buf1+32768(%rip), %rsi" in text
-    assert ".Lx_bswap" not in text and "probe_constants(%rip)" in text  # constants: a zeroed block
-    assert "add $0x40,%rsi" not in text and "adc %rbp,%rbp" in text
+    for reg in ("rdx", "rsi", "rax"):
+        assert f"lea probe_buf{GPRS.index(reg)}+{BUFFER // 2}(%rip), %{reg}" in text
+    assert "rsp" not in GPRS and len(set(GPRS)) == 15
+    assert ".Lx_bswap" not in text and "probe_constants(%rip)" in text  # constants: a block of their own
+    assert "add $0x40,%rsi" not in text and "add %r9,%rdx" not in text and "adc %rbp,%rbp" in text
+    assert "vpxor (%rdi),%xmm2,%xmm2" in text  # the index register left out, the base kept
     assert [n for _, n in names] == [f"probe_{k}" for k in range(len(variants(body_of(LOOP))))]
     assert mix == "probe_mix"
 

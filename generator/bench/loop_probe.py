@@ -1,12 +1,16 @@
 """A kernel's main loop timed by itself on this CPU: the hardware's answer where llvm-mca models.
 
 The loop body (mainloop.main_loop) is copied into a counted loop of its own and run with its
-pointers held still: every base register points into a zeroed buffer of its own, RIP-relative
-constants into a zeroed block, rsp-relative slots into a fresh frame; the loop's own
-bookkeeping (immediate add/sub/cmp/test on general-purpose registers, its jumps) is left out.
-What stays is the body's instructions, their dependences and their memory operands, in the
-generator's order. The data are zeros: AES, carry-less multiplies and logic take the same time
-on any data (the kernels are constant-time), so the timing is the body's.
+pointers held still: every general-purpose register but rsp starts pointing into a buffer of
+its own, RIP-relative constants into a block, rsp-relative slots into a fresh frame; the
+loop's own bookkeeping (immediate add/sub/cmp/test, strides added from another register,
+its jumps) is left out, and so are index registers (an OCB offset's ntz, a table position):
+the operand keeps its base. What stays
+is the body's instructions, their dependences and their memory operands, in the generator's
+order. Every qword of the buffers, frame and constants holds the address of a scratch buffer,
+so a pointer the body loads from memory (multi-key's key pointers) points somewhere valid;
+AES, carry-less multiplies and logic take the same time on any data (the kernels are
+constant-time), so the timing is the body's.
 
 Variants drop one port class of instructions (perfmodel.classify: the classes of the op table)
 to show what each costs on this core: a class whose removal saves more cycles than its
@@ -25,16 +29,20 @@ from aesgen.perfmodel import classify
 from .build import build_so_from_text
 from .ceiling import PER_ITERATION, clock_loop, mix_loop, run_loops
 
-BUFFER = 0x10000  # bytes per base register: the pointer sits in the middle, displacements reach +-32 KiB
-FRAME = 0x4000  # rsp-relative slots (tweak and offset tables, spilled values)
+BUFFER = 0x4000  # bytes per base register: the pointer sits in the middle, displacements reach +-8 KiB
+FRAME = 0x2000  # rsp sits this far into a frame twice as big: slots above it (tables), a red zone below
 CONSTANTS = 0x1000
 SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")  # SysV callee-saved: the body may use any of them
+GPRS = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15")
 TRIALS = 3  # runs of every variant, alternating, each the harness's fastest of 101
-_BASE = re.compile(r"\(%(r\w+)")
 _RIP = re.compile(r"[.\w]+\(%rip\)")
-# pointer and count steps (immediate add/sub on a GPR) and the compares their jumps read;
-# register-register add/adc (a GPR doubling chain) stay
-_BOOKKEEPING = re.compile(r"(add|sub)q?\s+\$-?(0x)?[0-9a-f]+,\s*%\w+|(cmp|test)q?\s+\S+,\s*%\w+")
+_INDEXED = re.compile(r"\((%\w+),%\w+(,\d)?\)")
+# pointer and count steps (immediate add/sub, a stride added from another register, lea of a
+# register onto itself, an offset register zeroed) and the compares their jumps read; add/adc
+# of a register to itself (a GPR doubling chain) stays
+_BOOKKEEPING = re.compile(r"(add|sub)q?\s+\$-?(0x)?[0-9a-f]+,\s*%\w+|(cmp|test)q?\s+\S+,\s*%\w+"
+                          r"|(add|sub)q?\s+%(?P<x>\w+),\s*%(?!(?P=x)\b)\w+|lea\s+-?(0x)?[0-9a-f]*\(%(?P<y>\w+)\),\s*%(?P=y)"
+                          r"|xor[lq]?\s+%(?P<z>\w+),\s*%(?P=z)")
 
 
 @dataclass(frozen=True)
@@ -75,15 +83,15 @@ def variants(body: list[str]) -> list[tuple[Variant, list[str]]]:
     return out
 
 
-def _wrapped(name: str, body: list[str], bases: list[str]) -> list[str]:
+def _wrapped(name: str, body: list[str]) -> list[str]:
     """`name(iterations)`: the body in a loop counted in memory (the body may use every register)."""
     lines = [f"\t.globl {name}", f"\t.type {name}, @function", f"{name}:", "\tendbr64"]
     lines += [f"\tpush %{r}" for r in SAVED]
     lines += ["\tmov %rdi, probe_count(%rip)", "\tmov %rsp, probe_saved_rsp(%rip)",
               f"\tlea probe_frame+{FRAME}(%rip), %rsp"]
-    lines += [f"\tlea probe_buf{k}+{BUFFER // 2}(%rip), %{r}" for k, r in enumerate(bases)]
+    lines += [f"\tlea probe_buf{k}+{BUFFER // 2}(%rip), %{r}" for k, r in enumerate(GPRS)]
     lines.append("1:")
-    lines += ["\t" + _RIP.sub("probe_constants(%rip)", ins) for ins in body]
+    lines += ["\t" + _INDEXED.sub(r"(\1)", _RIP.sub("probe_constants(%rip)", ins)) for ins in body]
     lines += ["\tdecq probe_count(%rip)", "\tjnz 1b", "\tmov probe_saved_rsp(%rip), %rsp", "\tvzeroupper"]
     lines += [f"\tpop %{r}" for r in reversed(SAVED)]
     return lines + ["\tret", f"\t.size {name}, .-{name}"]
@@ -92,15 +100,15 @@ def _wrapped(name: str, body: list[str], bases: list[str]) -> list[str]:
 def source(loop: Loop) -> tuple[str, list[tuple[Variant, str]], str | None]:
     """The probe file: a function per variant, the cycle clock, and the loop's AES/CLMUL mix."""
     body = body_of(loop)
-    bases = sorted({b for ins in body for b in _BASE.findall(ins)} - {"rsp", "rip"})
-    if len(bases) > 8:
-        raise ValueError(f"{len(bases)} pointer registers: more than the probe provides")
-    text = ["\t.bss", "\t.p2align 12", f"probe_frame: .zero {FRAME + 64}", f"probe_constants: .zero {CONSTANTS}"]
-    text += [f"\t.p2align 12\nprobe_buf{k}: .zero {BUFFER}" for k in range(len(bases))]
-    text += ["\t.p2align 6", "probe_count: .zero 8", "probe_saved_rsp: .zero 8", "\t.text"]
+    text = ["\t.data", "\t.p2align 12"]
+    for label, size in (("probe_frame", 2 * FRAME), ("probe_constants", CONSTANTS),
+                        *((f"probe_buf{k}", BUFFER) for k in range(len(GPRS)))):
+        text += [f"{label}:", f"\t.rept {size // 8}", f"\t.quad probe_scratch+{BUFFER // 2}", "\t.endr"]
+    text += ["\t.bss", "\t.p2align 12", f"probe_scratch: .zero {BUFFER}", "\t.p2align 6", "probe_count: .zero 8",
+             "probe_saved_rsp: .zero 8", "\t.text"]
     names = []
     for k, (variant, lines) in enumerate(variants(body)):
-        text += _wrapped(f"probe_{k}", lines, bases)
+        text += _wrapped(f"probe_{k}", lines)
         names.append((variant, f"probe_{k}"))
     counts = loop.unit_counts()
     mix = "probe_mix" if counts else None

@@ -3,10 +3,12 @@ with each port class left out, beside the AES/CLMUL bound and llvm-mca's model o
 from __future__ import annotations
 
 import shutil
+import subprocess
 
 from rich.table import Table
 
 from ..bench.loop_probe import ProbeResult, measure
+from ..dsl import BuildError
 from ..functions import TIMED_FUNCTIONS, mode_of
 from ..mainloop import main_loop
 from ..pipeline import generate
@@ -17,8 +19,10 @@ from .report import console
 
 
 def probed_functions(spec: KernelSpec) -> list[str]:
-    """The timed functions of the file's modes (what `aesgen bench` times)."""
-    return [f for m in spec.modes for f in TIMED_FUNCTIONS.get(m, ()) if f in spec.functions]
+    """The timed functions of the file's modes (what `aesgen bench` times); for a mode the bench
+    does not time (cfb, halfgates), its own functions."""
+    return [f for m in spec.modes for f in TIMED_FUNCTIONS.get(m) or
+            [g for g in spec.functions if mode_of(g) == m and not g.endswith("set_key")] if f in spec.functions]
 
 
 def mca_cycles(text: str) -> tuple[str, float] | None:
@@ -51,8 +55,16 @@ def table(function: str, spec: KernelSpec, key_bits: int, result: ProbeResult, m
 def run(spec: KernelSpec, key_bits: int) -> None:
     asm = generate(spec).asm
     for function in probed_functions(spec):
-        loop = main_loop(asm, function, key_bits)
-        result = measure(loop)
+        try:
+            loop = main_loop(asm, function, key_bits)
+        except BuildError:
+            console.print(f"{function}: no loop to time")
+            continue
+        try:
+            result = measure(loop)
+        except subprocess.CalledProcessError as e:
+            raise BuildError(f"{function}: its loop body did not run by itself ({e.returncode}); "
+                             "the probe cannot hold this loop still") from None
         console.print(table(function, spec, key_bits, result, mca_cycles(loop.text())))
     console.print("cycles: fastest of 101 runs of 500 iterations, three times in alternation (the range "
                   "after it: the slowest of those three); pointers held still, data zero; a variant leaves "
