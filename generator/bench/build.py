@@ -43,12 +43,12 @@ def bench_binary() -> Path:
     return out
 
 
-def build_so_from_text(text: str, stem: str) -> Path:
-    """Write assembly text to the build cache and compile it into a shared object."""
+def build_so_from_text(text: str, stem: str, suffix: str = ".S") -> Path:
+    """Write assembly (or, suffix ".c", C) text to the build cache and compile it into a shared object."""
     digest = hashlib.sha256(text.encode()).hexdigest()[:20]
-    src = build_dir() / f"{stem}-{digest}.S"
+    src = build_dir() / f"{stem}-{digest}{suffix}"
     if not src.exists():
-        fd, tmp = tempfile.mkstemp(dir=src.parent, suffix=".S")
+        fd, tmp = tempfile.mkstemp(dir=src.parent, suffix=suffix)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, src)
