@@ -77,7 +77,15 @@ def xor_and(b: FunctionBuilder, x: VReg, m: VReg, y: VReg | Mem, width: int, com
 
 
 def lowest_bit_mask(b: FunctionBuilder, x: VReg, width: int) -> VReg:
-    """Per lane: all ones if bit 0 of byte 0 is set, else zeros."""
+    """Per lane: all ones if bit 0 of byte 0 is set, else zeros. At 512 bits the shifts run on one port
+    only, the one the AES rounds keep busy: there two byte shuffles (a table lookup) and an AND do it."""
+    if width == 512:
+        lanes = width // 128
+        t = b.v("pand", x, Const(f"halfgates_bit0_x{lanes}", (b"\x01" + bytes(15)) * lanes), width=width,
+                comment="bit 0 of byte 0")
+        t = b.v("pshufb", t, Const(f"halfgates_zeros_x{lanes}", bytes(16 * lanes)), width=width, comment="in every byte")
+        table = b.v("vload", Const(f"halfgates_odd_ff_x{lanes}", bytes((0, 0xFF) + (0,) * 14) * lanes), width=width)
+        return b.v("pshufb", table, t, width=width, comment="0, 1 to 0, 0xff: the point-and-permute bit as a lane mask")
     t = b.v("psllq", x, imm=63, width=width, comment="bit 0 to the top of qword 0")
     t = b.v("pshufd", t, imm=0x55, width=width, comment="dword 1 everywhere")
     return b.v("psrad", t, imm=31, width=width, comment="point-and-permute bit as a lane mask")

@@ -5,6 +5,7 @@ import hashlib
 import os
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -43,7 +44,7 @@ def bench_binary() -> Path:
     return out
 
 
-def build_so_from_text(text: str, stem: str, suffix: str = ".S") -> Path:
+def build_so_from_text(text: str, stem: str, suffix: str = ".S", extra_flags: Sequence[str] = ()) -> Path:
     """Write assembly (or, suffix ".c", C) text to the build cache and compile it into a shared object."""
     digest = hashlib.sha256(text.encode()).hexdigest()[:20]
     src = build_dir() / f"{stem}-{digest}{suffix}"
@@ -52,4 +53,4 @@ def build_so_from_text(text: str, stem: str, suffix: str = ".S") -> Path:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, src)
-    return build_shared(src)
+    return build_shared(src, extra_flags)

@@ -44,7 +44,8 @@ def driver_lib() -> ctypes.CDLL:
 
 def compiled(program: Program) -> ctypes.CDLL:
     """driver.c with the circuit compiled in (program.py): the static technique. Cached by its text."""
-    lib = ctypes.CDLL(str(build_so_from_text(program.c_source(SOURCE.read_text()), "circuit", ".c")))
+    # -Os: the code runs once per pass, so its size (the instruction fetch) costs more than its speed
+    lib = ctypes.CDLL(str(build_so_from_text(program.c_source(SOURCE.read_text()), "circuit", ".c", ("-Os",))))
     lib.gc_static.restype = ctypes.c_int64
     lib.gc_static.argtypes = [ctypes.c_int, P, P, P, P, P, SZ]
     return lib

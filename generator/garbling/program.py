@@ -76,8 +76,8 @@ def segment_numbers(work: list[tuple[str, int, tuple[int, ...]]]) -> list[int]:
 @dataclass(frozen=True)
 class Segment:
     """Sums (dst, terms), then AND gates (out, a, b) with ids first, first + 1, ...: their outputs are
-    consecutive labels. A ref is a label (>= 0) or a value the segment keeps to itself (~ref: C's
-    v<~ref>, never stored: only this segment reads it)."""
+    consecutive labels. A ref is a label (>= 0) or, ~n, the nth value no other segment reads (C's
+    v<n>, never stored)."""
 
     sums: tuple[tuple[int, tuple[int, ...]], ...]
     ands: tuple[tuple[int, int, int], ...]
