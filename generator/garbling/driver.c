@@ -1,19 +1,21 @@
 /* Garbling and evaluating a Bristol circuit with the half-gates kernels, in batches (aesgen.garbling.driver).
  *
- * Labels are 16 bytes per wire. Every linear gate XORs two labels (free-XOR): INV gates read the label
- * after the last wire as their second input (delta for the garbler, zero for the evaluator: it keeps
- * its label), EQW gates the one before it (zero); driver.py lays the arrays out so. AND gates go to the kernel in batches: their
- * input labels are gathered into contiguous buffers, the kernel hashes the batch, the output labels
- * are scattered back. A kernel call covers gates with consecutive ids (first_gate_id + i); the
- * tables are stored by id.
+ * Labels are 16 bytes per wire. Linear gates XOR labels (free-XOR): INV gates XOR the label of delta
+ * (for the garbler; zero for the evaluator: it keeps its label), EQW gates that of zero. AND gates go
+ * to the kernel in batches: their input labels are gathered into contiguous buffers (a, b), the kernel
+ * hashes the batch and writes the output labels. A kernel call covers gates with consecutive ids
+ * (first_gate_id + i); the tables are stored by id.
  *
- *   static:  the gates in level order (layers.py); a layer's AND gates are consecutive there and
- *            consecutive in id, cut into batches of `batch` gates.
- *   dynamic: the gates in circuit order with deferred execution: an AND gate's hashes join a queue
- *            (its output label is pending) and the walk goes on; the queue is flushed when full or
- *            when a gate reads a pending label (a result is needed), its gates issued in queue order
+ *   static:  the circuit compiled in (program.py writes it after this file, with CIRCUIT defined):
+ *            in level order (layers.py), a layer's AND gates consecutive in id and in label, cut
+ *            into kernel calls of `batch` gates (and_run); batch 1 is the same code, a call per gate.
+ *   dynamic: the gate arrays in circuit order with deferred execution: an AND gate's hashes join a
+ *            queue (its output label is pending) and the walk goes on; the queue is flushed when full
+ *            or when a gate reads a pending label (a result is needed), its gates issued in queue order
  *            as runs of consecutive ids. How much it batches depends on how the circuit is written:
  *            independent AND gates close together (aes128.py writes the 16 S-boxes gate by gate).
+ *            driver.py lays its arrays out with INV reading the label after the last wire (delta)
+ *            and EQW the one before it (zero).
  */
 #include <emmintrin.h>
 #include <stdint.h>
@@ -42,6 +44,15 @@ typedef struct {
     uint64_t calls;
 } engine;
 
+/* one kernel call: n gates with ids first.., their input labels at a, b, their outputs to c */
+static void call(engine *e, const uint8_t *a, const uint8_t *b, uint64_t first, uint8_t *c, size_t n) {
+    if (e->garbler)
+        ((garble_fn)e->fn)(e->key, e->delta, a, b, first, e->tables + 32 * first, c, n);
+    else
+        ((eval_fn)e->fn)(e->key, a, b, first, e->tables + 32 * first, c, n);
+    e->calls++;
+}
+
 static inline void xor_labels(uint8_t *labels, int32_t out, int32_t x, int32_t y) {
     __m128i a = _mm_loadu_si128((const __m128i *)(labels + 16 * (size_t)x));
     __m128i b = _mm_loadu_si128((const __m128i *)(labels + 16 * (size_t)y));
@@ -64,12 +75,7 @@ static void issue(engine *e, const int32_t *members, size_t n) {
     for (size_t i = 1; i < n && direct; i++)
         direct = e->out[members[i]] == o + (int32_t)i;
     uint8_t *c = direct ? e->labels + 16 * (size_t)o : e->c;
-    uint64_t first = (uint64_t)e->and_id[members[0]];
-    if (e->garbler)
-        ((garble_fn)e->fn)(e->key, e->delta, e->a, e->b, first, e->tables + 32 * first, c, n);
-    else
-        ((eval_fn)e->fn)(e->key, e->a, e->b, first, e->tables + 32 * first, c, n);
-    e->calls++;
+    call(e, e->a, e->b, (uint64_t)e->and_id[members[0]], c, n);
     if (!direct)
         for (size_t i = 0; i < n; i++)
             memcpy(e->labels + 16 * (size_t)e->out[members[i]], e->c + 16 * i, 16);
@@ -103,13 +109,7 @@ static void teardown(engine *e) {
 static void and_run(engine *e, uint64_t first, size_t n, size_t out) {
     for (size_t done = 0; done < n;) {
         size_t m = n - done < e->batch ? n - done : e->batch;
-        uint64_t id = first + done;
-        uint8_t *c = e->labels + 16 * (out + done);
-        if (e->garbler)
-            ((garble_fn)e->fn)(e->key, e->delta, e->a + 16 * done, e->b + 16 * done, id, e->tables + 32 * id, c, m);
-        else
-            ((eval_fn)e->fn)(e->key, e->a + 16 * done, e->b + 16 * done, id, e->tables + 32 * id, c, m);
-        e->calls++;
+        call(e, e->a + 16 * done, e->b + 16 * done, first + done, e->labels + 16 * (out + done), m);
         done += m;
     }
 }

@@ -1,7 +1,8 @@
 """Garble and evaluate a Bristol circuit with a generated half-gates kernel, batched two ways.
 
-The gate loop is C (driver.c, built on the fly like the verifier's objects): Python prepares the
-circuit's arrays once (`Prepared`) and calls it through ctypes. `technique` is "static" (AND-depth
+The gate loop is C (driver.c, built on the fly like the verifier's objects), called through ctypes:
+for the static technique the circuit compiled into it (program.py; built once per circuit, cached by
+its text), for the dynamic one the circuit's arrays, prepared once (`Prepared`). `technique` is "static" (AND-depth
 layers, layers.py) or "dynamic" (deferred execution); `batch` is the most AND gates per kernel call
 (1: the unbatched baseline, one kernel call per gate). The tables and labels do not depend on either.
 

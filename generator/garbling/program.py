@@ -1,22 +1,26 @@
-"""The static technique's work list: the level order (layers.py) compiled into XOR sums and AND runs.
+"""The static technique compiled: the circuit's level order (layers.py) as C code, a function per segment.
 
-Free-XOR makes every linear gate's label a XOR of labels the circuit already has: those of the
-inputs, of AND outputs, and delta (an INV gate XORs delta for the garbler, zero for the evaluator).
-A linear wire's label is stored only where it is needed as one (`stored`): an AND gate or an output
-reads it, two gates or more read it, or its sum has more than MAX_TERMS terms; any other linear wire
-(one linear gate reads it) is folded into that reader's sum. A sum is then one step: load its terms,
-XOR, store once, in place of a load-load-store per gate (the AES-128 circuit: 14,376 sums of 38,816
-terms for 24,456 gates). A term that appears twice cancels. The labels come out the same as gate by
-gate (XOR is associative), so the tables do too.
+A segment is a run of linear steps and the run of AND gates after it (in the level order: the linear
+gates of one AND depth, then the AND gates of the next). Free-XOR makes every linear wire's label a
+XOR of labels the circuit already has: the inputs', the AND outputs' and delta's (an INV gate XORs
+delta for the garbler, zero for the evaluator). A linear wire is a step (a "sum") only where its value
+is needed as such (`stored`): an AND gate or an output reads it, two gates or more do, or its sum has
+more than MAX_TERMS terms; any other linear wire (one linear gate reads it) is folded into its
+reader's sum. A term that appears twice cancels. A sum that only its own segment reads is a C
+variable, never stored; the others are stored to labels. The AES-128 circuit: 24,456 linear gates
+become 14,376 sums, 6,976 of them never stored.
 
-Labels are reused (a label is free after its last reader, the latest freed first), so the ones in use
-stay few and in the cache; AND gates take fresh labels, consecutive along a layer, so the kernel
-writes its outputs in place. Everything is a byte offset into the label array: the C loop shifts
-nothing.
+The C code reads labels at constant offsets (no index array read at run time), gathers each AND
+gate's input labels into the batch buffers right after the sums it needs (depth first, so few values
+are in flight), and calls driver.c's and_run, which hands the kernel `batch` gates at a time and lets
+it write the outputs in place (a run's AND gates take consecutive labels). Labels are reused: one is
+free after its last reader, taken again from the next segment on (the latest freed first), so the
+labels in use stay few and in the cache and a segment's steps may run in any order that keeps their
+dependencies. The labels are those of the gate-by-gate order (XOR is associative), so the tables
+are too.
 """
 from __future__ import annotations
 
-from array import array
 from collections import Counter
 from dataclasses import dataclass
 
@@ -138,7 +142,7 @@ class Program:
         local = {w: v for v, w in enumerate(w for n, (kind, w, _) in enumerate(work)
                                             if kind == "sum" and w not in outs and readers.get(w, set()) <= {seg[n]})}
         last = {w: n for n, (_, _, ins) in enumerate(work) for w in ins}
-        last.update({w: len(work) for w in outs})  # never freed
+        last.update({w: len(work) for w in (*outs, ZERO, DELTA)})  # never freed
         at = {w: w for w in range(sum(c.inputs))}
         at[ZERO], at[DELTA] = sum(c.inputs), sum(c.inputs) + 1  # read by INV gates (and sums that cancel)
         free: list[int] = []
