@@ -141,13 +141,15 @@ class HalfGates:
         return tw
 
     def labels(self, j: int, srcs: tuple[str, str], width: int, names: str) -> tuple[VReg, VReg, VReg, VReg]:
-        """Vector j's two labels (kept in the frame for after the rounds) and sigma(label) ^ tweak of
-        each (j for the first, j' = j + 1 for the second); u, their XOR, to the frame."""
+        """Vector j's two labels (kept in the frame for after the rounds) and sigma(label) ^ tweak ^ k_0
+        of each (j for the first, j' = j + 1 = j ^ 1 for the second: j is even), the hash inputs with
+        round 0 done; u, their XOR, to the frame."""
         b, lanes = self.b, width // 128
         off = 16 * lanes * j
         tw = self.tw
         t = tw if j == 0 else b.v("paddq", tw, tweak_step(2 * lanes * j, lanes), width=width, comment=f"vector {j}: j")
-        ts = (t, b.v("paddq", t, tweak_step(1, lanes), width=width, comment="j' = j + 1"))
+        t = b.v("vxor", t, key(0), width=width, comment="j ^ k_0: round 0 of both of j's hashes")
+        ts = (t, b.v("vxor", t, tweak_step(1, lanes), width=width, comment="j' ^ k_0"))
         out = []
         for k, (src, name) in enumerate(zip(srcs, names.split())):
             v = b.v("vload", Mem(src, off), width=width, role="lbl", comment=f"vector {j}: {name}")
@@ -159,8 +161,8 @@ class HalfGates:
         return out[0], out[1], xs[0], xs[1]
 
     def hash_rounds(self, xs: tuple[VReg, ...], nr: int, width: int) -> list[VReg]:
-        """Rounds 0 .. nr-1 of pi(x) for each x."""
-        return [encrypt_rounds(self.b, x, nr, width=width, last=False) for x in xs]
+        """Rounds 1 .. nr-1 of pi(x) for each x ^ k_0."""
+        return [encrypt_rounds(self.b, x, nr, width=width, whiten=False, last=False) for x in xs]
 
     def hash_last(self, ys: list[VReg], nr: int, width: int) -> list[VReg]:
         """pi(x): the last round."""
@@ -220,8 +222,8 @@ def garble_function(b: FunctionBuilder) -> None:
 
             def gate(j: int) -> None:
                 _, _, xa, xb = hg.labels(j, (a0, b0), width, "A0 B0")
-                x = (xa, b.v("vxor", xa, sr, width=width, comment="sigma(A0 ^ delta) ^ j"),
-                     xb, b.v("vxor", xb, sr, width=width, comment="sigma(B0 ^ delta) ^ j'"))
+                x = (xa, b.v("vxor", xa, sr, width=width, comment="sigma(A0 ^ delta) ^ j ^ k_0"),
+                     xb, b.v("vxor", xb, sr, width=width, comment="sigma(B0 ^ delta) ^ j' ^ k_0"))
                 ys = hg.hash_rounds(x, nr, width)
                 b.final()
                 e = hg.hash_last(ys, nr, width)
