@@ -89,25 +89,37 @@ class Segment:
 
     def lines(self, ref) -> list[str]:
         """The sums and gathers as C statements, depth first: each AND gate's gather right after the
-        sums it needs, then the sums kept for later segments, so the values in flight stay few and
-        in registers. (Any order of a segment's steps that keeps their dependencies is valid: a
-        label freed in a segment is taken only in a later one.)"""
+        sums it needs, a sum kept for later segments (stored) as soon as its terms are there, so
+        the values in flight stay few and in registers. (Any order of a segment's steps that keeps
+        their dependencies is valid: a label freed in a segment is taken only in a later one.)"""
         made = {dst: k for k, (dst, _) in enumerate(self.sums)}
         done: set[int] = set()
         out: list[str] = []
 
+        users: dict[int, list[int]] = {}  # sum -> the sums it is a term of
+        missing = []  # per sum: its terms' sums not yet emitted
+        for k, (_, terms) in enumerate(self.sums):
+            mine = {made[t] for t in terms if t in made}
+            missing.append(len(mine))
+            for d in mine:
+                users.setdefault(d, []).append(k)
+
         def emit(k: int) -> None:
             if k in done:
                 return
+            done.add(k)  # before its terms: their eager users must not emit it again
             dst, terms = self.sums[k]
             for t in terms:
                 if t in made:
                     emit(made[t])
-            done.add(k)
             v = ref(terms[0])
             for t in terms[1:]:
                 v = f"_mm_xor_si128({v}, {ref(t)})"
             out.append(f"ST({dst}, {v})" if dst >= 0 else f"__m128i v{~dst} = {v}")
+            for u in users.get(k, ()):  # a stored sum as soon as its terms are there: they die sooner
+                missing[u] -= 1
+                if not missing[u] and self.sums[u][0] >= 0:
+                    emit(u)
 
         for i, (_, a, b) in enumerate(self.ands):
             for x in (a, b):
