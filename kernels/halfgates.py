@@ -13,8 +13,12 @@ and the evaluator, from labels A, B with lowest bits sa, sb:
     C = H(A, j) ^ sa * TG ^ H(B, j') ^ sb * (TE ^ A).
 
 A vector holds L gates, lane l gate l; sigma is linear, so sigma(A0 ^ delta) = sigma(A0) ^ sigma(delta)
-is one XOR. A lowest bit becomes a whole-lane mask by shifts and a shuffle (no branch, no address
-depends on a label). The four (two) hashes of every gate of D vectors run interleaved. The tables are
+is one XOR. With x the hash inputs sigma(A0) ^ j, sigma(B0) ^ j' and E = pi(x) (so H = E ^ x):
+    TG = E(A0) ^ E(A0 ^ delta) ^ sigma(delta) ^ pb * delta,   hB = E(B0) ^ E(B0 ^ delta) ^ sigma(delta),
+    TE = hB ^ A0,   C0 = E(A0) ^ E(B0) ^ u ^ pa * TG ^ pb * hB,   u = x(A0) ^ x(B0)
+(the x of a hash pair differ by sigma(delta)), and C = E(A) ^ E(B) ^ u ^ sa * TG ^ sb * (TE ^ A): only u
+waits through the rounds. A lowest bit becomes a whole-lane mask (no branch, no address depends on a
+label). The four (two) hashes of every gate of D vectors run interleaved. The tables are
 32-byte "blocks" whose halves are TG and TE: wideblock.Halves deals and zips them lane by lane.
 """
 from __future__ import annotations
@@ -40,8 +44,8 @@ TWICE_ID = "rax"  # 2 * first_gate_id on its way to the stack (before the round-
 class Frame:
     """The stack frame (rsp-relative slots, so no load there can alias a caller's buffer): the first
     tweak at 0 (as vload64 takes it); with 16 vector registers delta and sigma(delta) in every lane;
-    then per vector of a batch `per_vector` slots: each hash's last round key (x ^ k_nr, so x need not
-    stay live through the rounds) and the vector's labels, read back after the rounds. Label-derived
+    then per vector of a batch `per_vector` slots: u (the XOR of its hash inputs, so they need not stay
+    live through the rounds) and the vector's labels, read back after the rounds. Label-derived
     slots and delta are wiped before return."""
 
     def __init__(self, b: FunctionBuilder, per_vector: int) -> None:
@@ -77,7 +81,15 @@ def xor_and(b: FunctionBuilder, x: VReg, m: VReg, y: VReg | Mem, width: int, com
 
 
 def lowest_bit_mask(b: FunctionBuilder, x: VReg, width: int) -> VReg:
-    """Per lane: all ones if bit 0 of byte 0 is set, else zeros."""
+    """Per lane: all ones if bit 0 of byte 0 is set, else zeros. At 512 bits the shifts run on one port
+    only, the one the AES rounds keep busy: there two byte shuffles (a table lookup) and an AND do it."""
+    if width == 512:
+        lanes = width // 128
+        t = b.v("pand", x, Const(f"halfgates_bit0_x{lanes}", (b"\x01" + bytes(15)) * lanes), width=width,
+                comment="bit 0 of byte 0")
+        t = b.v("pshufb", t, Const(f"halfgates_zeros_x{lanes}", bytes(16 * lanes)), width=width, comment="in every byte")
+        table = b.v("vload", Const(f"halfgates_odd_ff_x{lanes}", bytes((0, 0xFF) + (0,) * 14) * lanes), width=width)
+        return b.v("pshufb", table, t, width=width, comment="0, 1 to 0, 0xff: the point-and-permute bit as a lane mask")
     t = b.v("psllq", x, imm=63, width=width, comment="bit 0 to the top of qword 0")
     t = b.v("pshufd", t, imm=0x55, width=width, comment="dword 1 everywhere")
     return b.v("psrad", t, imm=31, width=width, comment="point-and-permute bit as a lane mask")
@@ -87,11 +99,9 @@ class HalfGates:
     """What both functions share: the frame, the tweaks, the hashes, the vector loops over gates and
     the tail of fewer than L gates on xmm."""
 
-    def __init__(self, b: FunctionBuilder, gate_id: str, streams: tuple[str, ...], tables: str,
-                 hashes: int) -> None:
+    def __init__(self, b: FunctionBuilder, gate_id: str, streams: tuple[str, ...], tables: str) -> None:
         self.b, self.gate_id, self.streams, self.tables = b, gate_id, streams, tables
-        self.hashes = hashes
-        self.frame = Frame(b, hashes + 2)
+        self.frame = Frame(b, 3)  # u, then the two labels
 
     def enter(self) -> None:
         """n == 0: return touching nothing; else the first tweak 2 * first_gate_id onto the stack."""
@@ -131,37 +141,39 @@ class HalfGates:
         return tw
 
     def labels(self, j: int, srcs: tuple[str, str], width: int, names: str) -> tuple[VReg, VReg, VReg, VReg]:
-        """Vector j's two labels (kept in the frame for after the rounds) and sigma(label) ^ tweak of
-        each (j for the first, j' = j + 1 for the second)."""
+        """Vector j's two labels (kept in the frame for after the rounds) and sigma(label) ^ tweak ^ k_0
+        of each (j for the first, j' = j + 1 = j ^ 1 for the second: j is even), the hash inputs with
+        round 0 done; u, their XOR, to the frame."""
         b, lanes = self.b, width // 128
         off = 16 * lanes * j
         tw = self.tw
         t = tw if j == 0 else b.v("paddq", tw, tweak_step(2 * lanes * j, lanes), width=width, comment=f"vector {j}: j")
-        ts = (t, b.v("paddq", t, tweak_step(1, lanes), width=width, comment="j' = j + 1"))
+        t = b.v("vxor", t, key(0), width=width, comment="j ^ k_0: round 0 of both of j's hashes")
+        ts = (t, b.v("vxor", t, tweak_step(1, lanes), width=width, comment="j' ^ k_0"))
         out = []
         for k, (src, name) in enumerate(zip(srcs, names.split())):
             v = b.v("vload", Mem(src, off), width=width, role="lbl", comment=f"vector {j}: {name}")
-            b.store(self.frame.slot(j, self.hashes + k), v, width=width)
+            b.store(self.frame.slot(j, 1 + k), v, width=width)
             out.append(v)
         xs = [sigma(b, v, width, extra=t) for v, t in zip(out, ts)]
+        b.store(self.frame.slot(j, 0), b.v("vxor", xs[0], xs[1], width=width), width=width,
+                comment="u: what the hashes' feed-forward XORs add to C")
         return out[0], out[1], xs[0], xs[1]
 
-    def hash_rounds(self, j: int, xs: tuple[VReg, ...], nr: int, width: int) -> list[VReg]:
-        """Rounds 0 .. nr-1 of pi(x) for each x; x ^ k_nr goes to the frame for the last round."""
-        b = self.b
-        for k, x in enumerate(xs):
-            b.store(self.frame.slot(j, k), b.v("vxor", x, key(nr), width=width), width=width,
-                    comment="x ^ k_nr: the last round key of pi(x) ^ x")
-        return [encrypt_rounds(self.b, x, nr, width=width, last=False) for x in xs]
+    def hash_rounds(self, xs: tuple[VReg, ...], nr: int, width: int) -> list[VReg]:
+        """Rounds 1 .. nr-1 of pi(x) for each x ^ k_0."""
+        return [encrypt_rounds(self.b, x, nr, width=width, whiten=False, last=False) for x in xs]
 
-    def hash_last(self, j: int, ys: list[VReg], nr: int, width: int) -> list[VReg]:
-        """pi(x) ^ x: the last round with the key from the frame."""
-        return [self.b.v("aesenclast", y, self.frame.slot(j, k), width=width, comment=f"round {nr} (last): pi(x) ^ x")
-                for k, y in enumerate(ys)]
+    def hash_last(self, ys: list[VReg], nr: int, width: int) -> list[VReg]:
+        """pi(x): the last round."""
+        return [self.b.v("aesenclast", y, key(nr), width=width, comment=f"round {nr} (last): pi(x)") for y in ys]
 
     def saved_labels(self, j: int, width: int) -> tuple[VReg, VReg]:
-        return tuple(self.b.v("vload", self.frame.slot(j, self.hashes + k), width=width, role="lbl")
+        return tuple(self.b.v("vload", self.frame.slot(j, 1 + k), width=width, role="lbl")
                      for k in (0, 1))  # type: ignore[return-value]
+
+    def u(self, j: int) -> Mem:
+        return self.frame.slot(j, 0)
 
     def loops(self, body) -> None:
         """body(g, width) does g vectors of gates (width // 128 each) from the pointers' current place."""
@@ -196,7 +208,7 @@ class HalfGates:
 def garble_function(b: FunctionBuilder) -> None:
     """P_halfgates_garble(fixed_key, delta, a0, b0, first_gate_id, tables, c0, n)."""
     delta, a0, b0, tables = (b.reg[a] for a in ("delta", "a0", "b0", "tables"))
-    hg = HalfGates(b, b.reg["first_gate_id"], (a0, b0, C_OUT), tables, hashes=4)
+    hg = HalfGates(b, b.reg["first_gate_id"], (a0, b0, C_OUT), tables)
     b.s("mov.r64.m64", C_OUT, b.stack_arg("c0"), comment="c0")
     hg.enter()
     halves = Halves(b)
@@ -210,20 +222,20 @@ def garble_function(b: FunctionBuilder) -> None:
 
             def gate(j: int) -> None:
                 _, _, xa, xb = hg.labels(j, (a0, b0), width, "A0 B0")
-                x = (xa, b.v("vxor", xa, sr, width=width, comment="sigma(A0 ^ delta) ^ j"),
-                     xb, b.v("vxor", xb, sr, width=width, comment="sigma(B0 ^ delta) ^ j'"))
-                ys = hg.hash_rounds(j, x, nr, width)
+                x = (xa, b.v("vxor", xa, sr, width=width, comment="sigma(A0 ^ delta) ^ j ^ k_0"),
+                     xb, b.v("vxor", xb, sr, width=width, comment="sigma(B0 ^ delta) ^ j' ^ k_0"))
+                ys = hg.hash_rounds(x, nr, width)
                 b.final()
-                h = hg.hash_last(j, ys, nr, width)
+                e = hg.hash_last(ys, nr, width)
                 a, bb = hg.saved_labels(j, width)
                 pa, pb = lowest_bit_mask(b, a, width), lowest_bit_mask(b, bb, width)
-                hb = b.v("vxor", h[2], h[3], width=width)
-                tg = xor_and(b, b.v("vxor", h[0], h[1], width=width), pb, r, width, comment="TG")
-                te = xor_all(b, [h[2], h[3], a], width, comment="TE")
-                wg = xor_and(b, h[0], pa, tg, width, comment="WG")
-                we = xor_and(b, h[2], pb, hb, width, comment="WE")
+                tg = xor_and(b, xor_all(b, [e[0], e[1], sr], width), pb, r, width, comment="TG")
+                hb = xor_all(b, [e[2], e[3], sr], width, comment="hB")
+                te = b.v("vxor", hb, a, width=width, comment="TE")
+                c = xor_all(b, [e[0], e[2], hg.u(j)], width)
+                c = xor_and(b, c, pa, tg, width)
                 off = 16 * lanes * j
-                b.store(Mem(C_OUT, off), b.v("vxor", wg, we, width=width), width=width, comment="C0 = WG ^ WE")
+                b.store(Mem(C_OUT, off), xor_and(b, c, pb, hb, width), width=width, comment="C0")
                 halves.store(tables, 2 * off, lanes, width, (tg, te))
             b.groups(g, gate, comment=f"{g} vector(s) of {lanes} AND gate(s)")
 
@@ -237,7 +249,7 @@ def garble_function(b: FunctionBuilder) -> None:
 def eval_function(b: FunctionBuilder) -> None:
     """P_halfgates_eval(fixed_key, a, b, first_gate_id, tables, c, n)."""
     a_in, b_in, tables, c_out = (b.reg[a] for a in ("a", "b", "tables", "c"))
-    hg = HalfGates(b, b.reg["first_gate_id"], (a_in, b_in, c_out), tables, hashes=2)
+    hg = HalfGates(b, b.reg["first_gate_id"], (a_in, b_in, c_out), tables)
     hg.enter()
     halves = Halves(b)
 
@@ -249,16 +261,16 @@ def eval_function(b: FunctionBuilder) -> None:
 
             def gate(j: int) -> None:
                 _, _, xa, xb = hg.labels(j, (a_in, b_in), width, "A B")
-                ys = hg.hash_rounds(j, (xa, xb), nr, width)
+                ys = hg.hash_rounds((xa, xb), nr, width)
                 b.final()
-                ha, hb = hg.hash_last(j, ys, nr, width)
+                ea, eb = hg.hash_last(ys, nr, width)
                 a, bb = hg.saved_labels(j, width)
                 off = 16 * lanes * j
                 tg, te = halves.load(tables, 2 * off, lanes, width)
                 sa, sb = lowest_bit_mask(b, a, width), lowest_bit_mask(b, bb, width)
-                wg = xor_and(b, ha, sa, tg, width, comment="WG")
-                we = xor_and(b, hb, sb, b.v("vxor", te, a, width=width), width, comment="WE")
-                b.store(Mem(c_out, off), b.v("vxor", wg, we, width=width), width=width, comment="C = WG ^ WE")
+                c = xor_and(b, xor_all(b, [ea, eb, hg.u(j)], width), sa, tg, width)
+                c = xor_and(b, c, sb, b.v("vxor", te, a, width=width), width)
+                b.store(Mem(c_out, off), c, width=width, comment="C")
             b.groups(g, gate, comment=f"{g} vector(s) of {lanes} AND gate(s)")
 
         hg.loops(body)

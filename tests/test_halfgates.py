@@ -213,3 +213,35 @@ def test_arithmetic_circuits_garble_and_evaluate(circuit, bits):
         x, y = rng.getrandbits(bits), rng.getrandbits(bits)
         want = (x + y if circuit is adder_circuit else x * y) % (1 << bits)
         assert driver.evaluate(k, p, g, [x, y], technique, batch) == [want]
+
+
+def _folding_circuit() -> Bristol:
+    """What the static program folds and keeps: a XOR read once (folded), INV twice (delta cancels),
+    x ^ x (zero), EQW, a wire two gates read, a XOR chain of more than MAX_TERMS terms, outputs that
+    are an input, a constant zero and a wire a later gate reads."""
+    g = [Gate("XOR", (0, 1), 8), Gate("XOR", (8, 2), 9), Gate("INV", (9,), 10), Gate("INV", (10,), 11),
+         Gate("XOR", (3, 3), 12), Gate("EQW", (11,), 13), Gate("XOR", (13, 12), 14), Gate("AND", (14, 4), 15),
+         Gate("XOR", (15, 5), 16), Gate("AND", (16, 14), 17), Gate("INV", (17,), 18), Gate("XOR", (0, 1), 19)]
+    g += [Gate("XOR", (17 + i, i), 18 + i) for i in range(2, 8)]  # 19 .. 25: the parity of wires 0..7
+    g += [Gate("XOR", (25, 15), 26), Gate("XOR", (26, 16), 27), Gate("AND", (27, 18), 28), Gate("EQW", (28,), 29),
+          Gate("XOR", (12, 11), 30), Gate("INV", (14,), 31), Gate("EQW", (0,), 32)]
+    return Bristol(33, (4, 4), (4,), tuple(g))
+
+
+def test_static_program_folds_linear_gates_like_gate_by_gate():
+    """The compiled static technique against the gate-by-gate dynamic one (same tables and output
+    0-labels) and against plain evaluation, on every input."""
+    from aesgen.garbling.program import MAX_TERMS, steps
+    c = _folding_circuit()
+    p = driver.Prepared.of(c)
+    sums = [ins for kind, _, ins in steps(c, p.levels) if kind == "sum"]
+    # folded: fewer sums than linear gates; a sum joins two of at most MAX_TERMS terms each
+    assert len(sums) < sum(g.op != "AND" for g in c.gates) and MAX_TERMS < max(map(len, sums)) <= 2 * MAX_TERMS
+    k = _kernel("avx2", 256, 2)
+    want = driver.garble(k, p, 4, "dynamic", 1)
+    for batch in (1, 2, 64):
+        g = driver.garble(k, p, 4, "static", batch)
+        assert (g.tables, g.outputs0) == (want.tables, want.outputs0)
+        for x in range(16):
+            for y in range(16):
+                assert driver.evaluate(k, p, g, [x, y], "static", batch) == c.evaluate(x, y), (batch, x, y)

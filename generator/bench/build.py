@@ -5,6 +5,7 @@ import hashlib
 import os
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -43,13 +44,13 @@ def bench_binary() -> Path:
     return out
 
 
-def build_so_from_text(text: str, stem: str) -> Path:
-    """Write assembly text to the build cache and compile it into a shared object."""
+def build_so_from_text(text: str, stem: str, suffix: str = ".S", extra_flags: Sequence[str] = ()) -> Path:
+    """Write assembly (or, suffix ".c", C) text to the build cache and compile it into a shared object."""
     digest = hashlib.sha256(text.encode()).hexdigest()[:20]
-    src = build_dir() / f"{stem}-{digest}.S"
+    src = build_dir() / f"{stem}-{digest}{suffix}"
     if not src.exists():
-        fd, tmp = tempfile.mkstemp(dir=src.parent, suffix=".S")
+        fd, tmp = tempfile.mkstemp(dir=src.parent, suffix=suffix)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, src)
-    return build_shared(src)
+    return build_shared(src, extra_flags)

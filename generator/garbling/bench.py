@@ -15,7 +15,7 @@ from __future__ import annotations
 import ctypes
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.table import Table
@@ -60,7 +60,7 @@ def kernel_rows(spec: KernelSpec) -> list[Row]:
     rows = []
     for width in WIDTHS_BY_ISA[spec.isa]:
         for depth in (1, 2, 4):
-            s = KernelSpec(("halfgates",), spec.isa, width, depth, backend=spec.backend)
+            s = replace(spec, width=width, depth=depth)  # the rest as asked (backend, schedule, ...)
             try:
                 k = driver.HalfGatesKernel(s, FIXED_KEY)
             except BuildError:

@@ -1,19 +1,21 @@
 /* Garbling and evaluating a Bristol circuit with the half-gates kernels, in batches (aesgen.garbling.driver).
  *
- * Labels are 16 bytes per wire. Every linear gate XORs two labels (free-XOR): INV gates read the label
- * after the last wire as their second input (delta for the garbler, zero for the evaluator: it keeps
- * its label), EQW gates the one before it (zero); driver.py lays the arrays out so. AND gates go to the kernel in batches: their
- * input labels are gathered into contiguous buffers, the kernel hashes the batch, the output labels
- * are scattered back. A kernel call covers gates with consecutive ids (first_gate_id + i); the
- * tables are stored by id.
+ * Labels are 16 bytes per wire. Linear gates XOR labels (free-XOR): INV gates XOR the label of delta
+ * (for the garbler; zero for the evaluator: it keeps its label), EQW gates that of zero. AND gates go
+ * to the kernel in batches: their input labels are gathered into contiguous buffers (a, b), the kernel
+ * hashes the batch and writes the output labels. A kernel call covers gates with consecutive ids
+ * (first_gate_id + i); the tables are stored by id.
  *
- *   static:  the gates in level order (layers.py); a layer's AND gates are consecutive there and
- *            consecutive in id, cut into batches of `batch` gates.
- *   dynamic: the gates in circuit order with deferred execution: an AND gate's hashes join a queue
- *            (its output label is pending) and the walk goes on; the queue is flushed when full or
- *            when a gate reads a pending label (a result is needed), its gates issued in queue order
+ *   static:  the circuit compiled in (program.py writes it after this file, with CIRCUIT defined):
+ *            in level order (layers.py), a layer's AND gates consecutive in id and in label, cut
+ *            into kernel calls of `batch` gates (and_run); batch 1 is the same code, a call per gate.
+ *   dynamic: the gate arrays in circuit order with deferred execution: an AND gate's hashes join a
+ *            queue (its output label is pending) and the walk goes on; the queue is flushed when full
+ *            or when a gate reads a pending label (a result is needed), its gates issued in queue order
  *            as runs of consecutive ids. How much it batches depends on how the circuit is written:
  *            independent AND gates close together (aes128.py writes the 16 S-boxes gate by gate).
+ *            driver.py lays its arrays out with INV reading the label after the last wire (delta)
+ *            and EQW the one before it (zero).
  */
 #include <emmintrin.h>
 #include <stdint.h>
@@ -39,9 +41,17 @@ typedef struct {
     const int64_t *and_id;
     size_t batch;
     uint8_t *a, *b, *c;  /* batch buffers */
-    int32_t *members;    /* the gates of the batch being issued */
     uint64_t calls;
 } engine;
+
+/* one kernel call: n gates with ids first.., their input labels at a, b, their outputs to c */
+static void call(engine *e, const uint8_t *a, const uint8_t *b, uint64_t first, uint8_t *c, size_t n) {
+    if (e->garbler)
+        ((garble_fn)e->fn)(e->key, e->delta, a, b, first, e->tables + 32 * first, c, n);
+    else
+        ((eval_fn)e->fn)(e->key, a, b, first, e->tables + 32 * first, c, n);
+    e->calls++;
+}
 
 static inline void xor_labels(uint8_t *labels, int32_t out, int32_t x, int32_t y) {
     __m128i a = _mm_loadu_si128((const __m128i *)(labels + 16 * (size_t)x));
@@ -65,12 +75,7 @@ static void issue(engine *e, const int32_t *members, size_t n) {
     for (size_t i = 1; i < n && direct; i++)
         direct = e->out[members[i]] == o + (int32_t)i;
     uint8_t *c = direct ? e->labels + 16 * (size_t)o : e->c;
-    uint64_t first = (uint64_t)e->and_id[members[0]];
-    if (e->garbler)
-        ((garble_fn)e->fn)(e->key, e->delta, e->a, e->b, first, e->tables + 32 * first, c, n);
-    else
-        ((eval_fn)e->fn)(e->key, e->a, e->b, first, e->tables + 32 * first, c, n);
-    e->calls++;
+    call(e, e->a, e->b, (uint64_t)e->and_id[members[0]], c, n);
     if (!direct)
         for (size_t i = 0; i < n; i++)
             memcpy(e->labels + 16 * (size_t)e->out[members[i]], e->c + 16 * i, 16);
@@ -81,40 +86,31 @@ static int setup(engine *e, size_t batch) {
     e->a = aligned_alloc(64, 64 + 16 * batch);
     e->b = aligned_alloc(64, 64 + 16 * batch);
     e->c = aligned_alloc(64, 64 + 16 * batch);
-    e->members = malloc(sizeof(int32_t) * batch);
     e->calls = 0;
-    return e->a && e->b && e->c && e->members ? 0 : -1;
+    return e->a && e->b && e->c ? 0 : -1;
 }
 
 static void teardown(engine *e) {
     free(e->a);
     free(e->b);
     free(e->c);
-    free(e->members);
 }
 
 /* ---------------------------------------------------------------- static */
-/* the gate arrays in level order: a layer's AND gates are consecutive (and so are their ids). The linear
- * gates between two AND runs go through a loop of their own on byte offsets. */
-static void run_static(engine *e, size_t ngates) {
-    const uint8_t *restrict op = e->op;
-    const int32_t *restrict in0 = e->in0, *restrict in1 = e->in1, *restrict out = e->out;
-    uint8_t *labels = e->labels;
-    size_t k = 0;
-    while (k < ngates) {
-        size_t end = k;
-        while (end < ngates && op[end] != OP_AND)
-            end++;
-        for (; k < end; k++) {
-            __m128i a = _mm_loadu_si128((const __m128i *)(labels + 16 * (size_t)in0[k]));
-            __m128i b = _mm_loadu_si128((const __m128i *)(labels + 16 * (size_t)in1[k]));
-            _mm_storeu_si128((__m128i *)(labels + 16 * (size_t)out[k]), _mm_xor_si128(a, b));
-        }
-        size_t n = 0;
-        while (k < ngates && n < e->batch && op[k] == OP_AND)
-            e->members[n++] = (int32_t)k++;
-        if (n)
-            issue(e, e->members, n);
+/* program.py writes the circuit as C after this file (with CIRCUIT defined): a function per segment,
+ * its XOR sums and the gathering of its AND gates' inputs (into a, b) as loads and stores at constant
+ * label indices, then and_run on the segment's AND gates. */
+#define LD(i) _mm_load_si128((const __m128i *)(L + 16 * (size_t)(i)))
+#define ST(i, v) _mm_store_si128((__m128i *)(L + 16 * (size_t)(i)), (v))
+#define GATHER(j, x, y) (_mm_store_si128((__m128i *)(ga + 16 * (j)), (x)), \
+                         _mm_store_si128((__m128i *)(gb + 16 * (j)), (y)))
+
+/* n gathered AND gates with ids first.., their outputs the labels out..: kernel calls of `batch`. */
+static void and_run(engine *e, uint64_t first, size_t n, size_t out) {
+    for (size_t done = 0; done < n;) {
+        size_t m = n - done < e->batch ? n - done : e->batch;
+        call(e, e->a + 16 * done, e->b + 16 * done, first + done, e->labels + 16 * (out + done), m);
+        done += m;
     }
 }
 
@@ -176,30 +172,47 @@ static int run_dynamic(engine *e, size_t ngates, size_t nlabels, uint64_t *flush
 }
 
 /* ---------------------------------------------------------------- entry */
-/* technique 0: static (the gate arrays in level order), 1: dynamic (in circuit order). nwires counts the
- * two extra labels (zero, then delta). Returns the kernel calls, or -1 if memory ran out; *flushes gets
- * the dynamic queue's flushes. */
-int64_t gc_run(int garbler, int technique, void *fn, const void *key, const uint8_t *delta, uint8_t *labels,
-               uint8_t *tables, const uint8_t *op, const int32_t *in0, const int32_t *in1, const int32_t *out,
-               const int64_t *and_id, size_t ngates, size_t nwires, size_t batch,
-               uint64_t *flushes) {
-    engine e = {.garbler = garbler, .fn = fn, .key = key, .delta = delta, .labels = labels, .tables = tables,
-                .op = op, .in0 = in0, .in1 = in1, .out = out, .and_id = and_id};
-    if (batch == 0 || setup(&e, batch) != 0) {
-        teardown(&e);
+/* the labels zero and delta (for the evaluator: zero) at zero, zero + 1, set here. */
+static int begin(engine *e, uint8_t *labels, size_t zero, size_t batch) {
+    memset(labels + 16 * zero, 0, 16);
+    if (e->garbler)
+        memcpy(labels + 16 * (zero + 1), e->delta, 16);
+    else
+        memset(labels + 16 * (zero + 1), 0, 16);
+    if (batch == 0 || setup(e, batch) != 0) {
+        teardown(e);
         return -1;
     }
-    int rc = 0;
+    return 0;
+}
+
+#ifdef CIRCUIT
+static void circuit(engine *e); /* program.py's */
+
+/* static: the circuit compiled in. Returns the kernel calls, or -1 if memory ran out. */
+int64_t gc_static(int garbler, void *fn, const void *key, const uint8_t *delta, uint8_t *labels, uint8_t *tables,
+                  size_t batch) {
+    engine e = {.garbler = garbler, .fn = fn, .key = key, .delta = delta, .labels = labels, .tables = tables};
+    if (batch == 0 || begin(&e, labels, ZERO_LABEL, batch > MAX_RUN ? batch : MAX_RUN) != 0)
+        return -1;
+    e.batch = batch;
+    circuit(&e);
+    teardown(&e);
+    return (int64_t)e.calls;
+}
+#endif
+
+/* dynamic: the gate arrays in circuit order. Returns the kernel calls, or -1 if memory ran out; *flushes
+ * gets the queue's flushes. */
+int64_t gc_dynamic(int garbler, void *fn, const void *key, const uint8_t *delta, uint8_t *labels, uint8_t *tables,
+                   const uint8_t *op, const int32_t *in0, const int32_t *in1, const int32_t *out,
+                   const int64_t *and_id, size_t ngates, size_t nlabels, size_t batch, uint64_t *flushes) {
+    engine e = {.garbler = garbler, .fn = fn, .key = key, .delta = delta, .labels = labels, .tables = tables,
+                .op = op, .in0 = in0, .in1 = in1, .out = out, .and_id = and_id};
     *flushes = 0;
-    memset(labels + 16 * (nwires - 2), 0, 16);
-    if (garbler)
-        memcpy(labels + 16 * (nwires - 1), delta, 16);
-    else
-        memset(labels + 16 * (nwires - 1), 0, 16);
-    if (technique == 0)
-        run_static(&e, ngates);
-    else
-        rc = run_dynamic(&e, ngates, nwires, flushes);
+    if (begin(&e, labels, nlabels - 2, batch) != 0)
+        return -1;
+    int rc = run_dynamic(&e, ngates, nlabels, flushes);
     teardown(&e);
     return rc ? -1 : (int64_t)e.calls;
 }

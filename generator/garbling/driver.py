@@ -1,7 +1,8 @@
 """Garble and evaluate a Bristol circuit with a generated half-gates kernel, batched two ways.
 
-The gate loop is C (driver.c, built on the fly like the verifier's objects): Python prepares the
-circuit's arrays once (`Prepared`) and calls it through ctypes. `technique` is "static" (AND-depth
+The gate loop is C (driver.c, built on the fly like the verifier's objects), called through ctypes:
+for the static technique the circuit compiled into it (program.py; built once per circuit, cached by
+its text), for the dynamic one the circuit's arrays, prepared once (`Prepared`). `technique` is "static" (AND-depth
 layers, layers.py) or "dynamic" (deferred execution); `batch` is the most AND gates per kernel call
 (1: the unbatched baseline, one kernel call per gate). The tables and labels do not depend on either.
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import ctypes
 import random
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from aesgen.verify.build import build_shared
 
 from .bristol import Bristol
 from .layers import Levels, levels
+from .program import Program
 
 OPS = {"XOR": 0, "AND": 1, "INV": 2, "EQW": 3}
 TECHNIQUES = ("static", "dynamic")
@@ -34,10 +36,19 @@ P, SZ = ctypes.c_void_p, ctypes.c_size_t
 
 @cache
 def driver_lib() -> ctypes.CDLL:
+    """driver.c alone: the dynamic technique."""
     lib = ctypes.CDLL(str(build_shared(SOURCE)))
-    lib.gc_run.restype = ctypes.c_int64
-    lib.gc_run.argtypes = [ctypes.c_int, ctypes.c_int, P, P, P, P, P, P, P, P, P, P, SZ, SZ, SZ,
-                           ctypes.POINTER(ctypes.c_uint64)]
+    lib.gc_dynamic.restype = ctypes.c_int64
+    lib.gc_dynamic.argtypes = [ctypes.c_int, P, P, P, P, P, P, P, P, P, P, SZ, SZ, SZ, ctypes.POINTER(ctypes.c_uint64)]
+    return lib
+
+
+def compiled(program: Program) -> ctypes.CDLL:
+    """driver.c with the circuit compiled in (program.py): the static technique. Cached by its text."""
+    # -Os: the code runs once per pass, so its size (the instruction fetch) costs more than its speed
+    lib = ctypes.CDLL(str(build_so_from_text(program.c_source(SOURCE.read_text()), "circuit", ".c", ("-Os",))))
+    lib.gc_static.restype = ctypes.c_int64
+    lib.gc_static.argtypes = [ctypes.c_int, P, P, P, P, P, SZ]
     return lib
 
 
@@ -91,46 +102,28 @@ def renamed(c: Bristol, lv: Levels, level_order: bool) -> Layout:
     return Layout.of(c, list(range(len(c.gates))), label, c.nwires, lv.and_id, [wire[w] for w in c.output_wires])
 
 
-def reused(c: Bristol, lv: Levels) -> Layout:
-    """Labels reused in level order: a wire's label is free after its last reader (a stack of free
-    labels, the latest freed first), so the labels in use stay few and in the cache; but AND gates
-    take fresh labels, consecutive along a layer, for the kernel to write in place. Valid for the
-    level order only (static)."""
-    last = {w: n for n, k in enumerate(lv.order) for w in c.gates[k].ins}
-    last.update({w: len(lv.order) for w in c.output_wires})  # never freed
-    at = {w: w for w in range(sum(c.inputs))}
-    free: list[int] = []
-    label: dict[tuple[int, int], int] = {}
-    top = sum(c.inputs)
-    for n, k in enumerate(lv.order):
-        g = c.gates[k]
-        label[k, 0], label[k, 1] = at[g.ins[0]], at[g.ins[-1]]
-        for w in set(g.ins):  # freed before the output takes a label: it may take the same one
-            if last.get(w) == n:
-                free.append(at.pop(w))
-        if free and g.op != "AND":
-            at[g.out] = free.pop()
-        else:
-            at[g.out], top = top, top + 1
-        label[k, 2] = at[g.out]
-    return Layout.of(c, list(lv.order), label, top, lv.and_id, [at[w] for w in c.output_wires])
-
-
 @dataclass(frozen=True)
 class Prepared:
-    """A circuit as the C driver reads it, per technique: static runs the level order on reused
-    labels, dynamic the circuit order on a label per wire."""
+    """A circuit as the C driver reads it, per technique: static runs program.py's sums and AND runs
+    in level order on reused labels, dynamic the circuit order on a label per wire."""
 
     circuit: Bristol
     levels: Levels
-    by_technique: dict[str, Layout]
+    by_technique: dict[str, Program | Layout]
+    libs: dict[str, ctypes.CDLL] = field(default_factory=dict)  # built on first use
 
     @classmethod
     def of(cls, c: Bristol) -> "Prepared":
         if any(g.op == "EQ" for g in c.gates):
             raise ValueError("EQ (constant) gates are not garbled here")
         lv = levels(c)
-        return cls(c, lv, {"static": reused(c, lv), "dynamic": renamed(c, lv, LEVEL_ORDER_LABELS)})
+        return cls(c, lv, {"static": Program.of(c, lv), "dynamic": renamed(c, lv, LEVEL_ORDER_LABELS)})
+
+    def static_lib(self) -> ctypes.CDLL:
+        lib = self.libs.get("static")
+        if lib is None:
+            lib = self.libs["static"] = compiled(self.by_technique["static"])  # type: ignore[arg-type]
+        return lib
 
     @property
     def ninputs(self) -> int:
@@ -173,10 +166,13 @@ def run(kernel: HalfGatesKernel, p: Prepared, garbler: bool, labels: ctypes.Arra
         raise ValueError(f"batch {batch}, technique {technique!r}: a batch of 1 gate or more, one of {TECHNIQUES}")
     flushes = ctypes.c_uint64()
     lay = p.by_technique[technique]
-    calls = driver_lib().gc_run(int(garbler), TECHNIQUES.index(technique),
-                                kernel.garble_fn if garbler else kernel.eval_fn, kernel.key,
-                                delta, labels, tables, *lay.pointers(), len(p.circuit.gates), lay.nlabels,
-                                min(batch, max(1, p.ands)), ctypes.byref(flushes))  # buffers: no larger
+    head = (int(garbler), kernel.garble_fn if garbler else kernel.eval_fn, kernel.key, delta, labels, tables)
+    batch = min(batch, max(1, p.ands))  # buffers: no larger
+    if isinstance(lay, Program):
+        calls = p.static_lib().gc_static(*head, batch)
+    else:
+        calls = driver_lib().gc_dynamic(*head, *lay.pointers(), len(p.circuit.gates), lay.nlabels, batch,
+                                        ctypes.byref(flushes))
     if calls < 0:
         raise MemoryError("driver: out of memory")
     return calls, flushes.value
