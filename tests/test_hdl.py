@@ -153,15 +153,16 @@ def check_core(spec: HdlSpec, tmp_path, seed: int = 1, kinds: tuple[str, ...] = 
 # make test: iterative and pipelined AES-128 and AES-256 with a circuit S-box, and one decryption
 # core. A pipeline drains before each new key, so its quick run leaves out VarKey (a key a case);
 # the sweep runs every file on every architecture.
-QUICK = [(128, "iterative", False), (256, "iterative", False), (128, "pipelined-1", False),
-         (256, "pipelined-1", False), (128, "iterative", True)]
+QUICK = [(128, "iterative", "bp113", False), (256, "iterative", "bp113", False),
+         (128, "pipelined-1", "bp113", False), (256, "pipelined-1", "bp113", False),
+         (128, "iterative", "bp113", True), (128, "iterative", "canright", False), (128, "iterative", "canright", True)]
 
 
 @needs_icarus
-@pytest.mark.parametrize("bits,arch,decrypt", QUICK)
-def test_core_answers_kats_and_cryptography(tmp_path, bits: int, arch: str, decrypt: bool) -> None:
+@pytest.mark.parametrize("bits,arch,sbox,decrypt", QUICK)
+def test_core_answers_kats_and_cryptography(tmp_path, bits: int, arch: str, sbox: str, decrypt: bool) -> None:
     kinds = tuple(k for k in vectors.CAVP_KINDS if k != "VarKey" or not arch.startswith("pipelined"))
-    check_core(spec_of(bits, arch, "bp113", decrypt), tmp_path, kinds=kinds)
+    check_core(spec_of(bits, arch, sbox, decrypt), tmp_path, kinds=kinds)
 
 
 @needs_icarus
@@ -187,7 +188,8 @@ def test_smoke_testbench_passes(tmp_path) -> None:
 LINTED = [(128, "iterative", "bp113", False, "on-the-fly"), (256, "iterative", "bp113", False, "on-the-fly"),
           (128, "pipelined-1", "bp113", False, "on-the-fly"), (256, "pipelined-1", "bp113", False, "on-the-fly"),
           (192, "unrolled-3", "table", True, "on-the-fly"), (192, "pipelined-2", "table", True, "loaded"),
-          (256, "iterative", "table", True, "loaded"), (128, "unrolled-10", "bp113", False, "loaded")]
+          (256, "iterative", "table", True, "loaded"), (128, "unrolled-10", "bp113", False, "loaded"),
+          (128, "iterative", "canright", True, "on-the-fly")]
 
 
 @needs_verilator
@@ -199,7 +201,7 @@ def test_verilator_lint_is_clean(tmp_path, bits: int, arch: str, sbox: str, decr
 
 # -- the exhaustive sweep (make test-full) -----------------------------------------------------------
 SWEEP = [(bits, arch, sbox, decrypt, keys) for bits in (128, 192, 256)
-         for arch in ("iterative", "unrolled-2", "pipelined-1", "pipelined-2") for sbox in ("bp113", "table")
+         for arch in ("iterative", "unrolled-2", "pipelined-1", "pipelined-2") for sbox in ("bp113", "canright", "table")
          for decrypt in (False, True) for keys in ("on-the-fly", "loaded")]
 
 
