@@ -15,6 +15,7 @@ import pytest
 from aesgen.hdl import HdlSpec, generate
 from aesgen.hdl.sbox import circuit_module
 from aesgen.hdl.synth import sbox_area, synthesize
+from aesgen.tools import explore_hdl
 from aesgen.hdl.structure import (backward_rules, column_matrix, forward_rules, key_words, rounds,
                                   row_permutation)
 from aesgen.verify import vectors
@@ -246,6 +247,24 @@ def test_report_counts_the_state_and_key_registers() -> None:
     (six,) = synthesize(spec, generate(spec, vectors.FIPS197_APPENDIX_C[128]), ("lut6",))
     # 128 state + 128 stored key + 128 key window flip-flops, and a handful of control bits
     assert six.flow == "lut6" and 384 <= six.ffs < 400 and six.luts > 16 * 8 and six.depth >= 2
+
+
+@needs_yosys
+def test_report_has_an_ecp5_flow() -> None:
+    spec = spec_of(128, "iterative", "canright")
+    (five,) = synthesize(spec, generate(spec, vectors.FIPS197_APPENDIX_C[128]), ("ecp5",))
+    # the 384 flip-flops of the state and the two key registers at least; LUT4s for 20 S-boxes
+    assert five.flow == "ecp5" and five.ffs >= 384 and five.luts > 20 * 8 and five.fmax_mhz is None
+
+
+def test_explore_table_shows_ecp5_only_when_run() -> None:
+    base = dict(arch="iterative", sbox="canright", luts6=1, ffs=2, depth6=3, ice40_luts=4, ice40_brams=0,
+                fmax_mhz=None, blocks_per_clock=1 / 11, note="")
+    for ecp5 in (None, 1234):
+        table, _ = explore_hdl.tables([explore_hdl.Point(**base, ecp5_luts=ecp5)], [], 128)
+        headers = [c.header for c in table.columns]
+        assert ("ECP5 LUT4" in headers) == (ecp5 is not None)
+        assert all(len(c._cells) == 2 for c in table.columns)  # the row and the seed study's row
 
 
 @needs_yosys
