@@ -14,6 +14,7 @@ from aesgen.circuits import CIRCUIT_FILES, algebra, canright, load
 from aesgen.circuits.allocate import AllocationError, Target, allocate, retable
 from aesgen.circuits.compile import Compiled, compile_circuit, target_for
 from aesgen.circuits.fuse import fuse_ternlog
+from aesgen.circuits.linear import boyar_peralta, paar, xor_program
 from aesgen.circuits.netlist import LUT_A, LUT_B, LUT_C, Circuit, CircuitError, Gate, lut3, parse
 from aesgen.circuits.order import greedy_order, listed_order
 from aesgen.circuits.program import Instr, Program, ProgramError, Reg, Slot, check_form, max_live_registers, \
@@ -102,6 +103,21 @@ def test_canright_towers_are_normal_bases_and_every_one_inverts() -> None:
         assert canright.build(towers[3], inverse).table() == REFERENCE[f"{'inv_' if inverse else ''}sbox_canright"]()
     shipped = canright.best_tower()
     assert load("sbox_canright").gates == canright.build(shipped, False).gates
+
+
+@pytest.mark.parametrize("columns", [3, 8, 10, 14])
+def test_xor_programs_compute_every_row(columns: int) -> None:
+    rng = random.Random(columns)
+    rows = [rng.randrange(1, 1 << columns) for _ in range(12)] + [1 << (columns - 1)]
+    programs = [paar(rows, columns, random.Random(1)), xor_program(rows, columns)]
+    programs += [boyar_peralta(rows, columns)] if columns <= 10 else []
+    for steps in programs:
+        vectors = [1 << i for i in range(columns)]
+        for a, b in steps:
+            assert a < b < len(vectors)
+            vectors.append(vectors[a] ^ vectors[b])
+        assert set(rows) <= set(vectors) and len(steps) >= len(set(rows) - set(vectors[:columns]))
+    assert len(xor_program(rows, columns)) == min(map(len, programs))
 
 
 def test_inverse_metrics() -> None:

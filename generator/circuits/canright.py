@@ -16,27 +16,25 @@ search in GF(2^8), every constant (the basis changes, the scalings, the affine m
 them, so no matrix is written down by hand. The circuit is emitted layer by layer: the GF(2)-linear
 parts between two layers of ANDs are one matrix each (the first holds the change of basis, the
 operand sums and nu (G1 + G0)^2; the last the products' recombination, the change of basis back and
-the affine map), made of XORs by Paar's greedy heuristic (C. Paar, "Optimized arithmetic for
-Reed-Solomon encoders", ISIT 1997): repeatedly add the pair of columns that occurs in most rows.
-Of the 2 x 8 choices of N and nu, the one with the fewest gates (S-box and inverse together) is kept.
+the affine map), made of XORs by `linear.xor_program` (Paar's greedy, or Boyar and Peralta's
+distance heuristic where the matrix is narrow). Of the 2 x 8 choices of N and nu, the one with the
+fewest gates (S-box and inverse together) is kept.
 """
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import product
-from random import Random
 from pathlib import Path
 
 from ..aesref import gf256_mul
 from .algebra import AFFINE_CONSTANT, AFFINE_TAPS, inverse_affine
+from .linear import BP_MAX_COLUMNS, xor_program
 from .netlist import Circuit, Gate
 
 PAPER = 'D. Canright, "A Very Compact S-Box for AES", CHES 2005'
 DATA_FILES = {"sbox_canright": ("sbox_canright.txt", False), "inv_sbox_canright": ("inv_sbox_canright.txt", True)}
-PAAR_TRIES = 64  # Paar runs per linear layer with random tie-breaks; the shortest is kept
 ONE = 0  # the base signal index of the constant 1 (forms are bitmasks over base signals)
 
 
@@ -138,27 +136,7 @@ def linear(v: Value, f) -> Value:
     return {s: f(c) for s, c in v.items() if f(c)}
 
 
-def paar(rows: list[int], columns: int, rng: Random) -> list[tuple[int, int]]:
-    """Paar's greedy: the XORs (pairs of column indices; each adds a column) that leave every row
-    one column. Ties between the most frequent pairs are broken by `rng` (seed 0: the first pair)."""
-    rows: list[int] = list(rows)
-    steps: list[tuple[int, int]] = []
-    while True:
-        pairs: Counter[tuple[int, int]] = Counter()
-        for row in rows:
-            idx = [i for i in range(columns) if row >> i & 1]
-            pairs.update((a, b) for k, a in enumerate(idx) for b in idx[k + 1:])
-        if not pairs:
-            return steps
-        most = max(pairs.values())
-        best = sorted(p for p, n in pairs.items() if n == most)
-        a, b = rng.choice(best)
-        steps.append((a, b))
-        rows = [r ^ (1 << a) ^ (1 << b) ^ (1 << columns) if r >> a & 1 and r >> b & 1 else r for r in rows]
-        columns += 1
-
-
-# -- the builder: linear layers by Paar's heuristic, ANDs between them ------------------------
+# -- the builder: linear layers of XORs, ANDs between them --------------------------------------
 @dataclass
 class Builder:
     inputs: tuple[str, ...]
@@ -185,15 +163,14 @@ class Builder:
         return {index: 1}
 
     def materialize(self, targets: list[int], frontier: list[str], names: list[str] | None = None) -> list[str]:
-        """Signals computing the forms `targets` from `frontier` (one GF(2) matrix, Paar's XORs)."""
+        """Signals computing the forms `targets` from `frontier` (one GF(2) matrix of XORs)."""
         todo = [f for f in dict.fromkeys(targets) if f not in self.known]
         rows = [self.express(f, frontier) for f in todo]
-        columns = list(frontier)
-        for a, b in min((paar(rows, len(columns), Random(seed)) for seed in range(PAAR_TRIES)), key=len):
+        columns, vectors = list(frontier), [1 << i for i in range(len(frontier))]
+        for a, b in xor_program(rows, len(columns)):
             columns.append(self.xor(columns[a], columns[b]))
-            new = 1 << (len(columns) - 1)
-            rows = [r ^ (1 << a) ^ (1 << b) ^ new if r >> a & 1 and r >> b & 1 else r for r in rows]
-        sources = [columns[row.bit_length() - 1] for row in rows]
+            vectors.append(vectors[a] ^ vectors[b])
+        sources = [columns[vectors.index(row)] for row in rows]
         claimed = {s for f, s in zip(todo, sources) if f & 1 == self.forms[s] & 1}
         for form, source in zip(todo, sources):  # the constant-matching ones first: they claim
             if source in claimed:                  # their XOR before another may turn it to XNOR
@@ -411,7 +388,9 @@ def header(circuit: Circuit, tower: Tower, inverse: bool) -> str:
         f"  [Z^4, Z] over GF(2^2), Z = {{{tower.z:02x}}}, Z^2 + Z + N = 0, N = {{{tower.n:02x}}} = {n_name};",
         f"  [W^2, W] over GF(2), W = {{{tower.w:02x}}}, W^2 + W + 1 = 0.",
         "36 ANDs: three GF(2^4) products of 9 and the GF(2^4) inverse's 9. Each linear layer",
-        "between two layers of ANDs is one GF(2) matrix, its XORs found by Paar's greedy heuristic.",
+        "between two layers of ANDs is one GF(2) matrix, its XORs found by Paar's greedy heuristic",
+        f"or, for a matrix at most {BP_MAX_COLUMNS} columns wide, Boyar-Peralta's (SEA 2010), whichever",
+        "is shorter.",
         "Bits: U0 is the input byte's top bit, U7 its lowest; S0 the output's top bit, S7 its lowest.",
     ])
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .spec import HdlSpec
 
-LUT_CELLS = re.compile(r"^(\$lut|SB_LUT4|LUT4)$")  # ECP5's PFUMX/L6MUX21 join LUT4s inside a slice: no LUTs
+LUT_CELLS = re.compile(r"^(\$lut|SB_LUT4|LUT4)$")
 FF_CELLS = re.compile(r"^(\$_.*DFF.*|SB_DFF.*|TRELLIS_FF)$")
 BRAM_CELLS = ("SB_RAM", "DP16KD")  # iCE40 4 kbit, ECP5 18 kbit block RAMs
 FLOWS = ("lut6", "lut4", "ice40", "ecp5")
@@ -126,9 +126,12 @@ def ice40(sources: list[Path], spec: HdlSpec, cwd: Path, place: bool) -> Synthes
 
 
 def ecp5(sources: list[Path], spec: HdlSpec, cwd: Path) -> Synthesis:
-    """Lattice ECP5 LUT4s, flip-flops and block RAMs; no fmax: Debian 12 packages no nextpnr-ecp5."""
+    """Lattice ECP5 LUT4s, flip-flops and block RAMs; no fmax: Debian 12 packages no nextpnr-ecp5.
+    -nowidelut: ABC's default ECP5 mapping builds LUT5-7s from LUT4s and muxes for speed, which
+    triples the LUT4s of an XOR-heavy core; an area figure wants plain LUT4s."""
     reads = " ".join(p.name for p in sources)
-    counts = cell_counts(run_yosys(f"read_verilog {reads}; synth_ecp5 -top {spec.prefix}_core; stat", cwd))
+    counts = cell_counts(run_yosys(f"read_verilog {reads}; synth_ecp5 -nowidelut -top {spec.prefix}_core; stat",
+                                   cwd))
     luts, ffs = totals(counts)
     return Synthesis("ecp5", luts, ffs, brams=brams(counts), note="fmax: no nextpnr-ecp5 flow")
 
