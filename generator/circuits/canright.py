@@ -23,6 +23,7 @@ fewest gates (S-box and inverse together) is kept.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import product
@@ -132,7 +133,7 @@ def square(v: Value) -> Value:
     return {s: gf256_mul(c, c) for s, c in v.items()}
 
 
-def linear(v: Value, f) -> Value:
+def linear(v: Value, f: Callable[[int], int]) -> Value:
     return {s: f(c) for s, c in v.items() if f(c)}
 
 
@@ -286,7 +287,7 @@ def operand_forms(v: Value, tower: Tower, size: int) -> list[int]:
 def multiply(b: Builder, x: Value, y: Value, tower: Tower, size: int) -> Value:
     """x * y in GF(size^2), size 2 or 4 (GF(4) or GF(16) products): the ANDs of the operands'
     materialized forms, recombined as values. The forms must be known to the builder."""
-    hi, lo, q = tower.level(size)
+    hi, lo, _ = tower.level(size)
     # normal basis: (a1 X^q + a0 X)(b1 X^q + b0 X) = a1 b1 (X^2q + X^(q+1)) + a0 b0 (X^2 + X^(q+1))
     #                                                 + (a1 + a0)(b1 + b0) X^(q+1)
     cross = gf256_mul(hi, lo)
