@@ -4,15 +4,17 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 from functools import cache
+from importlib.resources import files
 
 import pytest
 from click.testing import CliRunner
 
-from aesgen.aesref import inv_sbox, sbox
-from aesgen.circuits import CIRCUIT_FILES, algebra, load
+from aesgen.aesref import gf256_mul as gmul, inv_sbox, sbox
+from aesgen.circuits import CIRCUIT_FILES, algebra, canright, load
 from aesgen.circuits.allocate import AllocationError, Target, allocate, retable
 from aesgen.circuits.compile import Compiled, compile_circuit, target_for
 from aesgen.circuits.fuse import fuse_ternlog
+from aesgen.circuits.linear import boyar_peralta, paar, xor_program
 from aesgen.circuits.netlist import LUT_A, LUT_B, LUT_C, Circuit, CircuitError, Gate, lut3, parse
 from aesgen.circuits.order import greedy_order, listed_order
 from aesgen.circuits.program import Instr, Program, ProgramError, Reg, Slot, check_form, max_live_registers, \
@@ -21,7 +23,8 @@ from aesgen.tools.cli import main
 
 CIRCUITS = tuple(CIRCUIT_FILES)
 PASSES = ("three-operand", "two-operand", "ternlog")
-REFERENCE = {"sbox_bp113": sbox, "inv_sbox_bp121": inv_sbox, "sbox_bp128_depth16": sbox}
+REFERENCE = {"sbox_bp113": sbox, "inv_sbox_bp121": inv_sbox, "sbox_bp128_depth16": sbox,
+             "sbox_canright": sbox, "inv_sbox_canright": inv_sbox}
 
 
 @cache
@@ -55,8 +58,9 @@ def test_sympy_affine_map_and_its_inverse() -> None:
 def test_changing_any_one_gate_breaks_the_proof(name: str) -> None:
     circuit = load(name)
     flip = {"XOR": "XNOR", "XNOR": "XOR", "AND": "OR", "OR": "AND"}
-    for k, g in enumerate(circuit.gates):
-        broken = replace(circuit, gates=circuit.gates[:k] + (replace(g, op=flip[g.op]),) + circuit.gates[k + 1:])
+    for k, g in enumerate(circuit.gates):  # a NOT becomes a copy (an AND of its input with itself)
+        changed = replace(g, op=flip[g.op]) if g.op in flip else replace(g, op="AND", ins=g.ins * 2)
+        broken = replace(circuit, gates=circuit.gates[:k] + (changed,) + circuit.gates[k + 1:])
         assert broken.table() != REFERENCE[name](), f"changing {g.text()} went unnoticed"
 
 
@@ -71,6 +75,49 @@ def test_depth16_metrics_are_the_published_ones() -> None:
     m = load("sbox_bp128_depth16").metrics()
     assert (m.gates, m.nonlinear, m.depth) == (128, 34, 16)
     assert m.by_op == {"AND": 34, "XNOR": 4, "XOR": 90}
+
+
+def test_canright_circuits_use_his_36_ands_and_say_their_counts() -> None:
+    for name in ("sbox_canright", "inv_sbox_canright"):
+        m = load(name).metrics()
+        text = (files("aesgen.circuits") / "data" / CIRCUIT_FILES[name]).read_text()
+        ops = ", ".join(f"{n} {op}" for op, n in m.by_op.items())
+        assert m.nonlinear == m.by_op["AND"] == 36 and f"# {m.gates} gates ({ops}), depth {m.depth}." in text
+        assert m.gates <= 140  # the bound Paar's XORs have reached; Canright's own count is 120
+
+
+def test_canright_constructor_rewrites_the_data_files_byte_identically() -> None:
+    data = files("aesgen.circuits") / "data"
+    assert canright.texts() == {f: (data / f).read_text() for f, _ in canright.DATA_FILES.values()}
+
+
+def test_canright_towers_are_normal_bases_and_every_one_inverts() -> None:
+    towers = canright.towers()
+    assert len(towers) == 16  # N in {W, W^2}, nu one of the 8 elements of GF(16) of trace 1
+    for t in towers:
+        w, z, y = t.w, t.z, t.y
+        assert gmul(w, w) ^ w == 1 and w not in (0, 1)  # W^2 + W + 1 = 0
+        assert canright.power(w, 2) ^ w == 1 and canright.power(z, 4) ^ z == 1 and canright.power(y, 16) ^ y == 1
+        assert t.n in (w, gmul(w, w)) and canright.power(t.nu, 16) == t.nu
+    for inverse in (False, True):  # the shipped tower is the cheapest, and the others compute it too
+        assert canright.build(towers[3], inverse).table() == REFERENCE[f"{'inv_' if inverse else ''}sbox_canright"]()
+    shipped = canright.best_tower()
+    assert load("sbox_canright").gates == canright.build(shipped, False).gates
+
+
+@pytest.mark.parametrize("columns", [3, 8, 10, 14])
+def test_xor_programs_compute_every_row(columns: int) -> None:
+    rng = random.Random(columns)
+    rows = [rng.randrange(1, 1 << columns) for _ in range(12)] + [1 << (columns - 1)]
+    programs = [paar(rows, columns, random.Random(1)), xor_program(rows, columns)]
+    programs += [boyar_peralta(rows, columns)] if columns <= 10 else []
+    for steps in programs:
+        vectors = [1 << i for i in range(columns)]
+        for a, b in steps:
+            assert a < b < len(vectors)
+            vectors.append(vectors[a] ^ vectors[b])
+        assert set(rows) <= set(vectors) and len(steps) >= len(set(rows) - set(vectors[:columns]))
+    assert len(xor_program(rows, columns)) == min(map(len, programs))
 
 
 def test_inverse_metrics() -> None:
@@ -172,7 +219,8 @@ def test_fusion_keeps_the_function_and_saves_gates(name: str) -> None:
     circuit = load(name)
     fused = fuse_ternlog(circuit)
     assert fused.table() == circuit.table()
-    assert len(fused.gates) < len(circuit.gates) * 3 // 4
+    bound = 4 / 5 if "canright" in name else 3 / 4  # Paar's shared XORs leave fewer gates to fuse
+    assert len(fused.gates) < len(circuit.gates) * bound
     assert all(g.op in ("LUT3", "XOR", "AND", "OR") for g in fused.gates)
 
 

@@ -11,10 +11,12 @@ import re
 import subprocess
 
 import pytest
+from rich.console import Console
 
 from aesgen.hdl import HdlSpec, generate
 from aesgen.hdl.sbox import circuit_module
 from aesgen.hdl.synth import sbox_area, synthesize
+from aesgen.tools import explore_hdl
 from aesgen.hdl.structure import (backward_rules, column_matrix, forward_rules, key_words, rounds,
                                   row_permutation)
 from aesgen.verify import vectors
@@ -153,15 +155,16 @@ def check_core(spec: HdlSpec, tmp_path, seed: int = 1, kinds: tuple[str, ...] = 
 # make test: iterative and pipelined AES-128 and AES-256 with a circuit S-box, and one decryption
 # core. A pipeline drains before each new key, so its quick run leaves out VarKey (a key a case);
 # the sweep runs every file on every architecture.
-QUICK = [(128, "iterative", False), (256, "iterative", False), (128, "pipelined-1", False),
-         (256, "pipelined-1", False), (128, "iterative", True)]
+QUICK = [(128, "iterative", "bp113", False), (256, "iterative", "bp113", False),
+         (128, "pipelined-1", "bp113", False), (256, "pipelined-1", "bp113", False),
+         (128, "iterative", "bp113", True), (128, "iterative", "canright", False), (128, "iterative", "canright", True)]
 
 
 @needs_icarus
-@pytest.mark.parametrize("bits,arch,decrypt", QUICK)
-def test_core_answers_kats_and_cryptography(tmp_path, bits: int, arch: str, decrypt: bool) -> None:
+@pytest.mark.parametrize("bits,arch,sbox,decrypt", QUICK)
+def test_core_answers_kats_and_cryptography(tmp_path, bits: int, arch: str, sbox: str, decrypt: bool) -> None:
     kinds = tuple(k for k in vectors.CAVP_KINDS if k != "VarKey" or not arch.startswith("pipelined"))
-    check_core(spec_of(bits, arch, "bp113", decrypt), tmp_path, kinds=kinds)
+    check_core(spec_of(bits, arch, sbox, decrypt), tmp_path, kinds=kinds)
 
 
 @needs_icarus
@@ -187,7 +190,8 @@ def test_smoke_testbench_passes(tmp_path) -> None:
 LINTED = [(128, "iterative", "bp113", False, "on-the-fly"), (256, "iterative", "bp113", False, "on-the-fly"),
           (128, "pipelined-1", "bp113", False, "on-the-fly"), (256, "pipelined-1", "bp113", False, "on-the-fly"),
           (192, "unrolled-3", "table", True, "on-the-fly"), (192, "pipelined-2", "table", True, "loaded"),
-          (256, "iterative", "table", True, "loaded"), (128, "unrolled-10", "bp113", False, "loaded")]
+          (256, "iterative", "table", True, "loaded"), (128, "unrolled-10", "bp113", False, "loaded"),
+          (128, "iterative", "canright", True, "on-the-fly")]
 
 
 @needs_verilator
@@ -199,7 +203,7 @@ def test_verilator_lint_is_clean(tmp_path, bits: int, arch: str, sbox: str, decr
 
 # -- the exhaustive sweep (make test-full) -----------------------------------------------------------
 SWEEP = [(bits, arch, sbox, decrypt, keys) for bits in (128, 192, 256)
-         for arch in ("iterative", "unrolled-2", "pipelined-1", "pipelined-2") for sbox in ("bp113", "table")
+         for arch in ("iterative", "unrolled-2", "pipelined-1", "pipelined-2") for sbox in ("bp113", "canright", "table")
          for decrypt in (False, True) for keys in ("on-the-fly", "loaded")]
 
 
@@ -244,6 +248,27 @@ def test_report_counts_the_state_and_key_registers() -> None:
     (six,) = synthesize(spec, generate(spec, vectors.FIPS197_APPENDIX_C[128]), ("lut6",))
     # 128 state + 128 stored key + 128 key window flip-flops, and a handful of control bits
     assert six.flow == "lut6" and 384 <= six.ffs < 400 and six.luts > 16 * 8 and six.depth >= 2
+
+
+@needs_yosys
+def test_report_has_an_ecp5_flow() -> None:
+    spec = spec_of(128, "iterative", "canright")
+    (five,) = synthesize(spec, generate(spec, vectors.FIPS197_APPENDIX_C[128]), ("ecp5",))
+    # the 384 flip-flops of the state and the two key registers at least; LUT4s for 20 S-boxes
+    assert five.flow == "ecp5" and five.ffs >= 384 and five.luts > 20 * 8 and five.fmax_mhz is None
+
+
+def test_explore_table_shows_ecp5_only_when_run() -> None:
+    base = dict(arch="iterative", sbox="canright", luts6=1, ffs=2, depth6=3, ice40_luts=4, ice40_brams=0,
+                fmax_mhz=None, blocks_per_clock=1 / 11, note="")
+    for ecp5 in (None, 1234):
+        table, _ = explore_hdl.tables([explore_hdl.Point(**base, ecp5_luts=ecp5)], [], 128)
+        console = Console(width=400, record=True)
+        console.print(table)
+        text = console.export_text()
+        assert ("ECP5 LUT4" in text) == ("1,234" in text) == (ecp5 is not None)
+        seed = next(line for line in text.splitlines() if "seed study" in line)
+        assert seed.split("│")[-2].strip() == "1,183,080"  # its last cell under the last column
 
 
 @needs_yosys

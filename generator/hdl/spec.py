@@ -15,6 +15,7 @@ TABLE = "table"
 SBOX_CIRCUITS: dict[str, tuple[str, str | None]] = {
     "bp113": ("sbox_bp113", "inv_sbox_bp121"),
     "depth16": ("sbox_bp128_depth16", "inv_sbox_bp121"),  # the inverse is the same paper's construction
+    "canright": ("sbox_canright", "inv_sbox_canright"),
 }
 SBOX_CHOICES = (*SBOX_CIRCUITS, TABLE)
 _UNROLLED = re.compile(r"unrolled-(\d+)$")

@@ -1,5 +1,5 @@
-"""Area and speed of a core: Yosys' generic LUT6/LUT4 flows and synth_ice40, and nextpnr-ice40's
-fmax on a small harness (a shift register feeds the core's inputs from one pin and the XOR of its
+"""Area and speed of a core: Yosys' generic LUT6/LUT4 flows, synth_ice40 and synth_ecp5, and
+nextpnr-ice40's fmax on a small harness (a shift register feeds the core's inputs from one pin and the XOR of its
 outputs leaves on one pin, so the core's 400-odd ports need no package pins).
 
 Each run gets its own temporary folder; tools that are missing give a result with a note
@@ -16,9 +16,10 @@ from pathlib import Path
 
 from .spec import HdlSpec
 
-LUT_CELLS = re.compile(r"^(\$lut|SB_LUT4)$")
-FF_CELLS = re.compile(r"^(\$_.*DFF.*|SB_DFF.*)$")
-FLOWS = ("lut6", "lut4", "ice40")
+LUT_CELLS = re.compile(r"^(\$lut|SB_LUT4|LUT4)$")
+FF_CELLS = re.compile(r"^(\$_.*DFF.*|SB_DFF.*|TRELLIS_FF)$")
+BRAM_CELLS = ("SB_RAM", "DP16KD")  # iCE40 4 kbit, ECP5 18 kbit block RAMs
+FLOWS = ("lut6", "lut4", "ice40", "ecp5")
 ICE40_DEVICE = ("--hx8k", "ct256")  # the largest iCE40 HX: 7,680 LUT4s, 32 block RAMs
 ICE40_LUTS, ICE40_BRAMS = 7680, 32
 YOSYS_TIMEOUT = 1800
@@ -31,7 +32,7 @@ class Synthesis:
     ffs: int | None = None
     depth: int | None = None          # LUT levels between registers (Yosys ltp -noff)
     fmax_mhz: float | None = None     # nextpnr-ice40, ice40 flow only
-    brams: int = 0                    # iCE40 block RAMs (Yosys maps a table S-box to ROM)
+    brams: int = 0                    # block RAMs (Yosys may map a table S-box to ROM)
     note: str = ""
 
 
@@ -59,7 +60,7 @@ def totals(counts: dict[str, int]) -> tuple[int, int]:
 
 
 def brams(counts: dict[str, int]) -> int:
-    return sum(n for c, n in counts.items() if c.startswith("SB_RAM"))
+    return sum(n for c, n in counts.items() if c.startswith(BRAM_CELLS))
 
 
 def run_yosys(script: str, cwd: Path) -> str:
@@ -124,6 +125,17 @@ def ice40(sources: list[Path], spec: HdlSpec, cwd: Path, place: bool) -> Synthes
     return Synthesis("ice40", luts, ffs, fmax_mhz=float(found[-1]), brams=rams)
 
 
+def ecp5(sources: list[Path], spec: HdlSpec, cwd: Path) -> Synthesis:
+    """Lattice ECP5 LUT4s, flip-flops and block RAMs; no fmax: Debian 12 packages no nextpnr-ecp5.
+    -nowidelut: ABC's default ECP5 mapping builds LUT5-7s from LUT4s and muxes for speed, which
+    triples the LUT4s of an XOR-heavy core; an area figure wants plain LUT4s."""
+    reads = " ".join(p.name for p in sources)
+    counts = cell_counts(run_yosys(f"read_verilog {reads}; synth_ecp5 -nowidelut -top {spec.prefix}_core; stat",
+                                   cwd))
+    luts, ffs = totals(counts)
+    return Synthesis("ecp5", luts, ffs, brams=brams(counts), note="fmax: no nextpnr-ecp5 flow")
+
+
 def synthesize(spec: HdlSpec, files: dict[str, str], flows: tuple[str, ...] = FLOWS,
                place: bool = True) -> list[Synthesis]:
     """The core (`files` as `generate` returns them; testbenches left out) through each flow."""
@@ -141,6 +153,8 @@ def synthesize(spec: HdlSpec, files: dict[str, str], flows: tuple[str, ...] = FL
         for flow in flows:
             if flow == "ice40":
                 results.append(ice40(sources, spec, cwd, place))
+            elif flow == "ecp5":
+                results.append(ecp5(sources, spec, cwd))
             else:
                 results.append(generic(sources, f"{spec.prefix}_core", int(flow.removeprefix("lut")), cwd))
         return results

@@ -464,9 +464,10 @@ def parse_range(text: str) -> list[int]:
               f"multiply methods ({', '.join(GFMULS)}; comma list) instead of the two product forms.")
 @click.option("--isa", default=None, help=f"Build every width for this ISA ({', '.join(WIDTHS_BY_ISA)}), e.g. avx2 "
               "for the 16-register kernels on an AVX-512 CPU [default: the target's widest ISA for each width].")
+@click.option("--ecp5", is_flag=True, help="hdl: also synthesize every core with Yosys synth_ecp5 (ECP5 LUT4s; slower).")
 def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str | None, json_path: Path | None,
             plot_path: Path | None, methods: str, blocks: int | None, backend: str, port_model: bool,
-            budget: float, gfmuls: str, isa: str | None) -> None:
+            budget: float, gfmuls: str, isa: str | None, ecp5: bool) -> None:
     """Interleave depth vs throughput and latency, per width, for MODE.
 
     MODE is ecb, ctr32, cbc, or ghash/polyval/gcm (both product variants; aggregation
@@ -481,7 +482,7 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
     """
     if mode == "hdl":
         require_writable(json_path, plot_path)
-        explore_cores(json_path, plot_path)
+        explore_cores(json_path, plot_path, ecp5)
         return
     try:
         parse_modes(mode)
@@ -535,10 +536,10 @@ def explore(mode: str, widths: str, depths: str | None, target: str, sizes: str 
     write_exploration(exploration, result, json_path, plot_path)
 
 
-def explore_cores(json_path: Path | None, plot_path: Path | None) -> None:
+def explore_cores(json_path: Path | None, plot_path: Path | None, ecp5: bool = False) -> None:
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("explore hdl", total=None)
-        result = explore_hdl.explore(progress=lambda s: progress.update(task, description=s))
+        result = explore_hdl.explore(progress=lambda s: progress.update(task, description=s), ecp5=ecp5)
     for table in explore_hdl.tables(*result, bits=128):
         console.print(table)
     write_exploration(explore_hdl, result, json_path, plot_path)

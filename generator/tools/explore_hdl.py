@@ -34,6 +34,7 @@ class Point:
     fmax_mhz: float | None
     blocks_per_clock: float
     note: str
+    ecp5_luts: int | None = None  # synth_ecp5, with --ecp5
 
     @property
     def mblocks_per_s(self) -> float | None:
@@ -59,12 +60,14 @@ def spec_for(bits: int, arch: str, sbox: str) -> HdlSpec:
     return HdlSpec(bits, arch, sbox, "aes", stages_per_round=stages)
 
 
-def point(bits: int, arch: str, sbox: str, place: bool) -> Point:
+def point(bits: int, arch: str, sbox: str, place: bool, ecp5: bool = False) -> Point:
     spec = spec_for(bits, arch, sbox)
-    runs = {r.flow: r for r in synthesize(spec, generate(spec, FIPS197_APPENDIX_C[bits]), ("lut6", "ice40"), place)}
+    flows = ("lut6", "ice40", "ecp5") if ecp5 else ("lut6", "ice40")
+    runs = {r.flow: r for r in synthesize(spec, generate(spec, FIPS197_APPENDIX_C[bits]), flows, place)}
     six, ice = runs["lut6"], runs["ice40"]
     return Point(arch, sbox, six.luts, six.ffs, six.depth, ice.luts, ice.brams, ice.fmax_mhz,
-                 1 / spec.clocks_per_block(), "; ".join(n for n in (six.note, ice.note) if n))
+                 1 / spec.clocks_per_block(), "; ".join(n for n in (six.note, ice.note) if n),
+                 runs["ecp5"].luts if ecp5 else None)
 
 
 def sbox_rows() -> list[SboxRow]:
@@ -80,12 +83,13 @@ def sbox_rows() -> list[SboxRow]:
 
 
 def explore(bits: int = 128, archs: tuple[str, ...] = ARCHS, sboxes: tuple[str, ...] = SBOX_CHOICES,
-            place: bool = True, progress: Callable[[str], None] = lambda s: None) -> tuple[list[Point], list[SboxRow]]:
+            place: bool = True, progress: Callable[[str], None] = lambda s: None,
+            ecp5: bool = False) -> tuple[list[Point], list[SboxRow]]:
     points = []
     for arch in archs:
         for sbox in sboxes:
             progress(f"synthesizing AES-{bits} {arch} {sbox}")
-            points.append(point(bits, arch, sbox, place))
+            points.append(point(bits, arch, sbox, place, ecp5))
     progress("synthesizing the S-boxes alone")
     return points, sbox_rows()
 
@@ -97,17 +101,18 @@ def show(value: float | int | None, fmt: str = "{:,}") -> str:
 def tables(points: list[Point], rows: list[SboxRow], bits: int) -> tuple[Table, Table]:
     t = Table(title=f"AES-{bits} encryption cores: area x throughput (Yosys 'synth -lut 6'; iCE40: synth_ice40 "
                     "+ nextpnr-ice40 --hx8k)")
+    ecp5 = any(p.ecp5_luts is not None for p in points)
     for col in ("arch", "S-box", "LUT6", "FFs", "LUT6 levels", "iCE40 LUT4", "BRAM", "fmax MHz",
-                "blocks/clock", "Mblocks/s", "LUT6 per block/clock"):
+                *(("ECP5 LUT4",) if ecp5 else ()), "blocks/clock", "Mblocks/s", "LUT6 per block/clock"):
         t.add_column(col, justify="left" if col in ("arch", "S-box") else "right")
     for p in points:
         per = None if p.luts6 is None else round(p.luts6 / p.blocks_per_clock)
         t.add_row(p.arch, p.sbox, show(p.luts6), show(p.ffs), show(p.depth6), show(p.ice40_luts),
-                  str(p.ice40_brams), show(p.fmax_mhz, "{:.1f}"), f"{p.blocks_per_clock:.4g}",
-                  show(p.mblocks_per_s, "{:.2f}"), show(per))
+                  str(p.ice40_brams), show(p.fmax_mhz, "{:.1f}"), *((show(p.ecp5_luts),) if ecp5 else ()),
+                  f"{p.blocks_per_clock:.4g}", show(p.mblocks_per_s, "{:.2f}"), show(per))
     seed_bpc = 1 / SEED["clocks_per_block"]
     t.add_row("seed study", "(its own)", f"{SEED['luts']:,}", f"{SEED['ffs']:,}", "", "", "", "",
-              f"{seed_bpc:.4g}", "", f"{round(SEED['luts'] / seed_bpc):,}")
+              *(("",) if ecp5 else ()), f"{seed_bpc:.4g}", "", f"{round(SEED['luts'] / seed_bpc):,}")
     s = Table(title="S-box circuits: gates vs LUTs (the S-box module alone, Yosys 'synth -lut 6' / '-lut 4')")
     for col in ("S-box", "gates", "nonlinear", "gate depth", "LUT6", "LUT6 levels", "LUT4", "LUT4 levels"):
         s.add_column(col, justify="left" if col == "S-box" else "right")

@@ -68,7 +68,8 @@ def print_report(spec: HdlSpec, runs: list[Synthesis]) -> None:
                         f"clocks, {spec.clocks_per_block():g} clock(s) a block")
     for col in ("flow", "LUTs", "FFs", "BRAM", "LUT levels", "fmax MHz", "note"):
         table.add_column(col, justify="left" if col in ("flow", "note") else "right")
-    names = {"lut6": "yosys synth -lut 6", "lut4": "yosys synth -lut 4", "ice40": "yosys synth_ice40 (LUT4)"}
+    names = {"lut6": "yosys synth -lut 6", "lut4": "yosys synth -lut 4", "ice40": "yosys synth_ice40 (LUT4)",
+             "ecp5": "yosys synth_ecp5 -nowidelut (LUT4)"}
     for r in runs:
         table.add_row(names[r.flow], show(r.luts), show(r.ffs), str(r.brams), show(r.depth),
                       show(r.fmax_mhz, "{:.1f}"), r.note)
