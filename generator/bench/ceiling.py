@@ -165,8 +165,7 @@ class Ceiling:
         # a neighbour or a clock change can slow one burst of trials down twofold.
         names = ["ceil_add_lat", "ceil_mix"] * MIX_REPEATS
         _, rows = run_loops(so, names)
-        # The harness divides each loop's ticks by PER_ITERATION instructions per iteration.
-        return min(mix["min_ticks"] * PER_ITERATION / add["min_ticks"] for add, mix in zip(rows[::2], rows[1::2]))
+        return min(iteration_cycles(add, mix) for add, mix in zip(rows[::2], rows[1::2]))
 
 
 @dataclass
@@ -178,6 +177,12 @@ class SampledCeiling(Ceiling):
 
     def measure_mix(self, counts: Counts) -> float | None:
         return self.mix_cycles.get(mix_key(counts))
+
+
+def iteration_cycles(clock: dict, row: dict) -> float:
+    """Core cycles one iteration of a loop takes, from its harness row and the clock's beside it: the
+    harness divides each loop's ticks by PER_ITERATION, and the clock's add takes one cycle."""
+    return row["min_ticks"] * PER_ITERATION / clock["min_ticks"]
 
 
 def run_loops(so: Path, names: list[str], cpu: int | None = None) -> tuple[float, list[dict]]:

@@ -27,7 +27,7 @@ from aesgen.mainloop import Loop
 from aesgen.perfmodel import classify
 
 from .build import build_so_from_text
-from .ceiling import PER_ITERATION, clock_loop, mix_loop, run_loops
+from .ceiling import clock_loop, iteration_cycles, mix_loop, run_loops
 
 BUFFER = 0x4000  # bytes per base register: the pointer sits in the middle, displacements reach +-8 KiB
 FRAME = 0x2000  # rsp sits this far into a frame twice as big: slots above it (tables), a red zone below
@@ -127,6 +127,5 @@ def measure(loop: Loop) -> ProbeResult:
     _, rows = run_loops(so, [x for n in order for x in ("ceil_add_lat", n)] * TRIALS)
     cycles: dict[str, list[float]] = {}
     for add, row in zip(rows[::2], rows[1::2]):
-        # the harness divides each loop's ticks by PER_ITERATION instructions; the clock's add is 1 cycle
-        cycles.setdefault(row["name"], []).append(row["min_ticks"] * PER_ITERATION / add["min_ticks"])
+        cycles.setdefault(row["name"], []).append(iteration_cycles(add, row))
     return ProbeResult([(v, cycles[n]) for v, n in names], min(cycles[mix]) if mix else None)

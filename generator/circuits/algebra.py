@@ -41,21 +41,25 @@ def from_bits(v: Matrix) -> int:
     return sum((int(v[i]) % 2) << i for i in range(8))
 
 
+def linear_map(matrix: Matrix, b: int) -> int:
+    """matrix · b over GF(2), bytes as bit vectors (bit i the i-th coordinate)."""
+    return from_bits((matrix * bits(b)).applyfunc(lambda e: e % 2))
+
+
 @cache
 def inverse_affine() -> tuple[Matrix, int]:
     """A^-1 over GF(2), and the constant of the inverse map y -> A^-1 y + A^-1 c."""
     inv = affine_matrix().inv_mod(2)
-    return inv, from_bits((inv * bits(AFFINE_CONSTANT)).applyfunc(lambda e: e % 2))
+    return inv, linear_map(inv, AFFINE_CONSTANT)
 
 
 @cache
 def sbox_table() -> tuple[int, ...]:
     a = affine_matrix()
-    return tuple(from_bits((a * bits(field_inverse(x))).applyfunc(lambda e: e % 2)) ^ AFFINE_CONSTANT
-                 for x in range(256))
+    return tuple(linear_map(a, field_inverse(x)) ^ AFFINE_CONSTANT for x in range(256))
 
 
 @cache
 def inv_sbox_table() -> tuple[int, ...]:
     inv, constant = inverse_affine()
-    return tuple(field_inverse(from_bits((inv * bits(y)).applyfunc(lambda e: e % 2)) ^ constant) for y in range(256))
+    return tuple(field_inverse(linear_map(inv, y) ^ constant) for y in range(256))

@@ -30,7 +30,7 @@ from itertools import product
 from pathlib import Path
 
 from ..aesref import gf256_mul
-from .algebra import AFFINE_CONSTANT, AFFINE_TAPS, inverse_affine
+from .algebra import AFFINE_CONSTANT, affine_matrix, inverse_affine, linear_map
 from .linear import BP_MAX_COLUMNS, xor_program
 from .netlist import Circuit, Gate
 
@@ -329,17 +329,15 @@ def inverter(b: Builder, g: Value, tower: Tower) -> Value:
 
 
 # -- the S-box and its inverse ----------------------------------------------------------------------
+@cache
 def affine_linear(c: int) -> int:
-    return sum(((bin(c & _rotations(i)).count("1") & 1) << i) for i in range(8))
+    """The affine map's linear part (algebra.affine_matrix)."""
+    return linear_map(affine_matrix(), c)
 
 
-def _rotations(i: int) -> int:
-    return sum(1 << ((i + tap) % 8) for tap in AFFINE_TAPS)
-
-
+@cache
 def inverse_affine_linear(c: int) -> int:
-    matrix, _ = inverse_affine()
-    return sum((sum(int(matrix[i, j]) * (c >> j & 1) for j in range(8)) % 2) << i for i in range(8))
+    return linear_map(inverse_affine()[0], c)
 
 
 def build(tower: Tower, inverse: bool) -> Circuit:
