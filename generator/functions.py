@@ -41,7 +41,8 @@ class Param:
     ctype: the C type as a cast writes it: "const uint8_t *", "uint8_t[16]" (an array parameter),
       "size_t", "unsigned", "int", "const void *const *" ...
     size (pointers): how many bytes it spans: an int, the name of a length parameter ("len",
-      "aadlen"...), "16*<param>" (whole blocks; "32*": 256-bit blocks), "<param>/8" (bits to bytes),
+      "aadlen"...), "16*<param>" (whole blocks; "32*": 256-bit blocks; "8*": two uint32 per item),
+      "<param>/8" (bits to bytes),
       "spec:<attr>" (a size the KernelSpec gives, e.g. gcm_key_bytes), or None (the verifier's
       scene places it: arrays of pointers, counts of keys). An array's size is its length.
     access (pointers): "r" (left unchanged), "w" or "rw".
@@ -324,6 +325,10 @@ def _labels(name: str, access: str = "r") -> Param:
     return Param(name, "const uint8_t *" if access == "r" else "uint8_t *", "16*n", access)
 
 
+# _gather: the label array (its extent is the caller's: the scene places it) and two uint32 byte offsets per gate
+GATHERED = (Param("labels", "const uint8_t *", None, "r"), Param("in", "const uint32_t *", "8*n", "r"))
+
+
 def _halfgates(name: str, params: tuple[Param, ...], summary: str) -> CFunction:
     """(fixed_key, ..., n): n AND gates; the fixed key is a set_encrypt_key schedule."""
     return CFunction(name, "void", (_schedule("fixed_key", "key_bytes", kernel_name="key"), *params,
@@ -423,6 +428,13 @@ _RECORDS = (
     _halfgates("halfgates_eval", (_labels("a"), _labels("b"), GATE_ID, Param("tables", "const uint8_t *", "32*n", "r"),
                                   _labels("c", "w")),
                "half-gates evaluation of n AND gates from their tables"),
+    # the same with each gate's inputs by byte offset in a label array: A at labels + in[2i], B at labels + in[2i+1]
+    _halfgates("halfgates_garble_gather", (Param("delta", "const uint8_t[16]", access="r"), *GATHERED, GATE_ID,
+                                           Param("tables", "uint8_t *", "32*n", "w"), _labels("c0", "w")),
+               "half-gates garbling of n AND gates, their input 0-labels at byte offsets in a label array"),
+    _halfgates("halfgates_eval_gather", (*GATHERED, GATE_ID, Param("tables", "const uint8_t *", "32*n", "r"),
+                                         _labels("c", "w")),
+               "half-gates evaluation of n AND gates, their input labels at byte offsets in a label array"),
     # 256-bit blocks on the AES round instructions (kernels/wideblock.py)
     _key_setup("rijndael256_set_encrypt_key", RKEY,
                "Rijndael-256 key expansion (Nk = Nb = 8: 120 words); bits must be 256", ("rijndael256",), bits=(256,)),

@@ -20,6 +20,12 @@ is one XOR. With x the hash inputs sigma(A0) ^ j, sigma(B0) ^ j' and E = pi(x) (
 waits through the rounds. A lowest bit becomes a whole-lane mask (no branch, no address depends on a
 label). The four (two) hashes of every gate of D vectors run interleaved. The tables are
 32-byte "blocks" whose halves are TG and TE: wideblock.Halves deals and zips them lane by lane.
+
+The _gather functions take a gate's inputs from a label array, as a circuit keeps its wires: two uint32
+per gate, the byte offsets of A and B there (16 times the wire's number: an address needs no shift, a
+port the rounds want). A vector of them is one 16-byte load and an insertion per further lane (a blend
+on any vector port), before the batch's rounds. The offsets come from the circuit, not from labels or
+keys: public, as the addresses they make.
 """
 from __future__ import annotations
 
@@ -32,6 +38,7 @@ from .gfdouble import A_XOR_B_AND_C
 from .mpc import sigma
 from .modes import return_if_zero, vector_loops
 from .registry import describes
+from .regs import r32
 from .wideblock import Halves, group_counts
 from .xors import ternary, xor_all
 
@@ -39,6 +46,7 @@ from .xors import ternary, xor_all
 COUNT = "r11"  # n, read from the stack
 C_OUT = "r10"  # garble: c0, read from the stack
 TWICE_ID = "rax"  # 2 * first_gate_id on its way to the stack (before the round-count dispatch)
+GATHER_INDEX = 8  # _gather: bytes of `in` per gate (two uint32 byte offsets)
 
 
 class Frame:
@@ -95,13 +103,42 @@ def lowest_bit_mask(b: FunctionBuilder, x: VReg, width: int) -> VReg:
     return b.v("psrad", t, imm=31, width=width, comment="point-and-permute bit as a lane mask")
 
 
+class Gather:
+    """_gather: each gate's inputs from the label array `labels` at their byte offsets (`idx`: two uint32
+    per gate), through `index`, a register free once the entry code is done and public all along."""
+
+    def __init__(self, b: FunctionBuilder, labels: str, idx: str, index: str) -> None:
+        self.b, self.labels, self.idx, self.index = b, labels, idx, index
+
+    def vector(self, j: int, width: int) -> tuple[VReg, VReg]:
+        """Vector j's A and B, lane l gate l."""
+        b, lanes = self.b, width // 128
+        out = []
+        for k, name in enumerate("AB"):
+            v = None
+            for lane in range(lanes):
+                b.declassify_mark(values_live_across=True)  # a wire's place: the circuit's, not a secret
+                b.s("mov.r32.m32", r32(self.index), Mem(self.idx, GATHER_INDEX * (lanes * j + lane) + 4 * k, bits=32),
+                    comment=f"vector {j} lane {lane}: {name}'s offset")
+                at = Mem(self.labels, 0, index=self.index, bits=128)
+                if v is None:
+                    with b.at_width(128):
+                        v = b.v("vload", at, role="lbl", comment=f"vector {j}: {name}")
+                else:
+                    v = b.v("insert_lane", v, at, imm=lane, width=width, role="lbl")
+            out.append(v)
+        return out[0], out[1]
+
+
 class HalfGates:
     """What both functions share: the frame, the tweaks, the hashes, the vector loops over gates and
     the tail of fewer than L gates on xmm."""
 
-    def __init__(self, b: FunctionBuilder, gate_id: str, streams: tuple[str, ...], tables: str) -> None:
-        self.b, self.gate_id, self.streams, self.tables = b, gate_id, streams, tables
-        self.frame = Frame(b, 3)  # u, then the two labels
+    def __init__(self, b: FunctionBuilder, gate_id: str, streams: tuple[str, ...], tables: str,
+                 gather: "Gather | None" = None) -> None:
+        self.b, self.gate_id, self.streams, self.tables, self.gather = b, gate_id, streams, tables, gather
+        self.frame = Frame(b, 3)  # u, then the two labels (kept for after the rounds)
+        self.pre: list[tuple[VReg, VReg]] = []  # _gather: this batch's labels, loaded before its rounds
 
     def enter(self) -> None:
         """n == 0: return touching nothing; else the first tweak 2 * first_gate_id onto the stack."""
@@ -152,7 +189,10 @@ class HalfGates:
         ts = (t, b.v("vxor", t, tweak_step(1, lanes), width=width, comment="j' ^ k_0"))
         out = []
         for k, (src, name) in enumerate(zip(srcs, names.split())):
-            v = b.v("vload", Mem(src, off), width=width, role="lbl", comment=f"vector {j}: {name}")
+            if self.gather:  # gathered before the rounds
+                v = self.pre[j][k]
+            else:
+                v = b.v("vload", Mem(src, off), width=width, role="lbl", comment=f"vector {j}: {name}")
             b.store(self.frame.slot(j, 1 + k), v, width=width)
             out.append(v)
         xs = [sigma(b, v, width, extra=t) for v, t in zip(out, ts)]
@@ -188,12 +228,24 @@ class HalfGates:
                     comment="the next gates' tweaks")
             return step
 
-        vector_loops(b, COUNT, L, self.streams, lambda g: body(g, b.width), advance(b.width),
-                     sizes=group_counts(b.depth), stride=16 * L)
+        def run(width: int):
+            def batch(g: int) -> None:
+                if self.gather:  # before the groups: their streams interleave, the index register would clash
+                    self.pre = [self.gather.vector(j, width) for j in range(g)]
+                body(g, width)
+            return batch
+
+        def step(width: int):
+            def go(g: int) -> None:
+                advance(width)(g)
+                if self.gather:
+                    b.s("add.r64.imm", self.gather.idx, imm=GATHER_INDEX * width // 128 * g)
+            return go
+
+        vector_loops(b, COUNT, L, self.streams, run(b.width), step(b.width), sizes=group_counts(b.depth), stride=16 * L)
         if L > 1:
             with b.at_width(128):  # fewer than L gates left: one at a time
-                vector_loops(b, COUNT, 1, self.streams, lambda g: body(g, 128), advance(128), sizes=(1,),
-                             stride=16)
+                vector_loops(b, COUNT, 1, self.streams, run(128), step(128), sizes=(1,), stride=16)
 
     def leave(self) -> None:
         b = self.b
@@ -204,11 +256,25 @@ class HalfGates:
         finish(b)
 
 
+def inputs(b: FunctionBuilder, gather: bool, names: tuple[str, str]) -> tuple[tuple[str, ...], Gather | None]:
+    """The label streams the loops advance (`names`), or for _gather none and the Gather: the label array
+    and the offsets in their argument places."""
+    if not gather:
+        return tuple(b.reg[a] for a in names), None
+    labels, idx = b.reg["labels"], b.reg["in"]
+    # the index register: the gate id's, done with after the entry
+    return (), Gather(b, labels, idx, b.reg["first_gate_id"])
+
+
 @describes("halfgates_garble")
-def garble_function(b: FunctionBuilder) -> None:
-    """P_halfgates_garble(fixed_key, delta, a0, b0, first_gate_id, tables, c0, n)."""
-    delta, a0, b0, tables = (b.reg[a] for a in ("delta", "a0", "b0", "tables"))
-    hg = HalfGates(b, b.reg["first_gate_id"], (a0, b0, C_OUT), tables)
+@describes("halfgates_garble_gather", gather=True)
+def garble_function(b: FunctionBuilder, gather: bool = False) -> None:
+    """P_halfgates_garble(fixed_key, delta, a0, b0, first_gate_id, tables, c0, n) and
+    P_halfgates_garble_gather(fixed_key, delta, labels, in, first_gate_id, tables, c0, n)."""
+    delta, tables = b.reg["delta"], b.reg["tables"]
+    streams, gathering = inputs(b, gather, ("a0", "b0"))
+    a0, b0 = streams if not gather else (None, None)
+    hg = HalfGates(b, b.reg["first_gate_id"], (*streams, C_OUT), tables, gathering)
     b.s("mov.r64.m64", C_OUT, b.stack_arg("c0"), comment="c0")
     hg.enter()
     halves = Halves(b)
@@ -246,10 +312,14 @@ def garble_function(b: FunctionBuilder) -> None:
 
 
 @describes("halfgates_eval")
-def eval_function(b: FunctionBuilder) -> None:
-    """P_halfgates_eval(fixed_key, a, b, first_gate_id, tables, c, n)."""
-    a_in, b_in, tables, c_out = (b.reg[a] for a in ("a", "b", "tables", "c"))
-    hg = HalfGates(b, b.reg["first_gate_id"], (a_in, b_in, c_out), tables)
+@describes("halfgates_eval_gather", gather=True)
+def eval_function(b: FunctionBuilder, gather: bool = False) -> None:
+    """P_halfgates_eval(fixed_key, a, b, first_gate_id, tables, c, n) and
+    P_halfgates_eval_gather(fixed_key, labels, in, first_gate_id, tables, c, n)."""
+    tables, c_out = b.reg["tables"], b.reg["c"]
+    streams, gathering = inputs(b, gather, ("a", "b"))
+    a_in, b_in = streams if not gather else (None, None)
+    hg = HalfGates(b, b.reg["first_gate_id"], (*streams, c_out), tables, gathering)
     hg.enter()
     halves = Halves(b)
 

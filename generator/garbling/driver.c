@@ -2,18 +2,19 @@
  *
  * Labels are 16 bytes per wire. Linear gates XOR labels (free-XOR): INV gates XOR the label of delta
  * (for the garbler; zero for the evaluator: it keeps its label), EQW gates that of zero. AND gates go
- * to the kernel in batches: their input labels are gathered into contiguous buffers (a, b), the kernel
- * hashes the batch and writes the output labels. A kernel call covers gates with consecutive ids
- * (first_gate_id + i); the tables are stored by id.
+ * to the kernel in batches; it hashes the batch and writes the output labels. A kernel call covers
+ * gates with consecutive ids (first_gate_id + i); the tables are stored by id.
  *
  *   static:  the circuit compiled in (program.py writes it after this file, with CIRCUIT defined):
  *            in level order (layers.py), a layer's AND gates consecutive in id and in label, cut
- *            into kernel calls of `batch` gates (and_run); batch 1 is the same code, a call per gate.
+ *            into calls of the _gather kernel of `batch` gates (and_run), which reads the input
+ *            labels by offset from the label array; batch 1 is the same code, a call per gate.
  *   dynamic: the gate arrays in circuit order with deferred execution: an AND gate's hashes join a
  *            queue (its output label is pending) and the walk goes on; the queue is flushed when full
  *            or when a gate reads a pending label (a result is needed), its gates issued in queue order
  *            as runs of consecutive ids. How much it batches depends on how the circuit is written:
  *            independent AND gates close together (aes128.py writes the 16 S-boxes gate by gate).
+ *            Their input labels are copied into contiguous buffers (a, b) for the kernel.
  *            driver.py lays its arrays out with INV reading the label after the last wire (delta)
  *            and EQW the one before it (zero).
  */
@@ -98,18 +99,28 @@ static void teardown(engine *e) {
 
 /* ---------------------------------------------------------------- static */
 /* program.py writes the circuit as C after this file (with CIRCUIT defined): a function per segment,
- * its XOR sums and the gathering of its AND gates' inputs (into a, b) as loads and stores at constant
- * label indices, then and_run on the segment's AND gates. */
+ * its XOR sums as loads and stores at constant label indices, then and_run on the segment's AND
+ * gates, whose input labels the _gather kernels read by their byte offsets (a table per segment). */
 #define LD(i) _mm_load_si128((const __m128i *)(L + 16 * (size_t)(i)))
 #define ST(i, v) _mm_store_si128((__m128i *)(L + 16 * (size_t)(i)), (v))
-#define GATHER(j, x, y) (_mm_store_si128((__m128i *)(ga + 16 * (j)), (x)), \
-                         _mm_store_si128((__m128i *)(gb + 16 * (j)), (y)))
 
-/* n gathered AND gates with ids first.., their outputs the labels out..: kernel calls of `batch`. */
-static void and_run(engine *e, uint64_t first, size_t n, size_t out) {
+typedef void (*garble_gather_fn)(const void *key, const uint8_t *delta, const uint8_t *labels, const uint32_t *in,
+                                 uint64_t first_gate_id, uint8_t *tables, uint8_t *c0, size_t n);
+typedef void (*eval_gather_fn)(const void *key, const uint8_t *labels, const uint32_t *in, uint64_t first_gate_id,
+                               const uint8_t *tables, uint8_t *c, size_t n);
+
+/* n AND gates with ids first.., input offsets in (two per gate), their outputs the labels out..:
+ * kernel calls of `batch`. */
+static void and_run(engine *e, const uint32_t *in, uint64_t first, size_t n, size_t out) {
     for (size_t done = 0; done < n;) {
         size_t m = n - done < e->batch ? n - done : e->batch;
-        call(e, e->a + 16 * done, e->b + 16 * done, first + done, e->labels + 16 * (out + done), m);
+        uint8_t *c = e->labels + 16 * (out + done);
+        if (e->garbler)
+            ((garble_gather_fn)e->fn)(e->key, e->delta, e->labels, in + 2 * done, first + done,
+                                      e->tables + 32 * (first + done), c, m);
+        else
+            ((eval_gather_fn)e->fn)(e->key, e->labels, in + 2 * done, first + done, e->tables + 32 * (first + done), c, m);
+        e->calls++;
         done += m;
     }
 }
@@ -172,32 +183,27 @@ static int run_dynamic(engine *e, size_t ngates, size_t nlabels, uint64_t *flush
 }
 
 /* ---------------------------------------------------------------- entry */
-/* the labels zero and delta (for the evaluator: zero) at zero, zero + 1, set here. */
-static int begin(engine *e, uint8_t *labels, size_t zero, size_t batch) {
+/* the labels zero and delta (for the evaluator: zero) at zero, zero + 1. */
+static void constants(engine *e, uint8_t *labels, size_t zero) {
     memset(labels + 16 * zero, 0, 16);
     if (e->garbler)
         memcpy(labels + 16 * (zero + 1), e->delta, 16);
     else
         memset(labels + 16 * (zero + 1), 0, 16);
-    if (batch == 0 || setup(e, batch) != 0) {
-        teardown(e);
-        return -1;
-    }
-    return 0;
 }
 
 #ifdef CIRCUIT
 static void circuit(engine *e); /* program.py's */
 
-/* static: the circuit compiled in. Returns the kernel calls, or -1 if memory ran out. */
+/* static: the circuit compiled in; fn a _gather kernel. Returns the kernel calls, or -1 for batch 0. */
 int64_t gc_static(int garbler, void *fn, const void *key, const uint8_t *delta, uint8_t *labels, uint8_t *tables,
                   size_t batch) {
-    engine e = {.garbler = garbler, .fn = fn, .key = key, .delta = delta, .labels = labels, .tables = tables};
-    if (batch == 0 || begin(&e, labels, ZERO_LABEL, batch > MAX_RUN ? batch : MAX_RUN) != 0)
+    engine e = {.garbler = garbler, .fn = fn, .key = key, .delta = delta, .labels = labels, .tables = tables,
+                .batch = batch};
+    if (batch == 0)
         return -1;
-    e.batch = batch;
+    constants(&e, labels, ZERO_LABEL);
     circuit(&e);
-    teardown(&e);
     return (int64_t)e.calls;
 }
 #endif
@@ -210,8 +216,11 @@ int64_t gc_dynamic(int garbler, void *fn, const void *key, const uint8_t *delta,
     engine e = {.garbler = garbler, .fn = fn, .key = key, .delta = delta, .labels = labels, .tables = tables,
                 .op = op, .in0 = in0, .in1 = in1, .out = out, .and_id = and_id};
     *flushes = 0;
-    if (begin(&e, labels, nlabels - 2, batch) != 0)
+    constants(&e, labels, nlabels - 2);
+    if (batch == 0 || setup(&e, batch) != 0) {
+        teardown(&e);
         return -1;
+    }
     int rc = run_dynamic(&e, ngates, nlabels, flushes);
     teardown(&e);
     return rc ? -1 : (int64_t)e.calls;

@@ -140,8 +140,10 @@ class HalfGatesKernel:
     def __init__(self, spec: KernelSpec, fixed_key: bytes) -> None:
         self.lib = ctypes.CDLL(str(build_so_from_text(generate(spec).asm, f"halfgates-{spec.prefix}")))
         self.spec = spec
-        self.garble_fn = ctypes.cast(getattr(self.lib, spec.symbol("halfgates_garble")), P).value
-        self.eval_fn = ctypes.cast(getattr(self.lib, spec.symbol("halfgates_eval")), P).value
+        fn = {name: ctypes.cast(getattr(self.lib, spec.symbol(name)), P).value
+              for name in ("halfgates_garble", "halfgates_eval", "halfgates_garble_gather", "halfgates_eval_gather")}
+        self.garble_fn, self.eval_fn = fn["halfgates_garble"], fn["halfgates_eval"]  # inputs contiguous
+        self.garble_gather_fn, self.eval_gather_fn = fn["halfgates_garble_gather"], fn["halfgates_eval_gather"]
         self.key = aligned_buffer(spec.key_bytes)
         setup = getattr(self.lib, spec.symbol("set_encrypt_key"))
         setup.argtypes = [P, ctypes.c_uint, P]
@@ -166,13 +168,14 @@ def run(kernel: HalfGatesKernel, p: Prepared, garbler: bool, labels: ctypes.Arra
         raise ValueError(f"batch {batch}, technique {technique!r}: a batch of 1 gate or more, one of {TECHNIQUES}")
     flushes = ctypes.c_uint64()
     lay = p.by_technique[technique]
-    head = (int(garbler), kernel.garble_fn if garbler else kernel.eval_fn, kernel.key, delta, labels, tables)
     batch = min(batch, max(1, p.ands))  # buffers: no larger
-    if isinstance(lay, Program):
-        calls = p.static_lib().gc_static(*head, batch)
-    else:
-        calls = driver_lib().gc_dynamic(*head, *lay.pointers(), len(p.circuit.gates), lay.nlabels, batch,
-                                        ctypes.byref(flushes))
+    if isinstance(lay, Program):  # inputs by offset from the label array
+        fn = kernel.garble_gather_fn if garbler else kernel.eval_gather_fn
+        calls = p.static_lib().gc_static(int(garbler), fn, kernel.key, delta, labels, tables, batch)
+    else:  # inputs gathered into batch buffers
+        fn = kernel.garble_fn if garbler else kernel.eval_fn
+        calls = driver_lib().gc_dynamic(int(garbler), fn, kernel.key, delta, labels, tables, *lay.pointers(),
+                                        len(p.circuit.gates), lay.nlabels, batch, ctypes.byref(flushes))
     if calls < 0:
         raise MemoryError("driver: out of memory")
     return calls, flushes.value
