@@ -8,7 +8,8 @@ moves them alike) for a burst of BURST calls after an untimed one, each a median
     (garbling 4, evaluating 2 AES-128 calls per gate; the ceiling: vaesenc's throughput at that width);
   - the AES-128 circuit (aesgen.garbling.aes128) garbled and evaluated by the C driver, static and
     dynamic, batch 1 (the unbatched baseline: a kernel call per AND gate) up to a whole layer.
-A circuit's time includes the driver (gathering labels, the XOR gates) and one ctypes call.
+A circuit's time includes the driver (the XOR gates; the dynamic technique's copying of inputs into
+batch buffers) and one ctypes call.
 """
 from __future__ import annotations
 
@@ -94,7 +95,7 @@ def circuit_rows(spec: KernelSpec) -> list[Row]:
     rows = []
     for garbler in (True, False):
         for technique in driver.TECHNIQUES:
-            for batch in (1, group, 4 * group, WHOLE_LAYER):
+            for batch in (1, group, 4 * group, 8 * group, WHOLE_LAYER):
                 lay = p.by_technique[technique]
                 labels = driver.aligned_buffer(16 * lay.nlabels)
                 ctypes.memmove(labels, g.inputs0, len(g.inputs0))  # the evaluator's inputs: any labels do

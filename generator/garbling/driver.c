@@ -109,10 +109,10 @@ typedef void (*garble_gather_fn)(const void *key, const uint8_t *delta, const ui
 typedef void (*eval_gather_fn)(const void *key, const uint8_t *labels, const uint32_t *in, uint64_t first_gate_id,
                                const uint8_t *tables, uint8_t *c, size_t n);
 
-/* n AND gates with ids first.., input offsets in (two per gate), their outputs the labels out..:
- * kernel calls of `batch`. */
-static void and_run(engine *e, const uint32_t *in, uint64_t first, size_t n, size_t out) {
-    for (size_t done = 0; done < n;) {
+/* AND gates from..n-1 of a run with ids first.., input offsets in (two per gate), their outputs the
+ * labels out..: kernel calls of `batch`; returns n. */
+static size_t and_run(engine *e, const uint32_t *in, uint64_t first, size_t from, size_t n, size_t out) {
+    for (size_t done = from; done < n;) {
         size_t m = n - done < e->batch ? n - done : e->batch;
         uint8_t *c = e->labels + 16 * (out + done);
         if (e->garbler)
@@ -123,7 +123,12 @@ static void and_run(engine *e, const uint32_t *in, uint64_t first, size_t n, siz
         e->calls++;
         done += m;
     }
+    return n;
 }
+
+/* The run's first k gates have their inputs: the whole batches among those not issued yet go. */
+#define READY(k) do { if ((k) - issued >= e->batch) \
+                          issued = and_run(e, in, first, issued, (k) - ((k) - issued) % e->batch, out); } while (0)
 
 /* ---------------------------------------------------------------- dynamic */
 typedef struct {
