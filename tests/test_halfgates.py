@@ -7,6 +7,7 @@ verify/reference/halfgates.py; never the kernel's or the driver's own output.
 """
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -20,7 +21,7 @@ from aesgen.pipeline import generate
 from aesgen.spec import KernelSpec
 from aesgen.verify.reference import halfgates as ref
 
-from _support import ecb_encrypt as ecb, require_cpu, verify_generated
+from _support import ecb_encrypt as ecb, require_cpu, run_aesgen, verify_generated
 
 MODE = ("halfgates",)
 # one config per ISA (the deepest that fits the register file: 4 hashes per gate vector)
@@ -247,3 +248,25 @@ def test_static_program_folds_linear_gates_like_gate_by_gate():
         for x in range(16):
             for y in range(16):
                 assert driver.evaluate(k, p, g, [x, y], "static", batch) == c.evaluate(x, y), (batch, x, y)
+
+
+# ---------------------------------------------------------------- aesgen bench halfgates
+
+def test_bench_halfgates_prints_every_row(tmp_path):
+    """Structure, not timing: the kernel rows (both input forms, garbling and evaluating, every width
+    and depth that fits), the circuit rows (both techniques, batch 1 to a layer), figures positive."""
+    spec = KernelSpec(MODE, "avx2", 256, 1)
+    require_cpu(spec)
+    out = tmp_path / "hg.json"
+    proc = run_aesgen("bench", "halfgates", "--isa", "avx2", "--width", "256", "--depth", "1", "--trials", "1",
+                      "--no-verify", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(out.read_text())["rows"]
+    kernels = {(r["what"], r["config"]) for r in rows if "kernel" in r["what"]}
+    assert kernels == {(f"{w} kernel{form}", f"avx2 256x{d}") for w in ("garble", "eval")
+                       for form in ("", ", by offset") for d in (1, 2)}  # depth 4 does not fit 16 registers
+    circuit = {(r["what"], r["batch"]) for r in rows if "AES-128" in r["what"]}
+    assert circuit == {(f"{w} AES-128 {t}", b) for w in ("garble", "eval") for t in driver.TECHNIQUES
+                       for b in ("1", "2", "8", "16", "layer")}
+    assert all(r["mands_per_s"] > 0 and r["cycles_per_and"] > 0 for r in rows)
+    assert "garble AES-128 static: batch" in proc.stdout

@@ -3,8 +3,9 @@
 Rows, all timed in one process, in rounds that visit every row once (so a neighbour or a clock change
 moves them alike) for a burst of BURST calls after an untimed one, each a median with its 95% interval
 (aesgen.bench.stats):
-  - the kernels alone (P_halfgates_garble / _eval on GATES contiguous gates) at every width and depth
-    of the ISA that fits its registers: their hashes as a share of the AES ceiling measured here
+  - the kernels alone (P_halfgates_garble / _eval on GATES contiguous gates, and the _gather forms
+    reading random offsets of a WIRES-label array) at every width and depth of the ISA that fits
+    its registers: their hashes as a share of the AES ceiling measured here
     (garbling 4, evaluating 2 AES-128 calls per gate; the ceiling: vaesenc's throughput at that width);
   - the AES-128 circuit (aesgen.garbling.aes128) garbled and evaluated by the C driver, static and
     dynamic, batch 1 (the unbatched baseline: a kernel call per AND gate) up to a whole layer.
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import ctypes
 import json
+import random
+import struct
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,6 +33,7 @@ from . import driver
 from .aes128 import aes128_circuit
 
 GATES = 8192  # gates per kernel call in the kernel rows (buffers: 640 KB, in L2; the ctypes call ~1 us)
+WIRES = 2048  # the label array of the by-offset rows (32 KB, as a circuit's live wires: AES-128's 1,310)
 WHOLE_LAYER = 1 << 20  # a batch size no layer reaches
 FIXED_KEY = bytes(range(16))  # AES-128: 10 rounds
 HASHES = {True: 4, False: 2}  # AES calls per AND gate: garbling, evaluating
@@ -66,24 +70,35 @@ def kernel_rows(spec: KernelSpec) -> list[Row]:
                 k = driver.HalfGatesKernel(s, FIXED_KEY)
             except BuildError:
                 continue  # more hashes in flight than the registers hold
-            rows += [_kernel_row(k, garbler, f"{spec.isa} {width}x{depth}") for garbler in (True, False)]
+            rows += [_kernel_row(k, garbler, f"{spec.isa} {width}x{depth}", gather)
+                     for gather in (False, True) for garbler in (True, False)]
     return rows
 
 
-def _kernel_row(k: driver.HalfGatesKernel, garbler: bool, config: str) -> Row:
-    a, b = driver.aligned_buffer(16 * GATES), driver.aligned_buffer(16 * GATES)
+def _kernel_row(k: driver.HalfGatesKernel, garbler: bool, config: str, gather: bool) -> Row:
+    """The kernel on GATES gates: inputs in two arrays, or (gather) from WIRES labels at random offsets
+    (the _gather functions take the label array and the offsets where the others take a and b)."""
+    if gather:
+        rng = random.Random(0)
+        a = driver.aligned_buffer(16 * WIRES)
+        b = driver.aligned_buffer(b"".join(struct.pack("<2I", 16 * rng.randrange(WIRES), 16 * rng.randrange(WIRES))
+                                           for _ in range(GATES)))
+    else:
+        a, b = driver.aligned_buffer(16 * GATES), driver.aligned_buffer(16 * GATES)
     tables, out, delta = driver.aligned_buffer(32 * GATES), driver.aligned_buffer(16 * GATES), driver.aligned_buffer(b"\x01" * 16)
     P = ctypes.c_void_p
+    what = f"{'garble' if garbler else 'eval'} kernel{', by offset' if gather else ''}"
     if garbler:
-        fn = ctypes.CFUNCTYPE(None, P, P, P, P, ctypes.c_uint64, P, P, ctypes.c_size_t)(k.garble_fn)
+        fn = ctypes.CFUNCTYPE(None, P, P, P, P, ctypes.c_uint64, P, P, ctypes.c_size_t)(
+            k.garble_gather_fn if gather else k.garble_fn)
         run = lambda: fn(ctypes.addressof(k.key), ctypes.addressof(delta), ctypes.addressof(a), ctypes.addressof(b),
                          0, ctypes.addressof(tables), ctypes.addressof(out), GATES)
     else:
-        fn = ctypes.CFUNCTYPE(None, P, P, P, ctypes.c_uint64, P, P, ctypes.c_size_t)(k.eval_fn)
+        fn = ctypes.CFUNCTYPE(None, P, P, P, ctypes.c_uint64, P, P, ctypes.c_size_t)(
+            k.eval_gather_fn if gather else k.eval_fn)
         run = lambda: fn(ctypes.addressof(k.key), ctypes.addressof(a), ctypes.addressof(b), 0,
                          ctypes.addressof(tables), ctypes.addressof(out), GATES)
-    return Row(f"{'garble' if garbler else 'eval'} kernel", config, str(GATES), GATES, HASHES[garbler],
-               k.spec.width, run)
+    return Row(what, config, str(GATES), GATES, HASHES[garbler], k.spec.width, run)
 
 
 def circuit_rows(spec: KernelSpec) -> list[Row]:
