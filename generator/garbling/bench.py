@@ -116,8 +116,7 @@ def circuit_rows(spec: KernelSpec) -> list[Row]:
                 ctypes.memmove(labels, g.inputs0, len(g.inputs0))  # the evaluator's inputs: any labels do
                 tables = driver.aligned_buffer(g.tables)
                 delta = driver.aligned_buffer(g.delta) if garbler else None
-                run = (lambda garbler=garbler, technique=technique, batch=batch, labels=labels, tables=tables,
-                       delta=delta: driver.run(k, p, garbler, labels, tables, delta, technique, batch))
+                run, _ = driver.bound(k, p, garbler, labels, tables, delta, technique, batch)
                 rows.append(Row(f"{'garble' if garbler else 'eval'} AES-128 {technique}", config,
                                 "layer" if batch == WHOLE_LAYER else str(batch), p.circuit.and_count,
                                 HASHES[garbler], spec.width, run))

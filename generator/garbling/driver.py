@@ -15,7 +15,8 @@ import ctypes
 import random
 from array import array
 from dataclasses import dataclass, field
-from functools import cache
+from collections.abc import Callable
+from functools import cache, partial
 from pathlib import Path
 
 from aesgen.pipeline import generate
@@ -161,9 +162,11 @@ class Garbled:
     flushes: int        # dynamic: queue flushes
 
 
-def run(kernel: HalfGatesKernel, p: Prepared, garbler: bool, labels: ctypes.Array, tables: ctypes.Array,
-        delta: ctypes.Array | None, technique: str, batch: int) -> tuple[int, int]:
-    """One pass of the C driver over the circuit; (kernel calls, flushes)."""
+def bound(kernel: HalfGatesKernel, p: Prepared, garbler: bool, labels: ctypes.Array, tables: ctypes.Array,
+          delta: ctypes.Array | None, technique: str, batch: int) -> tuple[Callable[[], int], ctypes.c_uint64]:
+    """One pass of the C driver over the circuit as a call with its arguments resolved (what the bench
+    times: the driver and one ctypes call), returning the kernel calls (< 0: out of memory); and
+    where the dynamic technique counts its flushes."""
     if batch < 1 or technique not in TECHNIQUES:
         raise ValueError(f"batch {batch}, technique {technique!r}: a batch of 1 gate or more, one of {TECHNIQUES}")
     flushes = ctypes.c_uint64()
@@ -171,11 +174,24 @@ def run(kernel: HalfGatesKernel, p: Prepared, garbler: bool, labels: ctypes.Arra
     batch = min(batch, max(1, p.ands))  # buffers: no larger
     if isinstance(lay, Program):  # inputs by offset from the label array
         fn = kernel.garble_gather_fn if garbler else kernel.eval_gather_fn
-        calls = p.static_lib().gc_static(int(garbler), fn, kernel.key, delta, labels, tables, batch)
-    else:  # inputs gathered into batch buffers
-        fn = kernel.garble_fn if garbler else kernel.eval_fn
-        calls = driver_lib().gc_dynamic(int(garbler), fn, kernel.key, delta, labels, tables, *lay.pointers(),
-                                        len(p.circuit.gates), lay.nlabels, batch, ctypes.byref(flushes))
+        return partial(_kept, kernel, p.static_lib().gc_static, int(garbler), fn, kernel.key, delta, labels, tables,
+                       batch), flushes
+    fn = kernel.garble_fn if garbler else kernel.eval_fn  # inputs gathered into batch buffers
+    return partial(_kept, (kernel, lay), driver_lib().gc_dynamic, int(garbler), fn, kernel.key, delta, labels, tables,
+                   *lay.pointers(), len(p.circuit.gates), lay.nlabels, batch, ctypes.byref(flushes)), flushes
+
+
+def _kept(keep: object, f: Callable[..., int], *args: object) -> int:
+    """f(*args), with `keep` (what addresses among the arguments point into: the kernel's library, the
+    gate arrays) alive as long as the call is."""
+    return f(*args)
+
+
+def run(kernel: HalfGatesKernel, p: Prepared, garbler: bool, labels: ctypes.Array, tables: ctypes.Array,
+        delta: ctypes.Array | None, technique: str, batch: int) -> tuple[int, int]:
+    """One pass of the C driver over the circuit; (kernel calls, flushes)."""
+    call, flushes = bound(kernel, p, garbler, labels, tables, delta, technique, batch)
+    calls = call()
     if calls < 0:
         raise MemoryError("driver: out of memory")
     return calls, flushes.value
