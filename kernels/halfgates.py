@@ -134,9 +134,13 @@ class HalfGates:
     """What both functions share: the frame, the tweaks, the hashes, the vector loops over gates and
     the tail of fewer than L gates on xmm."""
 
-    def __init__(self, b: FunctionBuilder, gate_id: str, streams: tuple[str, ...], tables: str,
-                 gather: "Gather | None" = None) -> None:
-        self.b, self.gate_id, self.streams, self.tables, self.gather = b, gate_id, streams, tables, gather
+    def __init__(self, b: FunctionBuilder, gate_id: str, inputs: "tuple[str, str] | Gather", out: str,
+                 tables: str) -> None:
+        """`inputs`: the two label streams, or the Gather of the _gather functions; `out` the output labels."""
+        self.b, self.gate_id, self.tables = b, gate_id, tables
+        self.gather = inputs if isinstance(inputs, Gather) else None
+        self.sources = () if self.gather else inputs
+        self.streams = (*self.sources, out)  # what the loops advance
         self.frame = Frame(b, 3)  # u, then the two labels (kept for after the rounds)
         self.pre: list[tuple[VReg, VReg]] = []  # _gather: this batch's labels, loaded before its rounds
 
@@ -177,7 +181,7 @@ class HalfGates:
         self.tw = tw
         return tw
 
-    def labels(self, j: int, srcs: tuple[str, str], width: int, names: str) -> tuple[VReg, VReg, VReg, VReg]:
+    def labels(self, j: int, width: int, names: str) -> tuple[VReg, VReg, VReg, VReg]:
         """Vector j's two labels (kept in the frame for after the rounds) and sigma(label) ^ tweak ^ k_0
         of each (j for the first, j' = j + 1 = j ^ 1 for the second: j is even), the hash inputs with
         round 0 done; u, their XOR, to the frame."""
@@ -188,11 +192,11 @@ class HalfGates:
         t = b.v("vxor", t, key(0), width=width, comment="j ^ k_0: round 0 of both of j's hashes")
         ts = (t, b.v("vxor", t, tweak_step(1, lanes), width=width, comment="j' ^ k_0"))
         out = []
-        for k, (src, name) in enumerate(zip(srcs, names.split())):
+        for k, name in enumerate(names.split()):
             if self.gather:  # gathered before the rounds
                 v = self.pre[j][k]
             else:
-                v = b.v("vload", Mem(src, off), width=width, role="lbl", comment=f"vector {j}: {name}")
+                v = b.v("vload", Mem(self.sources[k], off), width=width, role="lbl", comment=f"vector {j}: {name}")
             b.store(self.frame.slot(j, 1 + k), v, width=width)
             out.append(v)
         xs = [sigma(b, v, width, extra=t) for v, t in zip(out, ts)]
@@ -256,14 +260,12 @@ class HalfGates:
         finish(b)
 
 
-def inputs(b: FunctionBuilder, gather: bool, names: tuple[str, str]) -> tuple[tuple[str, ...], Gather | None]:
-    """The label streams the loops advance (`names`), or for _gather none and the Gather: the label array
-    and the offsets in their argument places."""
+def inputs(b: FunctionBuilder, gather: bool, names: tuple[str, str]) -> tuple[str, str] | Gather:
+    """The two label streams (arguments `names`), or for _gather the Gather: the label array and the
+    offsets in their argument places, the gate id's register (done with after the entry) for an offset."""
     if not gather:
-        return tuple(b.reg[a] for a in names), None
-    labels, idx = b.reg["labels"], b.reg["in"]
-    # the index register: the gate id's, done with after the entry
-    return (), Gather(b, labels, idx, b.reg["first_gate_id"])
+        return b.reg[names[0]], b.reg[names[1]]
+    return Gather(b, b.reg["labels"], b.reg["in"], b.reg["first_gate_id"])
 
 
 @describes("halfgates_garble")
@@ -272,9 +274,7 @@ def garble_function(b: FunctionBuilder, gather: bool = False) -> None:
     """P_halfgates_garble(fixed_key, delta, a0, b0, first_gate_id, tables, c0, n) and
     P_halfgates_garble_gather(fixed_key, delta, labels, in, first_gate_id, tables, c0, n)."""
     delta, tables = b.reg["delta"], b.reg["tables"]
-    streams, gathering = inputs(b, gather, ("a0", "b0"))
-    a0, b0 = streams if not gather else (None, None)
-    hg = HalfGates(b, b.reg["first_gate_id"], (*streams, C_OUT), tables, gathering)
+    hg = HalfGates(b, b.reg["first_gate_id"], inputs(b, gather, ("a0", "b0")), C_OUT, tables)
     b.s("mov.r64.m64", C_OUT, b.stack_arg("c0"), comment="c0")
     hg.enter()
     halves = Halves(b)
@@ -287,7 +287,7 @@ def garble_function(b: FunctionBuilder, gather: bool = False) -> None:
             lanes = width // 128
 
             def gate(j: int) -> None:
-                _, _, xa, xb = hg.labels(j, (a0, b0), width, "A0 B0")
+                _, _, xa, xb = hg.labels(j, width, "A0 B0")
                 x = (xa, b.v("vxor", xa, sr, width=width, comment="sigma(A0 ^ delta) ^ j ^ k_0"),
                      xb, b.v("vxor", xb, sr, width=width, comment="sigma(B0 ^ delta) ^ j' ^ k_0"))
                 ys = hg.hash_rounds(x, nr, width)
@@ -317,9 +317,7 @@ def eval_function(b: FunctionBuilder, gather: bool = False) -> None:
     """P_halfgates_eval(fixed_key, a, b, first_gate_id, tables, c, n) and
     P_halfgates_eval_gather(fixed_key, labels, in, first_gate_id, tables, c, n)."""
     tables, c_out = b.reg["tables"], b.reg["c"]
-    streams, gathering = inputs(b, gather, ("a", "b"))
-    a_in, b_in = streams if not gather else (None, None)
-    hg = HalfGates(b, b.reg["first_gate_id"], (*streams, c_out), tables, gathering)
+    hg = HalfGates(b, b.reg["first_gate_id"], inputs(b, gather, ("a", "b")), c_out, tables)
     hg.enter()
     halves = Halves(b)
 
@@ -330,7 +328,7 @@ def eval_function(b: FunctionBuilder, gather: bool = False) -> None:
             lanes = width // 128
 
             def gate(j: int) -> None:
-                _, _, xa, xb = hg.labels(j, (a_in, b_in), width, "A B")
+                _, _, xa, xb = hg.labels(j, width, "A B")
                 ys = hg.hash_rounds((xa, xb), nr, width)
                 b.final()
                 ea, eb = hg.hash_last(ys, nr, width)
