@@ -12,9 +12,10 @@ variable, never stored; the others (an AND gate's inputs among them) are stored 
 The C code reads and writes labels at constant offsets, and calls driver.c's and_run, which hands the
 _gather kernel `batch` gates at a time as their inputs are ready (READY): they read their input labels
 from the label array by byte offset (a constant table per segment) and write their outputs in place
-(a run's AND gates take consecutive labels). The kernel's loads overlap its rounds, where the driver's copying into batch
-buffers used to be code of its own: the AES-128 circuit's driver code is 17% smaller for it, and an
-instruction stream this long (some 360 KB, run once per circuit) is fetched, not cached. Labels are
+(a run's AND gates take consecutive labels). The kernel's loads overlap its rounds, where the driver's
+copying into batch buffers used to be code of its own: the AES-128 circuit's driver code is 17%
+smaller for it, and an instruction stream this long (some 360 KB, run once per circuit) is fetched,
+not cached. Labels are
 reused: one is free after its last reader, taken again from the next segment on (a sum takes the latest
 freed, an AND run the lowest free range), so the labels in use stay few and in the cache (the AES-128
 circuit: 1,310 labels, 21 KB, for its 31,112 wires) and a segment's steps may run in any order that keeps
