@@ -110,7 +110,7 @@ def circuit_rows(spec: KernelSpec) -> list[Row]:
     rows = []
     for garbler in (True, False):
         for technique in driver.TECHNIQUES:
-            for batch in (1, group, 4 * group, 8 * group, WHOLE_LAYER):
+            for batch in dict.fromkeys((1, group, 4 * group, 8 * group, WHOLE_LAYER)):  # group 1: no repeats
                 lay = p.by_technique[technique]
                 labels = driver.aligned_buffer(16 * lay.nlabels)
                 ctypes.memmove(labels, g.inputs0, len(g.inputs0))  # the evaluator's inputs: any labels do
