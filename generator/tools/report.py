@@ -179,9 +179,9 @@ def print_exploration(result) -> None:
         console.print(result.sampling, soft_wrap=True)
     if tied:
         top = max((p for p in result.points if p.bulk_interval()), key=lambda p: p.bulk_interval().median)
-        console.print(f"= ties: {len(tied)} configs whose bulk interval overlaps that of the top median, "
-                      f"{config_name(top)} ({', '.join(config_name(p) for p in tied)}); * marks the cheapest of "
-                      "these and the top (smallest depth, then smallest code)", soft_wrap=True)
+        console.print(f"= ties: {len(tied)} configs besides the best whose bulk interval overlaps that of the top "
+                      f"median ({config_name(top)}): {', '.join(config_name(p) for p in tied)}; * marks the best, "
+                      "the cheapest of the ties (smallest depth, then smallest code)", soft_wrap=True)
     if best:
         console.print(best_line(result, best))
 
