@@ -168,8 +168,8 @@ def run_bench(spec: KernelSpec, ceiling: Ceiling, rounds: int, console, json_pat
     rows = kernel_rows(spec) + circuit_rows(spec)
     measure(rows, rounds, ceiling.tsc_hz)
     table = report(rows, ceiling, rounds)
-    t = Table(title=f"half-gates, AES-128 fixed key: {rounds} sampling rounds, medians ±95% interval (TSC {ceiling.tsc_hz / 1e9:.2f}"
-              f" GHz, core {ceiling.core_hz / 1e9:.2f} GHz)")
+    t = Table(title=f"half-gates, AES-128 fixed key: {rounds} sampling rounds, medians ±95% interval "
+                    f"(TSC {ceiling.tsc_hz / 1e9:.2f} GHz, core {ceiling.core_hz / 1e9:.2f} GHz)")
     for col in ("what", "config", "batch", "M AND/s", "TSC ticks/AND", "cycles/AND", "% AES ceiling"):
         t.add_column(col, justify="left" if col in ("what", "config") else "right", no_wrap=True)
     for r in table:
