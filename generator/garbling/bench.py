@@ -9,8 +9,8 @@ moves them alike) for a burst of BURST calls after an untimed one, each a median
     (garbling 4, evaluating 2 AES-128 calls per gate; the ceiling: vaesenc's throughput at that width);
   - the AES-128 circuit (aesgen.garbling.aes128) garbled and evaluated by the C driver, static and
     dynamic, batch 1 (the unbatched baseline: a kernel call per AND gate) up to a whole layer.
-A circuit's time includes the driver (the XOR gates; the dynamic technique's copying of inputs into
-batch buffers) and one ctypes call.
+A circuit's time includes the driver (the XOR gates; the dynamic technique's walk over the gates and its
+queue) and one ctypes call.
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@
  *            or when a gate reads a pending label (a result is needed), its gates issued in queue order
  *            as runs of consecutive ids. How much it batches depends on how the circuit is written:
  *            independent AND gates close together (aes128.py writes the 16 S-boxes gate by gate).
- *            Their input labels are copied into contiguous buffers (a, b) for the kernel.
+ *            Their inputs go to the _gather kernel too, as a table of offsets built per flush.
  *            driver.py lays its arrays out with INV reading the label after the last wire (delta)
  *            and EQW the one before it (zero).
  */
@@ -23,10 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef void (*garble_fn)(const void *key, const uint8_t *delta, const uint8_t *a0, const uint8_t *b0,
-                          uint64_t first_gate_id, uint8_t *tables, uint8_t *c0, size_t n);
-typedef void (*eval_fn)(const void *key, const uint8_t *a, const uint8_t *b, uint64_t first_gate_id,
-                        const uint8_t *tables, uint8_t *c, size_t n);
+/* the _gather kernels: gate i's input labels at labels + in[2i], labels + in[2i + 1] */
+typedef void (*garble_gather_fn)(const void *key, const uint8_t *delta, const uint8_t *labels, const uint32_t *in,
+                                 uint64_t first_gate_id, uint8_t *tables, uint8_t *c0, size_t n);
+typedef void (*eval_gather_fn)(const void *key, const uint8_t *labels, const uint32_t *in, uint64_t first_gate_id,
+                               const uint8_t *tables, uint8_t *c, size_t n);
 
 enum { OP_XOR = 0, OP_AND = 1, OP_INV = 2, OP_EQW = 3 };
 
@@ -41,16 +42,17 @@ typedef struct {
     const int32_t *in0, *in1, *out;
     const int64_t *and_id;
     size_t batch;
-    uint8_t *a, *b, *c;  /* batch buffers */
+    uint32_t *offsets;  /* dynamic: a flush's input offsets */
+    uint8_t *c;         /* dynamic: its outputs, where they are not consecutive labels */
     uint64_t calls;
 } engine;
 
-/* one kernel call: n gates with ids first.., their input labels at a, b, their outputs to c */
-static void call(engine *e, const uint8_t *a, const uint8_t *b, uint64_t first, uint8_t *c, size_t n) {
+/* one kernel call: n gates with ids first.., their input labels at the offsets in, their outputs to c */
+static void call(engine *e, const uint32_t *in, uint64_t first, uint8_t *c, size_t n) {
     if (e->garbler)
-        ((garble_fn)e->fn)(e->key, e->delta, a, b, first, e->tables + 32 * first, c, n);
+        ((garble_gather_fn)e->fn)(e->key, e->delta, e->labels, in, first, e->tables + 32 * first, c, n);
     else
-        ((eval_fn)e->fn)(e->key, a, b, first, e->tables + 32 * first, c, n);
+        ((eval_gather_fn)e->fn)(e->key, e->labels, in, first, e->tables + 32 * first, c, n);
     e->calls++;
 }
 
@@ -68,15 +70,15 @@ static inline void linear_gate(engine *e, int32_t g) {
  * when the wires are numbered in level order (driver.py does): the kernel writes the labels in place. */
 static void issue(engine *e, const int32_t *members, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        memcpy(e->a + 16 * i, e->labels + 16 * (size_t)e->in0[members[i]], 16);
-        memcpy(e->b + 16 * i, e->labels + 16 * (size_t)e->in1[members[i]], 16);
+        e->offsets[2 * i] = 16 * (uint32_t)e->in0[members[i]];
+        e->offsets[2 * i + 1] = 16 * (uint32_t)e->in1[members[i]];
     }
     int32_t o = e->out[members[0]];
     int direct = 1;
     for (size_t i = 1; i < n && direct; i++)
         direct = e->out[members[i]] == o + (int32_t)i;
     uint8_t *c = direct ? e->labels + 16 * (size_t)o : e->c;
-    call(e, e->a, e->b, (uint64_t)e->and_id[members[0]], c, n);
+    call(e, e->offsets, (uint64_t)e->and_id[members[0]], c, n);
     if (!direct)
         for (size_t i = 0; i < n; i++)
             memcpy(e->labels + 16 * (size_t)e->out[members[i]], e->c + 16 * i, 16);
@@ -84,16 +86,14 @@ static void issue(engine *e, const int32_t *members, size_t n) {
 
 static int setup(engine *e, size_t batch) {
     e->batch = batch;
-    e->a = aligned_alloc(64, 64 + 16 * batch);
-    e->b = aligned_alloc(64, 64 + 16 * batch);
+    e->offsets = aligned_alloc(64, 64 + 8 * batch);
     e->c = aligned_alloc(64, 64 + 16 * batch);
     e->calls = 0;
-    return e->a && e->b && e->c ? 0 : -1;
+    return e->offsets && e->c ? 0 : -1;
 }
 
 static void teardown(engine *e) {
-    free(e->a);
-    free(e->b);
+    free(e->offsets);
     free(e->c);
 }
 
@@ -104,23 +104,12 @@ static void teardown(engine *e) {
 #define LD(i) _mm_load_si128((const __m128i *)(L + 16 * (size_t)(i)))
 #define ST(i, v) _mm_store_si128((__m128i *)(L + 16 * (size_t)(i)), (v))
 
-typedef void (*garble_gather_fn)(const void *key, const uint8_t *delta, const uint8_t *labels, const uint32_t *in,
-                                 uint64_t first_gate_id, uint8_t *tables, uint8_t *c0, size_t n);
-typedef void (*eval_gather_fn)(const void *key, const uint8_t *labels, const uint32_t *in, uint64_t first_gate_id,
-                               const uint8_t *tables, uint8_t *c, size_t n);
-
 /* AND gates from..n-1 of a run with ids first.., input offsets in (two per gate), their outputs the
  * labels out..: kernel calls of `batch`; returns n. */
 static size_t and_run(engine *e, const uint32_t *in, uint64_t first, size_t from, size_t n, size_t out) {
     for (size_t done = from; done < n;) {
         size_t m = n - done < e->batch ? n - done : e->batch;
-        uint8_t *c = e->labels + 16 * (out + done);
-        if (e->garbler)
-            ((garble_gather_fn)e->fn)(e->key, e->delta, e->labels, in + 2 * done, first + done,
-                                      e->tables + 32 * (first + done), c, m);
-        else
-            ((eval_gather_fn)e->fn)(e->key, e->labels, in + 2 * done, first + done, e->tables + 32 * (first + done), c, m);
-        e->calls++;
+        call(e, in + 2 * done, first + done, e->labels + 16 * (out + done), m);
         done += m;
     }
     return n;

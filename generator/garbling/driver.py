@@ -172,11 +172,10 @@ def bound(kernel: HalfGatesKernel, p: Prepared, garbler: bool, labels: ctypes.Ar
     flushes = ctypes.c_uint64()
     lay = p.by_technique[technique]
     batch = min(batch, max(1, p.ands))  # buffers: no larger
-    if isinstance(lay, Program):  # inputs by offset from the label array
-        fn = kernel.garble_gather_fn if garbler else kernel.eval_gather_fn
+    fn = kernel.garble_gather_fn if garbler else kernel.eval_gather_fn  # inputs by offset in the label array
+    if isinstance(lay, Program):
         return partial(_kept, kernel, p.static_lib().gc_static, int(garbler), fn, kernel.key, delta, labels, tables,
                        batch), flushes
-    fn = kernel.garble_fn if garbler else kernel.eval_fn  # inputs gathered into batch buffers
     return partial(_kept, (kernel, lay), driver_lib().gc_dynamic, int(garbler), fn, kernel.key, delta, labels, tables,
                    *lay.pointers(), len(p.circuit.gates), lay.nlabels, batch, ctypes.byref(flushes)), flushes
 
