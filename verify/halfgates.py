@@ -51,28 +51,36 @@ def fixed_key(sc: Scene, key: bytes) -> Region:
     return region
 
 
-def garble_call(sc: Scene, key: bytes, delta: bytes, a0: list[bytes], b0: list[bytes], gid: int
-                ) -> tuple[list[bytes] | None, list[bytes] | None]:
-    n = len(a0)
-    ks = fixed_key(sc, key)
-    inv = sc.call(GARBLE, {"fixed_key": ks, "delta": delta, "a0": b"".join(a0) or b"\0", "b0": b"".join(b0) or b"\0",
-                           "first_gate_id": gid, "tables": fill(sc.rng, max(1, 32 * n)),
-                           "c0": fill(sc.rng, max(1, 16 * n)), "n": n}, test=True)
+def garble_any(sc: Scene, fn: str, key: bytes, delta: bytes, inputs: dict, gid: int, n: int
+               ) -> tuple[list[bytes] | None, list[bytes] | None]:
+    """`fn` (GARBLE or GARBLE_GATHER) on n gates whose input arguments are `inputs`: (tables, c0), per gate."""
+    inv = sc.call(fn, {"fixed_key": fixed_key(sc, key), "delta": delta, **inputs, "first_gate_id": gid,
+                       "tables": fill(sc.rng, max(1, 32 * n)), "c0": fill(sc.rng, max(1, 16 * n)), "n": n}, test=True)
     if "tables" not in inv.regions:
         return None, None
     t, c = inv.out("tables"), inv.out("c0")
     return [t[32 * i:32 * i + 32] for i in range(n)], [c[16 * i:16 * i + 16] for i in range(n)]
 
 
-def eval_call(sc: Scene, key: bytes, a: list[bytes], b: list[bytes], gid: int, tables: list[bytes]) -> list[bytes] | None:
-    n = len(a)
-    ks = fixed_key(sc, key)
-    inv = sc.call(EVAL, {"fixed_key": ks, "a": b"".join(a) or b"\0", "b": b"".join(b) or b"\0", "first_gate_id": gid,
-                         "tables": b"".join(tables) or b"\0", "c": fill(sc.rng, max(1, 16 * n)), "n": n}, test=True)
+def eval_any(sc: Scene, fn: str, key: bytes, inputs: dict, gid: int, tables: list[bytes], n: int
+             ) -> list[bytes] | None:
+    """`fn` (EVAL or EVAL_GATHER) on n gates whose input arguments are `inputs`: C, per gate."""
+    inv = sc.call(fn, {"fixed_key": fixed_key(sc, key), **inputs, "first_gate_id": gid,
+                       "tables": b"".join(tables) or b"\0", "c": fill(sc.rng, max(1, 16 * n)), "n": n}, test=True)
     if "c" not in inv.regions:
         return None
     c = inv.out("c")
     return [c[16 * i:16 * i + 16] for i in range(n)]
+
+
+def garble_call(sc: Scene, key: bytes, delta: bytes, a0: list[bytes], b0: list[bytes], gid: int
+                ) -> tuple[list[bytes] | None, list[bytes] | None]:
+    return garble_any(sc, GARBLE, key, delta, {"a0": b"".join(a0) or b"\0", "b0": b"".join(b0) or b"\0"}, gid,
+                      len(a0))
+
+
+def eval_call(sc: Scene, key: bytes, a: list[bytes], b: list[bytes], gid: int, tables: list[bytes]) -> list[bytes] | None:
+    return eval_any(sc, EVAL, key, {"a": b"".join(a) or b"\0", "b": b"".join(b) or b"\0"}, gid, tables, len(a))
 
 
 class Wires:
@@ -99,26 +107,14 @@ class Wires:
 
 def garble_gather_call(sc: Scene, key: bytes, delta: bytes, wires: Wires, gid: int
                        ) -> tuple[list[bytes] | None, list[bytes] | None]:
-    n = len(wires.a)
-    inv = sc.call(GARBLE_GATHER, {"fixed_key": fixed_key(sc, key), "delta": delta, "labels": b"".join(wires.labels),
-                                  "in": wires.offsets(), "first_gate_id": gid, "tables": fill(sc.rng, max(1, 32 * n)),
-                                  "c0": fill(sc.rng, max(1, 16 * n)), "n": n}, test=True)
-    if "tables" not in inv.regions:
-        return None, None
-    t, c = inv.out("tables"), inv.out("c0")
-    return [t[32 * i:32 * i + 32] for i in range(n)], [c[16 * i:16 * i + 16] for i in range(n)]
+    return garble_any(sc, GARBLE_GATHER, key, delta, {"labels": b"".join(wires.labels), "in": wires.offsets()}, gid,
+                      len(wires.a))
 
 
 def eval_gather_call(sc: Scene, key: bytes, labels: list[bytes], wires: Wires, gid: int, tables: list[bytes]
                      ) -> list[bytes] | None:
-    n = len(wires.a)
-    inv = sc.call(EVAL_GATHER, {"fixed_key": fixed_key(sc, key), "labels": b"".join(labels), "in": wires.offsets(),
-                                "first_gate_id": gid, "tables": b"".join(tables) or b"\0",
-                                "c": fill(sc.rng, max(1, 16 * n)), "n": n}, test=True)
-    if "c" not in inv.regions:
-        return None
-    c = inv.out("c")
-    return [c[16 * i:16 * i + 16] for i in range(n)]
+    return eval_any(sc, EVAL_GATHER, key, {"labels": b"".join(labels), "in": wires.offsets()}, gid, tables,
+                    len(wires.a))
 
 
 def truth(rng: random.Random, labels0: list[bytes], delta: bytes) -> list[bytes]:
