@@ -17,6 +17,10 @@ from typing import Union
 # The SysV x86-64 integer argument registers, in order (arguments 7.. are on the stack): what
 # every kernel body is written against; the win64 wrapper, the DSL and the simulator read it.
 SYSV_ARGS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
+# The registers a SysV function must give back as it found them (besides rsp), in the order kernels push them.
+SYSV_CALLEE_SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
+# The 64-bit general-purpose registers.
+GPR64 = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15")
 
 
 class BuildError(Exception):

@@ -11,19 +11,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ir import SYSV_ARGS, Branch, Const, Function, Insn, KeyRef, Label, Mark, Mem, Phys, VReg
+from .ir import GPR64, SYSV_ARGS, Branch, Const, Function, Insn, KeyRef, Label, Mark, Mem, Phys, VReg
 from .ops import info
 from .schedule import flatten
 from .semantics import M64, M128
 from .spec import KernelSpec
 
-_GPR64 = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11",
-          "r12", "r13", "r14", "r15")
 
 
 def _gpr_alias(name: str) -> tuple[str, int]:
     """Map a GPR name of any size to (64-bit name, bits)."""
-    if name in _GPR64:
+    if name in GPR64:
         return name, 64
     if name.startswith("r") and name.endswith("b") and name[1:-1].isdigit():
         return name[:-1], 8
@@ -54,7 +52,7 @@ class Machine:
 
     def __post_init__(self) -> None:
         self.mem = bytearray(self.size)
-        self.gpr = {r: 0 for r in _GPR64}
+        self.gpr = {r: 0 for r in GPR64}
         self.gpr["rsp"] = self.size - 4096
 
     # -- memory -------------------------------------------------------------

@@ -21,13 +21,13 @@ wrapper saves xmm6-15, rdi and rsi around the body.
 from __future__ import annotations
 
 from aesgen.dsl import FunctionBuilder
-from aesgen.ir import Mem
+from aesgen.ir import SYSV_CALLEE_SAVED, Mem
 
 from .aes import finish
 
 PAGE = 4096  # the smallest x86-64 page: what a Windows stack grows by
 # The SysV callee-saved GPRs, in push order: what GCM, GCM-SIV, OCB and OTR save.
-CALLEE_SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
+CALLEE_SAVED = SYSV_CALLEE_SAVED
 
 
 def aligned(payload: int, pushes: int = len(CALLEE_SAVED)) -> int:

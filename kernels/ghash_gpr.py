@@ -26,10 +26,10 @@ from aesgen.dsl import FunctionBuilder
 from aesgen.gf128 import fold_constant
 from aesgen.ir import Mem
 
-from .frame import aligned, drop_frame, open_frame, push_saved
+from .frame import CALLEE_SAVED, aligned, drop_frame, open_frame, push_saved
 
 HOLES = 5  # parts per 64-bit operand (see the module doc)
-PUSHED = ("rbx", "rbp", "r12", "r13", "r14", "r15")
+PUSHED = CALLEE_SAVED  # every one of them holds product bits
 # Register roles beside the arguments (SysV names; a win64 file's wrapper maps its arguments).
 DATA = "r8"  # public: the data, moved out of rdx (the multiplier's)
 ACC_LO, ACC_HI = "r9", "r10"  # the running hash, POLYVAL order

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from aesgen.ir import GPR64, SYSV_CALLEE_SAVED
 from aesgen.mainloop import Loop
 from aesgen.perfmodel import classify
 
@@ -32,8 +33,8 @@ from .ceiling import clock_loop, iteration_cycles, mix_loop, run_loops
 BUFFER = 0x4000  # bytes per base register: the pointer sits in the middle, displacements reach +-8 KiB
 FRAME = 0x2000  # rsp sits this far into a frame twice as big: slots above it (tables), a red zone below
 CONSTANTS = 0x1000
-SAVED = ("rbx", "rbp", "r12", "r13", "r14", "r15")  # SysV callee-saved: the body may use any of them
-GPRS = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15")
+SAVED = SYSV_CALLEE_SAVED  # the body may use any of them
+GPRS = tuple(r for r in GPR64 if r != "rsp")  # each points into a buffer of its own
 TRIALS = 3  # runs of every variant, alternating, each the harness's fastest of 101
 _RIP = re.compile(r"[.\w]+\(%rip\)")
 _INDEXED = re.compile(r"\((%\w+),%\w+(,\d)?\)")
