@@ -10,8 +10,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from .ir import (SYSV_ARGS, BuildError, Branch, Const, Function, GroupBlock, Insn, KeyRef, Label, Mark, MarkKind, Mem, Operand,
-                 Path, Schedule, VReg)
+from .ir import (SYSV_ARGS, BuildError, Branch, Const, Function, GroupBlock, Insn, KeyRef, Label, Mark, MarkKind, Mem,
+                 Operand, Path, Schedule, VReg)
 from .ops import info
 from .functions import mode_of
 from .spec import KernelSpec

@@ -49,9 +49,9 @@ SLOTS = ("X", "K1", "K2", "O2")
 def tabled(spec: KernelSpec) -> bool:
     """Whether OTR's whole chunks come from GPR offset tables: xmm with AES-NI on 16 registers
     (--isa avx; measured on a Sapphire Rapids-class VM, AES-128 16 KiB: 66% -> 82% of the
-    ceiling; little-endian entries: 85-87%). On ymm (avx2) the same batches measured 50% (the staged batches: 62%): per 20
-    AES rounds they carry two chunks' fill and slot traffic, more uops than the rounds leave
-    room for, so ymm keeps kernels/otr_staged.py. No BMI2 or MOVBE: avx files run on CPUs
+    ceiling; little-endian entries: 85-87%). On ymm (avx2) the same batches measured 50% (the
+    staged batches: 62%): per 20 AES rounds they carry two chunks' fill and slot traffic, more
+    uops than the rounds leave room for, so ymm keeps kernels/otr_staged.py. No BMI2 or MOVBE: avx files run on CPUs
     without them (Sandy Bridge), so sar, and no movbe."""
     return spec.isa == "avx" and spec.backend == "aesni"
 
