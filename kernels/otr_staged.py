@@ -27,9 +27,9 @@ L_(i+1) (decrypting, the other way round). A batch's rounds carry the table thre
 on: each vector of the one two on, times x^(D L) (gfdouble.times_x_bytes_be: five vector
 ops, no byte reversal). Per vector of chunks the offsets then take 7 vector ops where the
 stream's doubling, byte reversal and lane shuffles took 12; on the Sapphire Rapids-class
-VM decrypting ran 8% faster at 16 KiB, encrypting the same (its loops are bound by
-instructions per cycle there, docs/tuning.md). Tables two batches ahead: the load spanning
-two tables' stores is never waiting on them.
+VM decrypting ran 8% faster at 16 KiB, encrypting the same (docs/tuning.md has what was
+ruled out). Tables two batches ahead: the load spanning two tables' stores is never
+waiting on them.
 """
 from __future__ import annotations
 
