@@ -297,6 +297,8 @@ SCALAR = [
     _s("bt.r64.imm", "gpr", "BT_RM64_IMM8", sem.bt),  # CF = bit imm (flags only)
     _s("sarx.r64.r64.r64", "gpr", None, sem.sarx, vex="VEX_SARX_R64_RM64_R64"),  # arithmetic, flags kept (BMI2)
     _s("bzhi.r64.r64.r64", "gpr", None, sem.bzhi, vex="VEX_BZHI_R64_RM64_R64"),
+    _s("shlx.r64.r64.r64", "gpr", None, sem.shlx, vex="VEX_SHLX_R64_RM64_R64"),  # count mod 64, flags kept (BMI2)
+    _s("shrx.r64.r64.r64", "gpr", None, sem.shrx, vex="VEX_SHRX_R64_RM64_R64"),
     # -- vector state, masks, CPU
     # the two qwords' sign bits of an xmm (no EVEX form: xmm0-15 only)
     _s("movmskpd.r32.x", "move", "MOVMSKPD_R32_XMM", sem.movmskpd, vex="VEX_VMOVMSKPD_R32_XMM"),

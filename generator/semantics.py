@@ -478,6 +478,14 @@ def sarx(it: Cpu, i: Insn) -> None:
     it.m.put(i.dst, ((it.m.get(i.srcs[0]) ^ 1 << 63) - (1 << 63) >> c) & M64)
 
 
+def shlx(it: Cpu, i: Insn) -> None:
+    it.m.put(i.dst, it.m.get(i.srcs[0]) << (it.m.get(i.srcs[1]) & 63) & M64)
+
+
+def shrx(it: Cpu, i: Insn) -> None:
+    it.m.put(i.dst, it.m.get(i.srcs[0]) >> (it.m.get(i.srcs[1]) & 63))
+
+
 def movmskpd(it: Cpu, i: Insn) -> None:
     v = it.value(i.srcs[0], 1)[0]
     it.m.put(i.dst, ((v >> 63) & 1) | ((v >> 127) << 1))

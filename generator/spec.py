@@ -44,7 +44,7 @@ MAX_DEPTH = 16
 FEATURES_BY_ISA = {
     "sse": ("aes", "ssse3"),
     "avx": ("aes", "ssse3", "avx"),
-    "avx2": ("aes", "ssse3", "avx", "avx2", "vaes"),
+    "avx2": ("aes", "ssse3", "avx", "avx2", "bmi2", "vaes"),  # every VAES CPU has BMI2 (shlx, shrx, sarx)
     "avx512": ("aes", "ssse3", "avx", "avx2", "bmi2", "vaes", "avx512f", "avx512bw", "avx512vl"),
 }
 

@@ -66,10 +66,36 @@ def _arg(name: str) -> Mem:
 
 
 def gather_partial(b: FunctionBuilder, src: str, count: str, dst: Mem) -> None:
-    """dst = the count (1..15) bytes at src, zero-padded to 16. Gathered into two GPRs
-    from the last byte down (constant shifts), then stored whole: no byte is read past
-    src + count, and no stack store has a variable address. Clobbers count and the data GPRs."""
+    """dst = the count (1..16, public) bytes at src, zero-padded to 16; no byte is read past
+    src + count, and no stack store has a variable address. With BMI2, 9..16 bytes are two
+    overlapping 8-byte loads (the second shifted down past the bytes the first has) and 4..8
+    two 4-byte ones (a byte read twice lands in the same place twice, and OR keeps it); fewer,
+    or without BMI2, gathered into two GPRs from the last byte down (constant shifts).
+    Clobbers count and the data GPRs."""
     top, high, done = b.label_name("gather"), b.label_name("gather_hi"), b.label_name("gathered")
+    if "bmi2" in b.spec.features:
+        bytewise, short = b.label_name("gather_bytes"), b.label_name("gather_short")
+        b.s("cmp.r64.imm", count, imm=4)
+        b.branch("b", bytewise)
+        b.s("cmp.r64.imm", count, imm=8)
+        b.branch("be", short)
+        b.s("mov.r64.m64", BYTES_LO, Mem(src, 0, bits=64), comment="bytes 0..7")
+        b.s("mov.r64.m64", BYTE, Mem(src, -8, index=count, bits=64), comment="the last 8 bytes")
+        b.s("neg.r64", count)
+        b.s("add.r64.imm", count, imm=16)
+        b.s("shl.r64.imm", count, imm=3)
+        b.s("shrx.r64.r64.r64", BYTES_HI, BYTE, count, comment="bytes 8..count-1")
+        b.branch("jmp", done)
+        b.label(short)
+        b.s("mov.r32.m32", r32(BYTES_LO), Mem(src, 0, bits=32), comment="bytes 0..3")
+        b.s("mov.r32.m32", r32(BYTE), Mem(src, -4, index=count, bits=32), comment="the last 4 bytes")
+        b.s("sub.r64.imm", count, imm=4)
+        b.s("shl.r64.imm", count, imm=3)
+        b.s("shlx.r64.r64.r64", BYTE, BYTE, count)
+        b.s("or.r64.r64", BYTES_LO, BYTE)
+        b.s("xor.r32.r32", r32(BYTES_HI), r32(BYTES_HI), comment="bytes 8..15")
+        b.branch("jmp", done)
+        b.label(bytewise)
     b.s("xor.r32.r32", r32(BYTES_LO), r32(BYTES_LO), comment="bytes 0..7")
     b.s("xor.r32.r32", r32(BYTES_HI), r32(BYTES_HI), comment="bytes 8..15")
     b.label(top)
