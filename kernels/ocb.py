@@ -199,8 +199,12 @@ class OffsetPass:
         self.acc = b.pinned("SUM" if self.kind == "hash" else "CHECKSUM")
         if start is None:
             b.v("vzero", dst=self.base)
-        else:
-            b.v("vload_bcast", start, dst=self.base, comment="Offset_0 in every lane")
+        else:  # two 8-byte loads, as offset_zero stored it: a 16-byte load would wait for the stores
+            offset = load_qwords(b, start)
+            if L > 1:
+                b.v("widen", offset, dst=self.base, comment="Offset_0 in every lane")
+            else:
+                b.assign(self.base, offset, comment="Offset_0")
         b.v("vzero", dst=self.acc)
         self.rekey()
         b.s("mov.r64.imm", POS, imm=16, comment="block 1 is at position 1 of the batch at 0")
