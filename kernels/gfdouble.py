@@ -148,34 +148,6 @@ def times_x_pow(b: FunctionBuilder, t: VReg, k: int, width: int | None = None) -
     return _xor3(b, hi, c, r, w, f"tweaks * x^{k}")
 
 
-def top_bytes_le(m: int, lanes: int) -> Const:
-    """pshufb control: a big-endian block's top m bytes as a little-endian integer in the
-    low qword (byte p <- byte m-1-p), zeros elsewhere."""
-    lane = [m - 1 - p if p < m else 0x80 for p in range(16)]
-    return Const(f"be_top{m}_le_x{lanes}", bytes(lane) * lanes)
-
-
-def low_bytes_be(m: int, lanes: int) -> Const:
-    """pshufb control: the low m + 1 bytes of a little-endian integer as a big-endian block's
-    last bytes (byte 15-p <- byte p), zeros elsewhere."""
-    lane = [15 - q if q >= 15 - m else 0x80 for q in range(16)]
-    return Const(f"le_low{m + 1}_be_x{lanes}", bytes(lane) * lanes)
-
-
-def times_x_bytes_be(b: FunctionBuilder, t: VReg, m: int, width: int | None = None) -> VReg:
-    """t * x^(8m) in every lane, t big-endian (the spec's byte order, no byte reversal):
-    the bytes move toward byte 0 and the top m fall off, carry-less times 0x87 (as a
-    little-endian integer, then turned back) into the last m + 1. Five ops, 1 <= m <= 7."""
-    w = width or b.width
-    lanes = w // 128
-    assert 1 <= m <= 7, "the top bytes times 0x87 fit the low qword"
-    top = b.v("pshufb", t, top_bytes_le(m, lanes), width=w, comment=f"the top {8 * m} bits, little-endian")
-    r = b.v("clmul", top, reduction(lanes), imm=0x00, width=w, comment="x^128 * them = 0x87 * them")
-    r = b.v("pshufb", r, low_bytes_be(m, lanes), width=w, comment="big-endian, at the block's end")
-    s = b.v("psrldq", t, imm=m, width=w, comment=f"<< {8 * m} (big-endian)")
-    return b.v("vxor", s, r, width=w, role="ofs", comment=f"offsets * x^{8 * m}")
-
-
 def ladder(b: FunctionBuilder, t: VReg, width: int | None = None) -> VReg:
     """From a 128-bit t, a vector whose lane l is t * x^l (batch doubling: every lane at once)."""
     w = width or b.width

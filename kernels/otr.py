@@ -44,7 +44,6 @@ from .gcm import BYTE, BYTES_HI, gather_partial
 from .gfdouble import TweakStream, double, gpr_double
 from .modes import byte_mask, vector_loops
 from .otr_staged import StagedChunks, sizes, slot_bytes, staged
-from .otr_staged import table_bytes as staged_table_bytes
 from .otr_tabled import TabledChunks, table_bytes, tabled
 from .regs import RESULT, r8, r32
 from .registry import describes
@@ -139,15 +138,12 @@ class Otr:
         self.staged = not self.pipelined and staged(self.spec)
         self.tabled = not self.pipelined and tabled(self.spec)
         # after the fixed slots: the offset tables (pipelined) or the staged batches' slots,
-        # then the GPR-filled tables and their slots, or the staged batches' offset tables
-        # (those two wiped where their loops end, not by the epilogue)
+        # then the GPR-filled tables and their slots
         self.area_bytes = 2 * self.table_bytes if self.pipelined else \
             slot_bytes(b.depth, b.width) if self.staged else 0
         self.tabled_at = TABLE + self.area_bytes
         if self.tabled:
             self.area_bytes += table_bytes(b.depth, b.lanes, b.width)
-        if self.staged:
-            self.area_bytes += staged_table_bytes(b.depth, b.width)
         self.frame = aligned(TABLE + self.area_bytes)
 
     # -- the function -----------------------------------------------------------

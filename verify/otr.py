@@ -25,7 +25,6 @@ from aesgen.verify.harness.isolation import Probe, Unit
 from aesgen.verify.harness.memory import HeapMem, Region
 from aesgen.verify.harness.scene import (Invocation, Scene, fill, invoke, io_alias, key_or_raise, make_key,
                                          out_if_placed)
-from aesgen.kernels.otr_staged import FAR, TABLES_FROM, far_bytes, staged
 from aesgen.verify.reference.otr import NONCE_SIZES, load_vectors, otr_encrypt
 from aesgen.verify.results import CheckResult, verdict
 
@@ -67,20 +66,7 @@ def text_lengths(kernel: Kernel, quick: bool, rng: random.Random) -> list[int]:
     if quick:
         near = {x for x in near if x % 32 in (0, 1, 31) or x > top - 70}
     extra = {rng.randrange(top) for _ in range(4 if quick else 20)}
-    return sorted(dense | near | extra | table_lengths(kernel))
-
-
-def table_lengths(kernel: Kernel) -> set[int]:
-    """Where staged batches take their offsets from rotating tables (kernels/otr_staged.py):
-    around the first length that takes them, and the loop leaving after each of its tables
-    (at a batch, one chunk on, one byte on, a chunk short), twice round the tables."""
-    spec = kernel.spec
-    depth, lanes = spec.depth_for("otr"), spec.width_for("otr") // 128
-    if not staged(spec) or not far_bytes(depth, lanes):
-        return set()
-    batch = batch_bytes(kernel)
-    return {k * batch + d for k in range(TABLES_FROM - 1, TABLES_FROM + 2 * FAR + 1)
-            for d in (0, 1, 32, 33, batch - 31)}
+    return sorted(dense | near | extra)
 
 
 def aad_length(i: int, kernel: Kernel, rng: random.Random) -> int:
