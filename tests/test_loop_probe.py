@@ -6,7 +6,7 @@ import math
 import os
 
 from _support import require_cpu, run_aesgen
-from aesgen.bench.loop_probe import BUFFER, GPRS, body_of, measure, port_class, source, variants
+from aesgen.bench.loop_probe import GPRS, REACH, STREAM, body_of, measure, port_class, source, steps, variants
 from aesgen.cpu import MASK_ENV
 from aesgen.mainloop import Loop, main_loop
 from aesgen.pipeline import generate
@@ -41,10 +41,19 @@ def test_the_body_keeps_the_work_and_drops_the_bookkeeping() -> None:
                     "vpxor (%rdi,%r10,1),%xmm2,%xmm2"]
 
 
+def test_streaming_keeps_the_forward_steps_of_the_pointers_it_reads_and_writes_through() -> None:
+    body = body_of(LOOP, streaming=True)
+    assert body == body_of(LOOP)[:7] + ["vpxor (%rdi,%r10,1),%xmm2,%xmm2", "add $0x40,%rsi", "add $0x40,%rdx"]
+    assert steps(body) == {"rsi": 0x40, "rdx": 0x40}  # not the count (rcx), not a stride from a register
+
+
 def test_each_variant_drops_one_class_and_keeps_the_aes() -> None:
     body = body_of(LOOP)
-    found = variants(body)
+    found = variants(body, body_of(LOOP, streaming=True))
     assert found[0][0].name == "as generated" and found[0][1] == body
+    assert found[1][0].streaming and found[1][1] == body_of(LOOP, streaming=True)
+    assert len(variants(body)) == len(found) - 1  # no streaming variant without steps
+    found = [found[0], *found[2:]]
     dropped = {v.dropped for v, _ in found[1:-1]}
     assert dropped == {port_class(i) for i in body} - {"aes"}
     for v, lines in found[1:-1]:
@@ -58,12 +67,15 @@ def test_each_variant_drops_one_class_and_keeps_the_aes() -> None:
 def test_the_probe_file_points_every_register_at_a_buffer_of_its_own() -> None:
     text, names, mix = source(LOOP)
     for reg in ("rdx", "rsi", "rax"):
-        assert f"lea probe_buf{GPRS.index(reg)}+{BUFFER // 2}(%rip), %{reg}" in text
+        assert f"lea probe_buf{GPRS.index(reg)}+{REACH}(%rip), %{reg}" in text
     assert "rsp" not in GPRS and len(set(GPRS)) == 15
     assert ".Lx_bswap" not in text and "probe_constants(%rip)" in text  # constants: a block of their own
-    assert "add $0x40,%rsi" not in text and "add %r9,%rdx" not in text and "adc %rbp,%rbp" in text
+    held, streaming = text.split("probe_1:")[0], text.split("probe_1:")[1].split("probe_2:")[0]
+    assert "add $0x40,%rsi" not in held and "add %r9,%rdx" not in text and "adc %rbp,%rbp" in text
+    # streaming: the steps stay, and every STREAM bytes the pointers start over
+    assert "add $0x40,%rsi" in streaming and f"movq ${STREAM // 0x40}, probe_period(%rip)" in streaming
     assert "vpxor (%rdi),%xmm2,%xmm2" in text  # the index register left out, the base kept
-    assert [n for _, n in names] == [f"probe_{k}" for k in range(len(variants(body_of(LOOP))))]
+    assert [n for _, n in names] == [f"probe_{k}" for k in range(len(variants(body_of(LOOP))) + 1)]
     assert mix == "probe_mix"
 
 

@@ -67,6 +67,7 @@ def run(spec: KernelSpec, key_bits: int) -> None:
                              "the probe cannot hold this loop still") from None
         console.print(table(function, spec, key_bits, result, mca_cycles(loop.text())))
     console.print("cycles: fastest of 101 runs of 500 iterations, three times in alternation (the range "
-                  "after it: the slowest of those three); pointers held still, data constant; a variant leaves "
+                  "after it: the slowest of those three); pointers held still (\'pointers advancing\': they step "
+                  "through 16 KiB and start over), data constant; a variant leaves "
                   "one port class out (perfmodel's classes); the bound runs the loop's vaesenc and "
                   "vpclmulqdq alone, together (docs/tuning.md, 'Loops timed by themselves')")
