@@ -69,7 +69,8 @@ class Xts:
     def __init__(self, b: FunctionBuilder, decrypt: bool) -> None:
         self.b, self.decrypt = b, decrypt
         self.inp, self.outp, self.n, self.tweak = (b.reg[a] for a in ("in", "out", "len", "tweak"))
-        # the batch loop's tweaks from tables where that pays (kernels/xts_table.py)
+        # the batch loop's tweaks from tables where that pays (kernels/xts_table.py), per key size;
+        # `layout`: whether some key size's loop takes them (rax then holds tweak bits)
         self.layout = layout(b.spec, b.width, b.depth)
 
     def cipher(self, x: VReg, t: VReg, nr: int, width: int | None = None) -> VReg:
@@ -148,9 +149,9 @@ class Xts:
                 b.store(Mem(outp, off), self.last_round(x, t, nr, last=last if table else None))
             b.groups(g, block, comment=f"{g} group(s) of {L} block(s)", riders=riders)
 
-        if self.layout is not None:
-            self.batches(stream, body, FarTables(b, self.layout) if self.layout.far else
-                         TweakTable(b, self.layout))
+        tables = layout(spec, b.width, b.depth, nr)
+        if tables is not None:
+            self.batches(stream, body, FarTables(b, tables) if tables.far else TweakTable(b, tables))
             vector_loops(b, n, 16 * L, (inp, outp), body, sizes=(1,))
         else:
             vector_loops(b, n, 16 * L, (inp, outp), body)

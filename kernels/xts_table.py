@@ -86,11 +86,22 @@ def table_from(batch: int, layout: Layout) -> int:
     return max((layout.filling + 1) * batch, TABLE_FROM_BYTES)
 
 
-def layout(spec: KernelSpec, width: int, depth: int) -> Layout | None:
-    """The table layout of an XTS batch loop, or None: the vector doubling stays in the loop.
+# zmm: the key sizes (round counts) whose batch loops take GPR tables. On the Sapphire
+# Rapids-class VM (family 6 model 167), `aesgen bench xts --isa avx512 --width 512 --depth 3`,
+# 16 KiB, interleaved processes: AES-128 with the vector doubling 2.13-2.19x OpenSSL against
+# 1.93-2.01x with the tables (depth 4 and 8 alike); AES-256 0.90x AWS-LC against 0.98x. zmm
+# vaesenc issues on port 0 only, and the chains' integer ops that land there cost a round; at
+# 14 rounds a block the chains' share is smaller than the vector doubling's registers beside
+# 15 round keys.
+ZMM_TABLE_ROUNDS = frozenset({14})
+
+
+def layout(spec: KernelSpec, width: int, depth: int, nr: int | None = None) -> Layout | None:
+    """The table layout of an XTS batch loop (of the key size with `nr` rounds; None: the one
+    its tables serve, if any), or None: the vector doubling stays in the loop.
 
     AES-NI backend, the ISA's default doubling method, depth 2 and up:
-    - zmm (AVX-512, depth <= 8): GPR tweaks loaded into registers, two chains;
+    - zmm (AVX-512, depth <= 8), AES-256: GPR tweaks loaded into registers, two chains;
     - ymm (AVX2) when a batch divides 64 blocks 4 times at most (depth 8 or 16): x^64 vector
       tweaks (xts_far.py); other depths: one GPR chain, tweaks in memory;
     - xmm on AVX: one GPR chain, tweaks in memory.
@@ -100,7 +111,7 @@ def layout(spec: KernelSpec, width: int, depth: int) -> Layout | None:
     if spec.backend != "aesni" or depth < 2 or spec.gfdouble != default_method(spec.isa, width):
         return None
     if (spec.isa, width) == ("avx512", 512):
-        return Layout(False, 2) if depth <= MAX_DEPTH else None
+        return Layout(False, 2) if depth <= MAX_DEPTH and (nr is None or nr in ZMM_TABLE_ROUNDS) else None
     blocks = depth * width // 128
     if (spec.isa, width) == ("avx2", 256) and FAR_BITS % blocks == 0 and FAR_BITS // blocks <= MOST_FAR:
         return Layout(True, 0, FAR_BITS // blocks)

@@ -177,8 +177,9 @@ def test_generated_file_verifies_full(tmp_path, method, isa, width, depth):
     ("avx", 128, 4, "batch", "aesni", None), ("avx", 128, 5, "krovetz", "aesni", "memory"),
     ("avx512", 512, 4, "batch", "gfni", None)])
 def test_tweak_tables_only_where_chosen(isa, width, depth, method, backend, kind):
-    """VAES at its widest with the batch method, or AES-NI xmm on 16 registers with krovetz;
-    AES-NI, depth 2 and up: tweak tables; anything else keeps the vector doubling in the loop.
+    """VAES at its widest with the batch method (zmm: AES-256 only), or AES-NI xmm on 16
+    registers with krovetz; AES-NI, depth 2 and up: tweak tables; anything else keeps the
+    vector doubling in the loop.
     Counted per key size and direction: GPR doublings (sarx with BMI2, else sar), lanes x
     depth a fill: with tweaks in registers two fills riding the filling batches and one per
     table in the loop (two); in memory two and three. x^64 tables: a vpunpcklqdq per vector,
@@ -192,8 +193,12 @@ def test_tweak_tables_only_where_chosen(isa, width, depth, method, backend, kind
     steps = sum(ins.mnemonic == ix.Mnemonic.VPUNPCKLQDQ and ins.memory_base == ix.Register.RSP
                 for ins in instructions)
     fills = {"registers": 4, "memory": 5}.get(kind, 0)
-    assert doublings == 2 * 3 * fills * (width // 128) * depth
-    assert steps == (2 * 3 * (4 + 5) * depth if kind == "far" else 0)
+    # the key sizes whose loops take the tables: zmm only AES-256 (xts_table.ZMM_TABLE_ROUNDS)
+    keys = 1 if kind == "registers" else 3
+    assert [layout(spec, width, depth, nr) is not None for nr in (10, 12, 14)] == (
+        [False, False, True] if kind == "registers" else [kind is not None] * 3)
+    assert doublings == 2 * keys * fills * (width // 128) * depth
+    assert steps == (2 * keys * (4 + 5) * depth if kind == "far" else 0)
     # the GPR doubling's sign spread is sarx where the ISA's files require BMI2 (avx2, avx512)
     assert (ix.Mnemonic.SARX in mnemonics) == (kind is not None and kind != "far" and "bmi2" in FEATURES_BY_ISA[isa])
 
