@@ -402,7 +402,7 @@ class Otr:
         if self.tabled:  # two batches or more; the loops below take the rest
             TabledChunks(self, self.tabled_at).run(nr, offsets, total)
         if self.staged:
-            StagedChunks(self, TABLE).run(nr, offsets, total)
+            StagedChunks(self, TABLE, INDEX).run(nr, offsets, total)
         else:
             if self.pipelined:
                 self.pipelined_batches(nr, offsets, total)

@@ -31,10 +31,9 @@ from .modes import vector_loops
 
 SLOTS = ("X", "B", "K1", "K2")
 OFFSET_GROUPS = 4  # groups whose offsets are computed at once (2 x 4 + 1 vectors live)
-# The batches drop rsp to 32-byte alignment (by 0 or 16, kept in ALIGN), so the slots start 32
-# bytes on: above the frame's fixed slots either way.
+# The batches drop rsp to 32-byte alignment (by 0 or 16), so the slots start 32 bytes on: above
+# the frame's fixed slots either way.
 LEAD = 32
-ALIGN = "r10"  # public: the drop (the Otr's INDEX scratch, unused while the batches run)
 
 
 def staged(spec: KernelSpec) -> bool:
@@ -58,10 +57,11 @@ def sizes(depth: int) -> tuple[int, ...]:
 
 
 class StagedChunks:
-    """Whole chunks of an Otr (kernels/otr.py) in staged batches; slots at rsp + `base`."""
+    """Whole chunks of an Otr (kernels/otr.py) in staged batches; slots at rsp + LEAD + `base`;
+    `align`: a public scratch register unused while the batches run (it keeps rsp's drop)."""
 
-    def __init__(self, otr, base: int) -> None:
-        self.o, self.b, self.base = otr, otr.b, base + LEAD
+    def __init__(self, otr, base: int, align: str) -> None:
+        self.o, self.b, self.base, self.align = otr, otr.b, base + LEAD, align
 
     def slot(self, j: int, name: str) -> Mem:
         vb = self.b.width // 8
@@ -70,10 +70,10 @@ class StagedChunks:
     def run(self, nr: int, offsets, total: VReg) -> None:
         o, b = self.o, self.b
         # 32-byte aligned: with rsp 16 mod 32 half the slot accesses split a cache line
-        align32(b, ALIGN)
+        align32(b, self.align)
         vector_loops(b, o.count, 32 * b.lanes, (o.inp, o.outp), lambda g: self.batch(nr, g, offsets, total),
                      stride=32 * b.lanes, sizes=sizes(b.depth))
-        unalign32(b, ALIGN)
+        unalign32(b, self.align)
 
     def batch(self, nr: int, g: int, offsets, total: VReg) -> None:
         b = self.b

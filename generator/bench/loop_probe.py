@@ -110,17 +110,19 @@ def variants(body: list[str], streaming: list[str] | None = None) -> list[tuple[
 def _wrapped(name: str, body: list[str], streaming: bool = False) -> list[str]:
     """`name(iterations)`: the body in a loop counted in memory (the body may use every register);
     streaming, the registers point back at their buffers' starts every STREAM bytes."""
-    period = max(1, STREAM // max(steps(body).values(), default=STREAM)) if streaming else 0
     points = [f"\tlea probe_buf{k}+{REACH}(%rip), %{r}" for k, r in enumerate(GPRS)]
+    restart = []  # streaming: iterations per STREAM bytes of the largest step, then the pointers again
+    if streaming:
+        restart = [f"\tmovq ${max(1, STREAM // max(steps(body).values()))}, probe_period(%rip)", *points]
     lines = [f"\t.globl {name}", f"\t.type {name}, @function", f"{name}:", "\tendbr64"]
     lines += [f"\tpush %{r}" for r in SAVED]
     lines += ["\tmov %rdi, probe_count(%rip)", "\tmov %rsp, probe_saved_rsp(%rip)",
-              f"\tlea probe_frame+{FRAME}(%rip), %rsp", f"\tmovq ${period}, probe_period(%rip)"]
-    lines += points
+              f"\tlea probe_frame+{FRAME}(%rip), %rsp"]
+    lines += restart or points
     lines.append("1:")
     lines += ["\t" + _INDEXED.sub(r"(\1)", _RIP.sub("probe_constants(%rip)", ins)) for ins in body]
     if streaming:
-        lines += ["\tdecq probe_period(%rip)", "\tjnz 2f", f"\tmovq ${period}, probe_period(%rip)", *points, "2:"]
+        lines += ["\tdecq probe_period(%rip)", "\tjnz 2f", *restart, "2:"]
     lines += ["\tdecq probe_count(%rip)", "\tjnz 1b", "\tmov probe_saved_rsp(%rip), %rsp", "\tvzeroupper"]
     lines += [f"\tpop %{r}" for r in reversed(SAVED)]
     return lines + ["\tret", f"\t.size {name}, .-{name}"]

@@ -424,10 +424,10 @@ def op_ceiling(ceiling: Ceiling, spec: KernelSpec, op: str, key_bits: int, asm: 
                 f"{16 * (width // 128)} B{other}")
 
 
-def tweak_source(spec: KernelSpec, mode: str) -> str:
-    """How the file's XTS tweaks / OTR offsets are made in the main loop (what the figure measured)."""
+def tweak_source(spec: KernelSpec, mode: str, key_bits: int) -> str:
+    """How the file's XTS tweaks / OTR offsets are made in the main loop of the key size measured."""
     width, depth = spec.width_for(mode), spec.depth_for(mode)
-    if mode == "xts" and (tables := xts_layout(spec, width, depth)):
+    if mode == "xts" and (tables := xts_layout(spec, width, depth, ROUNDS_BY_BITS[key_bits])):
         return " tweaks x^64 from tables" if tables.far else " tweaks doubled in GPRs into tables"
     if mode == "otr" and pipelined(spec, depth):
         return " pipelined, offsets doubled in GPRs into tables"
@@ -445,7 +445,7 @@ def ceiling_line(spec: KernelSpec, result: BenchResult, op: str) -> str | None:
     got = result.bytes_per_cycle(op, size)
     mode = mode_of(op) or spec.modes[0]
     products = (" karatsuba" if spec.karatsuba else " schoolbook") if mode in ("ghash", "polyval", "gcm") \
-        else tweak_source(spec, mode)
+        else tweak_source(spec, mode, result.key_bits)
     kind = "measured " if c.measured_together else ""
     m = result.get(op, size, "aesgen")
     if m.rounds:  # the figure's interval carries over in proportion (the bound is a median too)
