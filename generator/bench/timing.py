@@ -424,10 +424,12 @@ def op_ceiling(ceiling: Ceiling, spec: KernelSpec, op: str, key_bits: int, asm: 
                 f"{16 * (width // 128)} B{other}")
 
 
-def tweak_source(spec: KernelSpec, mode: str, key_bits: int) -> str:
-    """How the file's XTS tweaks / OTR offsets are made in the main loop of the key size measured."""
+def tweak_source(spec: KernelSpec, mode: str, key_bits: int | None = None) -> str:
+    """How the file's XTS tweaks / OTR offsets are made in the main loop (of the key size measured;
+    None: of the one the XTS tables serve, if any)."""
     width, depth = spec.width_for(mode), spec.depth_for(mode)
-    if mode == "xts" and (tables := xts_layout(spec, width, depth, ROUNDS_BY_BITS[key_bits])):
+    nr = ROUNDS_BY_BITS[key_bits] if key_bits else None
+    if mode == "xts" and (tables := xts_layout(spec, width, depth, nr)):
         return " tweaks x^64 from tables" if tables.far else " tweaks doubled in GPRs into tables"
     if mode == "otr" and pipelined(spec, depth):
         return " pipelined, offsets doubled in GPRs into tables"
