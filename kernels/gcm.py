@@ -65,36 +65,55 @@ def _arg(name: str) -> Mem:
     return SAVED_ARGS[name]
 
 
+def read_overlapping(b: FunctionBuilder, src: str, count: str, shift: str, lo: str, hi: str, tmp: str,
+                     done: str, fewer: str, big_endian: bool = False) -> None:
+    """With BMI2: the count (4..16, public) bytes at src as an integer in hi:lo, byte 0 lowest
+    (or, big-endian, the last byte lowest), no byte past them read; then a jump to `done`.
+    Fewer than 4 jump to `fewer`. 9..16 bytes are two overlapping 8-byte loads, the one that
+    holds the far end shifted down past the bytes the other has (`shrx`); 4..8 two 4-byte
+    loads, the far one shifted up (`shlx`) and ORed: a byte read twice lands in the same place
+    twice. `shift` (count itself, or public scratch) ends holding the shift."""
+    short = b.label_name("overlap_short")
+    b.s("cmp.r64.imm", count, imm=4)
+    b.branch("b", fewer)
+    b.s("cmp.r64.imm", count, imm=8)
+    b.branch("be", short)
+    for bits, near_to, far_to in ((64, lo, tmp), (32, r32(lo), r32(tmp))):
+        head, tail = Mem(src, 0, bits=bits), Mem(src, -bits // 8, index=count, bits=bits)
+        near, far = (tail, head) if big_endian else (head, tail)
+        load, swap = ("mov.r64.m64", "bswap.r64") if bits == 64 else ("mov.r32.m32", "bswap.r32")
+        b.s(load, near_to, near, comment="the first bytes" if near is head else "the last bytes")
+        b.s(load, far_to, far)
+        if big_endian:
+            b.s(swap, near_to)
+            b.s(swap, far_to)
+        if shift != count:
+            b.s("mov.r64.r64", shift, count)
+        if bits == 64:  # the far qword's bytes past the near one's: 8 (16 - count) bits down
+            b.s("neg.r64", shift)
+            b.s("add.r64.imm", shift, imm=16)
+            b.s("shl.r64.imm", shift, imm=3)
+            b.s("shrx.r64.r64.r64", hi, tmp, shift, comment="the bytes past the first 8")
+        else:  # the far dword 8 (count - 4) bits up
+            b.s("sub.r64.imm", shift, imm=4)
+            b.s("shl.r64.imm", shift, imm=3)
+            b.s("shlx.r64.r64.r64", tmp, tmp, shift)
+            b.s("or.r64.r64", lo, tmp)
+            b.s("xor.r32.r32", r32(hi), r32(hi))
+        b.branch("jmp", done)
+        if bits == 64:
+            b.label(short)
+
+
 def gather_partial(b: FunctionBuilder, src: str, count: str, dst: Mem) -> None:
     """dst = the count (1..16, public) bytes at src, zero-padded to 16; no byte is read past
-    src + count, and no stack store has a variable address. With BMI2, 9..16 bytes are two
-    overlapping 8-byte loads (the second shifted down past the bytes the first has) and 4..8
-    two 4-byte ones (a byte read twice lands in the same place twice, and OR keeps it); fewer,
-    or without BMI2, gathered into two GPRs from the last byte down (constant shifts).
-    Clobbers count and the data GPRs."""
+    src + count, and no stack store has a variable address. With BMI2 4..16 bytes are two
+    overlapping loads (read_overlapping); fewer, or without BMI2, gathered into two GPRs from
+    the last byte down (constant shifts). Clobbers count and the data GPRs."""
     top, high, done = b.label_name("gather"), b.label_name("gather_hi"), b.label_name("gathered")
     if "bmi2" in b.spec.features:
-        bytewise, short = b.label_name("gather_bytes"), b.label_name("gather_short")
-        b.s("cmp.r64.imm", count, imm=4)
-        b.branch("b", bytewise)
-        b.s("cmp.r64.imm", count, imm=8)
-        b.branch("be", short)
-        b.s("mov.r64.m64", BYTES_LO, Mem(src, 0, bits=64), comment="bytes 0..7")
-        b.s("mov.r64.m64", BYTE, Mem(src, -8, index=count, bits=64), comment="the last 8 bytes")
-        b.s("neg.r64", count)
-        b.s("add.r64.imm", count, imm=16)
-        b.s("shl.r64.imm", count, imm=3)
-        b.s("shrx.r64.r64.r64", BYTES_HI, BYTE, count, comment="bytes 8..count-1")
-        b.branch("jmp", done)
-        b.label(short)
-        b.s("mov.r32.m32", r32(BYTES_LO), Mem(src, 0, bits=32), comment="bytes 0..3")
-        b.s("mov.r32.m32", r32(BYTE), Mem(src, -4, index=count, bits=32), comment="the last 4 bytes")
-        b.s("sub.r64.imm", count, imm=4)
-        b.s("shl.r64.imm", count, imm=3)
-        b.s("shlx.r64.r64.r64", BYTE, BYTE, count)
-        b.s("or.r64.r64", BYTES_LO, BYTE)
-        b.s("xor.r32.r32", r32(BYTES_HI), r32(BYTES_HI), comment="bytes 8..15")
-        b.branch("jmp", done)
+        bytewise = b.label_name("gather_bytes")
+        read_overlapping(b, src, count, count, BYTES_LO, BYTES_HI, BYTE, done, bytewise)
         b.label(bytewise)
     b.s("xor.r32.r32", r32(BYTES_LO), r32(BYTES_LO), comment="bytes 0..7")
     b.s("xor.r32.r32", r32(BYTES_HI), r32(BYTES_HI), comment="bytes 8..15")

@@ -38,7 +38,7 @@ from .aes import encrypt_rounds, expand_schedule, finish, key_size_paths
 from . import gcm
 from .frame import aligned
 from .gcm import (AAD_LEN, BLOCK, BYTE, BYTES_HI, BYTES_LO, LEN, OUT, SCRATCH, TAG, TAG_PTR, TAGLEN, Gcm,
-                  gather_partial, load_qwords)
+                  gather_partial, load_qwords, read_overlapping)
 from .gfdouble import double_be
 from .modes import byte_mask, qword_mask_for_blocks
 from .regs import RESULT, arg, r32
@@ -435,41 +435,26 @@ class Ocb(Gcm):
 
     def nonce_bits(self) -> None:
         """HI:LO = 1 || N, big-endian: the NONCE_LEN (1..15, public) nonce bytes with the 1 bit
-        above them; no byte past them read. With BMI2, 8..15 bytes are two overlapping 8-byte
-        loads and 4..7 two 4-byte ones (a byte read twice lands in the same place twice, and
-        OR keeps it); fewer, or without BMI2, byte by byte. The byte loop's shld chain took
-        about 40 cycles for a 12-byte nonce: 19% of a 256-byte OCB encryption here."""
+        above them; no byte past them read. With BMI2, 4..15 bytes are two overlapping loads
+        (read_overlapping) and the 1 bit goes in after; fewer, or without BMI2, byte by byte
+        behind it. The byte loop's shld chain took about 40 cycles for a 12-byte nonce: 19% of
+        a 256-byte OCB encryption here."""
         b = self.b
         done, bytewise = b.label_name("nonce_read"), b.label_name("nonce_byte")
         if "bmi2" in b.spec.features:
-            short = b.label_name("nonce_short")
-            b.s("cmp.r64.imm", NONCE_LEN, imm=4)
-            b.branch("b", bytewise)
-            b.s("cmp.r64.imm", NONCE_LEN, imm=8)
-            b.branch("b", short)
-            b.s("mov.r64.m64", EXTRA, Mem(NONCE, 0, bits=64), comment="bytes 0..7")
-            b.s("bswap.r64", EXTRA)
-            b.s("mov.r64.m64", LO, Mem(NONCE, -8, index=NONCE_LEN, bits=64), comment="the last 8 bytes: bits 63..0")
-            b.s("bswap.r64", LO)
-            b.s("shr.r64.imm", EXTRA, imm=8)
-            b.s("mov.r32.imm", r32(SCRATCH), imm=15)
-            b.s("sub.r64.r64", SCRATCH, NONCE_LEN)
-            b.s("shl.r64.imm", SCRATCH, imm=3)
-            b.s("shrx.r64.r64.r64", HI, EXTRA, SCRATCH, comment="bytes 0..len-9: bits 127..64")
-            self.marker_bit(HI)
-            b.branch("jmp", done)
-            b.label(short)
-            b.s("mov.r32.m32", r32(EXTRA), Mem(NONCE, 0, bits=32), comment="bytes 0..3")
-            b.s("bswap.r32", r32(EXTRA))
-            b.s("mov.r32.m32", r32(LO), Mem(NONCE, -4, index=NONCE_LEN, bits=32), comment="the last 4 bytes")
-            b.s("bswap.r32", r32(LO))
+            loaded, low = b.label_name("nonce_loaded"), b.label_name("nonce_marker_low")
+            read_overlapping(b, NONCE, NONCE_LEN, SCRATCH, LO, HI, EXTRA, loaded, bytewise, big_endian=True)
+            b.label(loaded)
             b.s("mov.r64.r64", SCRATCH, NONCE_LEN)
             b.s("shl.r64.imm", SCRATCH, imm=3)
-            b.s("sub.r64.imm", SCRATCH, imm=32)
-            b.s("shlx.r64.r64.r64", EXTRA, EXTRA, SCRATCH, comment="bytes 0..3 above the last 4")
+            b.s("mov.r32.imm", r32(EXTRA), imm=1)
+            b.s("shlx.r64.r64.r64", EXTRA, EXTRA, SCRATCH, comment="the 1 bit before N: bit 8 len mod 64")
+            b.s("cmp.r64.imm", NONCE_LEN, imm=8)
+            b.branch("b", low)
+            b.s("or.r64.r64", HI, EXTRA, comment="of bits 127..64")
+            b.branch("jmp", done)
+            b.label(low)
             b.s("or.r64.r64", LO, EXTRA)
-            b.s("xor.r32.r32", r32(HI), r32(HI))
-            self.marker_bit(LO)
             b.branch("jmp", done)
         b.label(bytewise)
         top = b.label_name("nonce_next")
@@ -485,15 +470,6 @@ class Ocb(Gcm):
         b.s("cmp.r64.r64", SCRATCH, NONCE_LEN)
         b.branch("b", top)
         b.label(done)
-
-    def marker_bit(self, half: str) -> None:
-        """The 1 bit just above N: bit 8 len mod 64 of `half` (shlx counts mod 64)."""
-        b = self.b
-        b.s("mov.r64.r64", SCRATCH, NONCE_LEN)
-        b.s("shl.r64.imm", SCRATCH, imm=3)
-        b.s("mov.r32.imm", r32(EXTRA), imm=1)
-        b.s("shlx.r64.r64.r64", EXTRA, EXTRA, SCRATCH, comment="the 1 bit before N")
-        b.s("or.r64.r64", half, EXTRA)
 
     def store_be(self, slot: Mem, hi: str, lo: str) -> None:
         """A 128-bit big-endian value held as two GPR halves, to a frame slot."""
