@@ -5,13 +5,18 @@ Nothing here asserts on speed.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import pytest
 
 from aesgen.cpu import missing_features
 from aesgen.pipeline import generate
 from aesgen.spec import KernelSpec
+from aesgen.bench import timing
+from aesgen.bench.build import bench_binary
 from aesgen.bench.timing import BenchResult, Measurement, OpCeiling, bench, ceiling_line, op_ceiling
+from aesgen.verify.build import build_shared
 from aesgen.bench.ceiling import (PER_ITERATION, Ceiling, InstructionCost, ceiling_source, mix_source,
                                    sampled_ceiling)
 
@@ -224,9 +229,9 @@ def test_bench_times_each_size_in_a_run_of_its_own(monkeypatch, tmp_path):
 
     runs = []
 
-    def run_op(spec, so, op, sizes, peers, *args):
+    def run_op(spec, so, op, sizes, peers, key_bits, trials, cpu, tsc_hz, checked, out_offset):
         runs.append(list(sizes))
-        args[-1].setdefault("openssl", []).extend(sizes)  # `checked`, filled as the harness would
+        checked.setdefault("openssl", []).extend(sizes)  # filled as the harness would
         return 2e9, {"openssl": "OpenSSL (fake)"}, {(s, i): [1000.0] * 3 for s in sizes for i in ("aesgen", "openssl")}, []
 
     monkeypatch.setattr(bench_mod, "build_shared", lambda p: p)
@@ -236,3 +241,45 @@ def test_bench_times_each_size_in_a_run_of_its_own(monkeypatch, tmp_path):
     result = bench(SPEC, path, ops=["ecb_encrypt"], sizes=[256, 16384], peers=("openssl",), cpu=0, budget=0)
     assert sorted(map(tuple, runs)) == [(256,), (16384,)]
     assert result.peers["openssl"].endswith("output equal to aesgen's at 256, 16384 B (checked before timing)")
+
+
+def test_the_harness_puts_the_output_where_it_is_told(tmp_path):
+    """Each timed row carries the offset the buffers really had (out - in mod 4096), and run_op
+    checks it against the one asked for: the default and another, for us and a peer."""
+    path = tmp_path / "k.S"
+    path.write_text(generate(SPEC).asm)
+    so = build_shared(path)
+    for offset in (timing.OUT_OFFSET, 192):
+        _, _, samples, _ = timing.run_op(SPEC, so, "ecb_encrypt", [1024], ("openssl",), 128, 3, None,
+                                         out_offset=offset)
+        assert (1024, "aesgen") in samples and (1024, "openssl") in samples
+
+
+def test_the_harness_refuses_to_run_without_a_placement(tmp_path):
+    """No AESGEN_BENCH_OUT_OFFSET, or one past the page: exit 2 and a line saying what it wants,
+    not buffers wherever malloc puts them."""
+    path = tmp_path / "k.S"
+    path.write_text(generate(SPEC).asm)
+    so = build_shared(path)
+    cmd = [str(bench_binary()), str(so), SPEC.prefix, "ecb_encrypt", "128", "1024", "3", "-"]
+    env = {k: v for k, v in os.environ.items() if k != "AESGEN_BENCH_OUT_OFFSET"}
+    for extra in ({}, {"AESGEN_BENCH_OUT_OFFSET": "4096"}):
+        r = subprocess.run(cmd, capture_output=True, text=True, env={**env, **extra})
+        assert r.returncode == 2 and "AESGEN_BENCH_OUT_OFFSET" in r.stderr and not r.stdout
+
+
+def test_run_op_rejects_a_harness_that_placed_the_output_elsewhere(monkeypatch):
+    rows = ['{"meta": true, "op": "ecb_encrypt", "key_bits": 128, "tsc_hz": 2600000000, "trials": 3}',
+            '{"impl": "aesgen", "size": 64, "min_ticks": 70, "median_ticks": 73, "reps": 1, "out_offset": 192, '
+            '"samples": [70, 73, 74]}']
+    monkeypatch.setattr(timing, "bench_binary", lambda: "bench")
+    monkeypatch.setattr(subprocess, "run",
+                        lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout="\n".join(rows), stderr=""))
+    with pytest.raises(RuntimeError, match="192 B past the input, not 2048"):
+        timing.run_op(SPEC, "k.so", "ecb_encrypt", [64], (), 128, 3, None)
+
+
+def test_the_placement_is_reported_and_recorded(tiny):
+    assert tiny.out_offset == timing.OUT_OFFSET
+    assert f"{timing.OUT_OFFSET} mod 4096" in tiny.placement()
+    assert tiny.to_json()["out_offset"] == timing.OUT_OFFSET

@@ -164,7 +164,7 @@ def test_a_size_a_peer_refuses_is_reported_not_timed(monkeypatch):
 
     lines = ['{"meta": true, "op": "ecb_encrypt", "key_bits": 128, "tsc_hz": 2600000000, "trials": 3}',
              '{"impl": "aesgen", "size": 65536, "min_ticks": 7000, "median_ticks": 7300, "reps": 1, '
-             '"samples": [7000, 7300, 7400]}',
+             f'"out_offset": {bench_mod.OUT_OFFSET}, "samples": [7000, 7300, 7400]}}',
              '{"impl": "ipsec-mb", "size": 65536, "refused": "job status 4, not completed"}']
     monkeypatch.setattr(bench_mod, "bench_binary", lambda: "bench")
     monkeypatch.setattr(subprocess, "run",

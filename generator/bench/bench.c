@@ -22,6 +22,8 @@
  * A peer that cannot run prints {"impl": ..., "na": "why"} once.
  *
  * $AESGEN_BENCH_TSC_HZ: the TSC rate, measured by an earlier run; without it the run measures it (50 ms).
+ * $AESGEN_BENCH_OUT_OFFSET (required): the output buffer's offset past the input's, modulo 4 KiB
+ * (place_buffers); every timed row repeats the offset the buffers really had.
  *
  *   bench --serve-peer openssl-noaesni OP KEYBITS     (the child side; see bench_peer_process.c)
  */
@@ -607,6 +609,25 @@ static int ceiling(int argc, char **argv) {
     return 0;
 }
 
+size_t out_offset;
+
+int read_out_offset(void) {
+    const char *placed = getenv("AESGEN_BENCH_OUT_OFFSET");
+    out_offset = placed ? strtoull(placed, NULL, 10) : 4096;
+    if (out_offset < 4096) return 0;
+    fprintf(stderr, "AESGEN_BENCH_OUT_OFFSET: the output's offset past the input within a 4 KiB page, 0..4095\n");
+    return -1;
+}
+
+uint8_t *place_buffers(size_t len, uint8_t **in, uint8_t **out) {
+    size_t span = (len + 64 + 4095) & ~(size_t)4095;
+    uint8_t *arena;
+    if (posix_memalign((void **)&arena, 4096, 2 * span + 4096)) abort();
+    *in = arena;
+    *out = arena + span + out_offset;
+    return arena;
+}
+
 void prepare_message(struct impl *impls, int n, uint8_t *in, size_t len) {
     for (size_t i = 0; i < len; i++) in[i] = (uint8_t)i;
     if (!is_aead_decrypt()) return;
@@ -675,6 +696,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench KERNEL.so PREFIX OP KEYBITS SIZES TRIALS PEERS [CPU]\n");
         return 2;
     }
+    if (read_out_offset()) return 2;
     op = argv[3];
     keybits = (unsigned)atoi(argv[4]);
     int trials = atoi(argv[6]);
@@ -698,8 +720,8 @@ int main(int argc, char **argv) {
 
     const char *known_hz = getenv("AESGEN_BENCH_TSC_HZ"); /* later rounds skip the 50 ms calibration */
     double hz = known_hz ? (spin(5e6), atof(known_hz)) : tsc_hz();
-    printf("{\"meta\": true, \"op\": \"%s\", \"key_bits\": %u, \"tsc_hz\": %.0f, \"trials\": %d}\n", op, keybits, hz,
-           trials);
+    printf("{\"meta\": true, \"op\": \"%s\", \"key_bits\": %u, \"tsc_hz\": %.0f, \"trials\": %d, \"out_offset\": %zu}\n",
+           op, keybits, hz, trials, out_offset);
     for (int i = 0; i < n; i++) {
         if (impls[i].na)
             printf("{\"impl\": \"%s\", \"na\": \"%s\"}\n", impls[i].name, impls[i].na);
@@ -711,7 +733,7 @@ int main(int argc, char **argv) {
     uint8_t *in, *out, iv[16] = {0};
     for (char *tok = strtok(sizes, ","); tok; tok = strtok(NULL, ",")) {
         size_t len = strtoull(tok, NULL, 10);
-        if (posix_memalign((void **)&in, 64, len + 64) || posix_memalign((void **)&out, 64, len + 64)) abort();
+        uint8_t *arena = place_buffers(len, &in, &out);
         prepare_message(impls, n, in, len);
         cross_check_dl_peers(impls, n, in, len);
         int skip[MAX_IMPLS] = {0};
@@ -739,13 +761,13 @@ int main(int argc, char **argv) {
             double *s = samples + i * trials;
             qsort(s, trials, sizeof *s, cmp_double);
             printf("{\"impl\": \"%s\", \"size\": %zu, \"min_ticks\": %.2f, \"median_ticks\": %.2f, \"reps\": %d, "
-                   "\"samples\": [", impls[i].name, len, s[0], s[trials / 2], reps);
+                   "\"out_offset\": %zu, \"samples\": [", impls[i].name, len, s[0], s[trials / 2], reps,
+                   (size_t)((uintptr_t)out - (uintptr_t)in) % 4096);
             for (int t = 0; t < trials; t++) printf("%s%.2f", t ? ", " : "", s[t]); /* for the caller's interval */
             printf("]}\n");
         }
         free(samples);
-        free(in);
-        free(out);
+        free(arena);
     }
     for (int i = 0; i < n; i++)
         if (impls[i].process) peer_process_stop(&impls[i]);

@@ -39,6 +39,15 @@ uint64_t ticks(void);
 /* Fill `in` with the message every implementation processes at this size: fixed bytes, or for an
  * AEAD decryption their encryption (by the first implementation that can seal), tag in aead_tag. */
 void prepare_message(struct impl *impls, int n, uint8_t *in, size_t len);
+/* The output buffer's offset past the input's within a 4 KiB page, from $AESGEN_BENCH_OUT_OFFSET
+ * (required; -1 and a message without it). Where the output sits relative to the input modulo
+ * 4 KiB decides whether a loop's loads meet its earlier stores' low 12 address bits (4 KiB
+ * aliasing; docs/tuning.md, "Where the buffers sit"): chosen, not left to malloc. */
+extern size_t out_offset;
+int read_out_offset(void);
+/* One page-aligned arena for a message of `len` bytes (freed by the caller): the input at its
+ * start, the output out_offset bytes past the first page boundary after the input. */
+uint8_t *place_buffers(size_t len, uint8_t **in, uint8_t **out);
 /* TSC ticks per call over `reps` back-to-back calls. */
 double time_calls(struct impl *im, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv, int reps);
 

@@ -113,7 +113,7 @@ void peer_process_stop(struct impl *im) {
 int serve_peer_process(int argc, char **argv) {
     struct impl im;
     char line[64];
-    uint8_t *in = NULL, *out = NULL, iv[16] = {0};
+    uint8_t *arena = NULL, *in = NULL, *out = NULL, iv[16] = {0};
     size_t len = 0;
     (void)argc;
     memset(&im, 0, sizeof im);
@@ -121,6 +121,7 @@ int serve_peer_process(int argc, char **argv) {
     op = argv[3];
     keybits = (unsigned)atoi(argv[4]);
     fill_user_key();
+    if (read_out_offset()) return 2;
     const char *mask = getenv("OPENSSL_ia32cap");
     setup_openssl(&im);
     if (im.na) { printf("na %s\n", im.na); return 0; }
@@ -130,10 +131,9 @@ int serve_peer_process(int argc, char **argv) {
     while (fgets(line, sizeof line, stdin)) {
         long arg = strtol(line + 5, NULL, 10);
         if (strncmp(line, "size ", 5) == 0) {
-            free(in);
-            free(out);
+            free(arena);
             len = (size_t)arg;
-            if (posix_memalign((void **)&in, 64, len + 64) || posix_memalign((void **)&out, 64, len + 64)) abort();
+            arena = place_buffers(len, &in, &out); /* as the parent's: the same offset (its environment) */
             prepare_message(&im, 1, in, len);
             if (is_aead_decrypt() && im.run(im.self, in, out, len, iv) != 0)
                 printf("na rejected the valid %zu-byte message\n", len);
@@ -149,7 +149,6 @@ int serve_peer_process(int argc, char **argv) {
         }
         fflush(stdout);
     }
-    free(in);
-    free(out);
+    free(arena);
     return 0;
 }

@@ -34,6 +34,12 @@ from .stats import Interval, spread
 
 SCHEMA = "aesgen-bench/1"
 BUDGET = 20.0  # seconds of sampling for a whole `aesgen bench` run, shared by its functions
+# Where the harness puts the output buffer: this many bytes past the input's offset within a 4 KiB
+# page (bench.c place_buffers), for every implementation alike. With the output a little ahead of
+# the input (malloc gave 192 B), a loop's next loads share their low 12 address bits with the
+# stores it has just issued and wait on them (4 KiB aliasing); half a page keeps both directions
+# far apart. docs/tuning.md, "Where the buffers sit", has what it changes; --out-offset varies it.
+OUT_OFFSET = 2048
 # The ops timed per mode: the records marked `timed` (every mode has an entry, maybe empty).
 OPS_BY_MODE = TIMED_FUNCTIONS
 # Tweak sequences alone: SIZE bytes = SIZE / 16 doublings, reported per block; no peer has them.
@@ -122,6 +128,12 @@ class BenchResult:
     op_peers: dict[str, dict[str, str]] = field(default_factory=dict)  # op -> peer -> detail or "n/a (why)"
     refused: list["Refusal"] = field(default_factory=list)  # sizes a peer would not run (not timed)
     sampling: str = ""  # how the sampling ended, per function (Sampling.describe)
+    out_offset: int = OUT_OFFSET  # the output buffer's offset past the input's within a 4 KiB page
+
+    def placement(self) -> str:
+        """One line: where the harness put the buffers."""
+        return (f"buffers: the output {self.out_offset} B past the input's offset within a 4 KiB page "
+                f"(out - in = {self.out_offset} mod 4096; --out-offset)")
 
     def get(self, op: str, size: int, impl: str) -> Measurement | None:
         return next((m for m in self.measurements if (m.op, m.size, m.impl) == (op, size, impl)), None)
@@ -193,19 +205,20 @@ def pin_cpu() -> int:
 
 def run_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[str, ...], key_bits: int,
            trials: int, cpu: int | None, tsc_hz: float | None = None,
-           checked: dict[str, list[int]] | None = None) -> tuple[float, dict[str, str],
+           checked: dict[str, list[int]] | None = None, out_offset: int = OUT_OFFSET) -> tuple[float, dict[str, str],
                                                                  dict[tuple[int, str], list[float]], list["Refusal"]]:
     """One run of the harness (one turn of a round): the TSC rate, the peers' details, every
     (size, impl)'s samples in TSC ticks per call, and the sizes a peer refused. `tsc_hz`: the rate
     an earlier run measured, so this one skips the 50 ms calibration (most of a short run).
     `checked`: where to collect, per peer, the sizes whose output equalled ours (for a caller that
-    runs the sizes apart); without it they are said in the peer's detail."""
+    runs the sizes apart); without it they are said in the peer's detail. `out_offset`: the output
+    buffer's offset past the input's within a 4 KiB page (OUT_OFFSET)."""
     cmd = [str(bench_binary()), str(so), spec.prefix, op, str(key_bits), ",".join(map(str, sizes)),
            str(trials), ",".join(peers) or "-"]
     if cpu is not None:
         cmd.append(str(cpu))
     libs = {f"AESGEN_{name.upper()}_LIB": str(lib) for name in PEER_LIBS if (lib := built_library(name))}
-    env = {**os.environ, **libs, **peer_view.environment(),
+    env = {**os.environ, **libs, **peer_view.environment(), "AESGEN_BENCH_OUT_OFFSET": str(out_offset),
            **({"AESGEN_BENCH_TSC_HZ": f"{tsc_hz:.0f}"} if tsc_hz else {})}
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.strip()]
@@ -225,6 +238,8 @@ def run_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[s
         elif "detail" in r:
             peer_info[r["impl"]] = r["detail"]
         else:
+            if r["out_offset"] != out_offset:
+                raise RuntimeError(f"the harness placed the output {r['out_offset']} B past the input, not {out_offset}")
             samples[(r["size"], r["impl"])] = r["samples"]
     for p in peers:
         peer_info.setdefault(p, "available")
@@ -247,7 +262,7 @@ CEILING = "ceiling"
 
 def sample_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tuple[str, ...], key_bits: int,
               trials: int, cpu: int | None, budget: float, probe: tuple[Path, list[str]] | None = None,
-              ) -> tuple[float, dict[str, str], list[Measurement], list["Refusal"], Sampling, dict[str, float]]:
+              out_offset: int = OUT_OFFSET) -> tuple[float, dict[str, str], list[Measurement], list["Refusal"], Sampling, dict[str, float]]:
     """Harness runs, one per size (every implementation in turn within a run), until each median is
     known to ±2% or the budget ends; a measurement per size and implementation. With `probe` (a
     shared object and the loops to run), the ceiling's loops take a turn in every round too; their
@@ -269,7 +284,7 @@ def sample_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tupl
             # Each size in a process of its own: timed after a short size in the same process, a
             # shallow loop's bulk figure read 3-7% low (docs/tuning.md, "How far to trust a figure").
             tsc, peer_info, samples, why = run_op(spec, so, op, [turn], peers, key_bits, trials, cpu,
-                                                  tsc_rates[0] if tsc_rates else None, checked)
+                                                  tsc_rates[0] if tsc_rates else None, checked, out_offset)
             tsc_rates.append(tsc)
             for peer, detail in peer_info.items():  # the first round (sizes in order) tells each peer's story
                 info.setdefault(peer, detail)
@@ -291,13 +306,14 @@ def sample_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tupl
 
 def bench(spec: KernelSpec, asm_path: Path, *, ops: list[str], sizes: list[int], peers: tuple[str, ...] = (),
           key_bits: int = 128, trials: int = 31, ceiling: Ceiling | None = None,
-          cpu: int | None = None, budget: float = BUDGET) -> BenchResult:
+          cpu: int | None = None, budget: float = BUDGET, out_offset: int = OUT_OFFSET) -> BenchResult:
     """`budget`: seconds of sampling for all `ops`, shared out equally (0: one round each). With
     `ceiling` (its first measurement: which loops this CPU runs), every op's bound is timed again in
     the same rounds as the op, and that is the bound reported."""
     so = build_shared(asm_path)
     asm = asm_path.read_text() if ceiling is not None else ""
-    result = BenchResult(spec=json.loads(spec.to_json()), key_bits=key_bits, tsc_hz=0.0, machine=machine_info())
+    result = BenchResult(spec=json.loads(spec.to_json()), key_bits=key_bits, tsc_hz=0.0, machine=machine_info(),
+                         out_offset=out_offset)
     cpu = pin_cpu() if cpu is None else cpu
     start, lines = time.monotonic(), []
     for k, op in enumerate(ops):
@@ -308,7 +324,7 @@ def bench(spec: KernelSpec, asm_path: Path, *, ops: list[str], sizes: list[int],
         mixes = [counts] if ceiling is not None and (counts := mix_counts(spec, op, key_bits, asm)) else []
         probe = probe_file(mixes) if ceiling is not None and op not in DOUBLING_OPS else None
         tsc, info, ms, refused, got, loops = sample_op(spec, so, op, op_sizes, () if op in DOUBLING_OPS else peers,
-                                                       key_bits, trials, cpu, share, probe)
+                                                       key_bits, trials, cpu, share, probe, out_offset)
         lines.append(f"{op}: {got.describe('message sizes' + (' and the ceiling' if probe else ''))}")
         result.refused.extend(refused)
         if result.tsc_hz and tsc != result.tsc_hz:  # one TSC rate for the whole result

@@ -278,12 +278,16 @@ def parse_sizes(text: str) -> list[int]:
               help="Every mode this CPU runs (--target native) at 256 B, 1 KiB and 16 KiB against every peer "
                    "(unless --sizes / --compare say otherwise); on an AVX-512 CPU also the 16-register kernels "
                    "(--isa avx2 --width 256, --isa avx --width 128).")
+@click.option("--out-offset", type=click.IntRange(0, 4095), default=timing.OUT_OFFSET, show_default=True,
+              help="Where the output buffer sits: this many bytes past the input's offset within a 4 KiB page, "
+                   "for every implementation (0: the same offset within a page). A small offset makes a loop's next loads share their low 12 address bits with its "
+                   "latest stores (4 KiB aliasing): try 192 to see which kernels feel it.")
 @click.option("--record", "record_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="With --all: write the ledger DIR/<cpu-signature>.md (figures, peers, ceilings, goals, the "
                    "command, the date, the CPU).")
 def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: int, budget: float,
-          show_ceiling: bool, json_path: Path | None, no_verify: bool, all_modes: bool, record_dir: Path | None,
-          **config) -> None:
+          show_ceiling: bool, json_path: Path | None, no_verify: bool, all_modes: bool, out_offset: int,
+          record_dir: Path | None, **config) -> None:
     """Time kernels against OpenSSL, intel-ipsec-mb, BoringSSL and AWS-LC, one call per message.
 
     Examples: aesgen bench --ceiling; aesgen bench ctr32 --target native --compare openssl,ipsec-mb;
@@ -326,7 +330,7 @@ def bench(modes: str | None, sizes: str, compare: str, key_bits: str, trials: in
 
     def timed(spec: KernelSpec, bits: int | None = None, sizes: tuple[int, ...] | None = None) -> timing.BenchResult:
         result = bench_spec(spec, list(sizes or size_list), peers, bits or int(key_bits), trials, budget, ceiling,
-                            no_verify)
+                            no_verify, out_offset)
         print_bench(spec, result)
         return result
 
@@ -399,7 +403,7 @@ def verified_here(spec: KernelSpec, no_verify: bool) -> None:
 
 
 def bench_spec(spec: KernelSpec, sizes: list[int], peers: tuple[str, ...], key_bits: int, trials: int,
-               budget: float, ceiling, no_verify: bool) -> timing.BenchResult:
+               budget: float, ceiling, no_verify: bool, out_offset: int = timing.OUT_OFFSET) -> timing.BenchResult:
     """Generate, quick-verify and time one file's functions."""
     if spec.abi != "sysv":
         raise UsageFailure(f"bench times SysV kernels; --abi {spec.abi} files are verified, not benchmarked")
@@ -423,7 +427,7 @@ def bench_spec(spec: KernelSpec, sizes: list[int], peers: tuple[str, ...], key_b
                 raise click.ClickException(f"{len(failed)} verification checks failed ({failed[0].name}); "
                                            "not benchmarking a wrong kernel")
         return run_bench(spec, path, ops=ops, sizes=sizes, peers=peers, key_bits=key_bits,
-                         trials=trials, ceiling=ceiling, budget=budget)
+                         trials=trials, ceiling=ceiling, budget=budget, out_offset=out_offset)
 
 
 def parse_range(text: str) -> list[int]:

@@ -228,6 +228,7 @@ def render(machine: Machine, sections: list[Section], command: str, date: str, c
            "(from the ceiling's add chain); one call per message, each message size in a process of its own "
            "with every implementation in turn; figures are medians ± half their 95% interval (docs/tuning.md); "
            "ratios > 1: aesgen faster.",
+           f"- {first.placement()}.",
            ""]
     for s in sections:
         spec = s.plan.spec

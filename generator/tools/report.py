@@ -120,6 +120,7 @@ def print_cipher_bench(spec: KernelSpec, result, measurements) -> None:
     console.print(table)
     if result.sampling:
         console.print(result.sampling, soft_wrap=True)
+    console.print(result.placement(), soft_wrap=True)
 
 
 def print_round_counts(mode: str, isa: str, configs: list[tuple[int, int]]) -> None:
