@@ -45,8 +45,9 @@ void prepare_message(struct impl *impls, int n, uint8_t *in, size_t len);
  * aliasing; docs/tuning.md, "Where the buffers sit"): chosen, not left to malloc. */
 extern size_t out_offset;
 int read_out_offset(void);
-/* One page-aligned arena for a message of `len` bytes (freed by the caller): the input at its
- * start, the output out_offset bytes past the first page boundary after the input. */
+/* One page-aligned arena for a message of `len` bytes (freed by the caller), every page written
+ * once: the input at its start, the output out_offset bytes past the first page boundary after
+ * the input. */
 uint8_t *place_buffers(size_t len, uint8_t **in, uint8_t **out);
 /* TSC ticks per call over `reps` back-to-back calls. */
 double time_calls(struct impl *im, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv, int reps);
