@@ -240,8 +240,17 @@ class KernelSpec:
 
     @property
     def gcm_table_offset(self) -> int:
-        """Where H^K is in the GCM key: after the AES schedule and H^(K+1)."""
-        return self.key_bytes + 16
+        """Where H^K is in the GCM key: after the AES schedule and H^(K+1) (just before it), on a
+        64-byte boundary of the key, so that the hashing loops' vector loads of the powers do not
+        split cache lines (GCM AES-256 at 512 x 8: 1.02x -> 1.05x BoringSSL at 16 KiB)."""
+        return (self.key_bytes + 16 + 63) // 64 * 64
+
+    @property
+    def gcm_shifted_table_offset(self) -> int:
+        """A copy of the table (powers and halves-xor, the same layout) 16 bytes past a 64-byte
+        boundary: a message's last batch, whose powers shift up by one (H^(K+1)..H^2, the length
+        block joining its reduction), reads them from here as aligned as the loop's."""
+        return (self.gcm_table_offset - 16 + 2 * self.gcm_halves_offset + 63) // 64 * 64 + 16
 
     @property
     def gcm_halves_offset(self) -> int:
@@ -252,11 +261,12 @@ class KernelSpec:
     def gcm_matrix_offset(self) -> int:
         """--gfmul gfni: where the matrices of GFNI_MATRIX_POWERS start in the GCM key (64-byte
         aligned within it), after the powers of H and their halves-xor."""
-        return (self.key_bytes + 2 * self.gcm_halves_offset + 63) // 64 * 64
+        return (self.gcm_shifted_table_offset - 16 + 2 * self.gcm_halves_offset + 63) // 64 * 64
 
     @property
     def gcm_key_bytes(self) -> int:
-        """AES schedule, then H^(K+1)..H^1 (16 bytes each), then their Karatsuba halves-xor.
+        """AES schedule, then H^(K+1)..H^1 (16 bytes each), then their Karatsuba halves-xor,
+        then a copy of both at another alignment (gcm_shifted_table_offset).
         (H^(K+1): a message's last K blocks and its length block share one reduction.)
         --gfmul gfni: then the matrices of multiplying by H^8, H^4, H^2 and H^1."""
         matrices = len(GFNI_MATRIX_POWERS) * GFNI_MATRIX_BYTES if self.gfmul == "gfni" else 0

@@ -346,7 +346,8 @@ class Gcm:
     def start_hashing(self) -> VReg:
         """The running hash (POLYVAL order) and the hashing loops over the powers of H."""
         self.core = HashCore(self.b, reflect=True, table=self.table, k_max=self.K,
-                             karatsuba=self.spec.karatsuba, halves=self.spec.gcm_halves_offset)
+                             karatsuba=self.spec.karatsuba, halves=self.spec.gcm_halves_offset,
+                             shifted=Mem(KEY, self.spec.gcm_shifted_table_offset))
         return self.b.pinned("HASH")
 
     def j0(self, acc: VReg, nr: int, then: Callable[[VReg], None]) -> None:

@@ -119,21 +119,24 @@ class HashCore:
     """The hashing loop shared by P_ghash and P_polyval (and later GCM)."""
 
     def __init__(self, b: FunctionBuilder, *, reflect: bool, table: Mem, k_max: int, karatsuba: bool,
-                 halves: int | None = None, walk_by_index: bool = False) -> None:
+                 halves: int | None = None, walk_by_index: bool = False, shifted: Mem | None = None) -> None:
         """`halves`: bytes from a power to its Karatsuba halves-xor (default: a table of k_max).
+        `shifted`: a copy of the table at another alignment, where a batch with `last` (its
+        powers one entry up) reads them (GCM's key: gcm_shifted_table_offset).
         `walk_by_index`: the tail addresses the table as table + POWER_AT (an offset), never
         copying the table's base register: for a table in a stack frame, so that rsp is never
         copied into another register (the static check then tracks every stack slot)."""
         self.b, self.reflect, self.table, self.k_max, self.karatsuba = b, reflect, table, k_max, karatsuba
         self.halves = 16 * k_max if halves is None else halves
-        self.walk_by_index = walk_by_index
+        self.walk_by_index, self.shifted = walk_by_index, shifted
         self.width, self.lanes, self.depth = b.width, b.lanes, b.depth
         self._sums: Products | None = None  # the tail's accumulators, one set however often it runs
 
-    def power(self, entry_offset: int, width: int, base: str | None = None, mask: str | None = None):
+    def power(self, entry_offset: int, width: int, base: str | None = None, mask: str | None = None,
+              table: Mem | None = None):
         """Powers vector at table entry offset (bytes); and its Karatsuba halves-xor.
-        `base`: the register walking the table (the tail's POWER_AT)."""
-        b, t = self.b, self.table
+        `base`: the register walking the table (the tail's POWER_AT); `table`: another copy."""
+        b, t = self.b, table or self.table
         if base and self.walk_by_index:
             mem = Mem(t.base, t.disp + entry_offset, index=base)
         else:
@@ -185,7 +188,7 @@ class HashCore:
             x = self.block(at.base, at.disp + 16 * L * j, W)
             if j == 0:
                 x = b.v("vxor", x, acc, width=W, comment="the running hash joins the first block")
-            p, px = self.power(16 * (self.k_max - D * L + L * j) - shift, W)
+            p, px = self.power(16 * (self.k_max - D * L + L * j) - shift, W, table=self.shifted if last else None)
             for field_name, term in each_product(b, x, p, px, self.karatsuba, W):
                 getattr(sums, field_name).add(term)
         total = Products(sums.lo.value(), sums.mi.value(), sums.hi.value())
@@ -316,7 +319,7 @@ def h_slot(spec, key: str) -> Mem:
 def power_table(b: FunctionBuilder) -> None:
     """The GCM key's table from E(K, 0) in H^1's entry (h_slot): H = E(K, 0) * x in POLYVAL
     order, then H^i = dot(H^(i/2), H^(i - i/2)) (a tree, log2(K) products deep) and the
-    halves-xor of each; returns 0."""
+    halves-xor of each, then all of it again at gcm_shifted_table_offset; returns 0."""
     spec, out = b.spec, b.reg["key"]
     K, table, halves = spec.ghash_blocks, spec.gcm_table_offset, spec.gcm_halves_offset
 
@@ -334,6 +337,10 @@ def power_table(b: FunctionBuilder) -> None:
             p = b.v("vload", entry(i))
             px = b.v("vxor", p, b.v("pshufd", p, imm=0x4E))
             b.store(Mem(out, table + halves + 16 * (K - i)), px, comment=f"H^{i} halves-xor")
+        copy = spec.gcm_shifted_table_offset
+        for off in range(-16, 2 * halves - 16, 16):
+            b.store(Mem(out, copy + off), b.v("vload", Mem(out, table + off)),
+                    comment="the copy the last batch reads (gcm_shifted_table_offset)")
     if spec.gfmul == "gfni":
         gfni_matrices(b, entry, K + 1)
     b.s("xor.r32.r32", r32(RESULT), r32(RESULT))

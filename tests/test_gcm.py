@@ -158,3 +158,22 @@ def test_generated_file_verifies(tmp_path, isa, width, depth, karatsuba):
 @pytest.mark.parametrize("karatsuba", [False, True])
 def test_generated_file_verifies_full(tmp_path, isa, width, depth, karatsuba):
     verify_generated(tmp_path, KernelSpec(("gcm",), isa, width, depth, karatsuba=karatsuba))
+
+
+@pytest.mark.parametrize("isa,width,depth", [("avx2", 256, 8), ("avx512", 512, 8), ("avx512", 512, 3)])
+def test_the_powers_of_h_sit_where_vector_loads_do_not_split_lines(isa, width, depth):
+    """The hashing loops read the powers as whole vectors from the table (64-byte aligned in the
+    key); a message's last batch reads them one entry up, from a copy whose H^(K+1) is 64-byte
+    aligned. gcm_set_key fills both alike."""
+    spec = KernelSpec(("gcm",), isa, width, depth)
+    table, copy, halves = spec.gcm_table_offset, spec.gcm_shifted_table_offset, spec.gcm_halves_offset
+    assert table % 64 == 0 and (copy - 16) % 64 == 0
+    assert table - 16 >= spec.key_bytes and copy - 16 >= table - 16 + 2 * halves  # no overlap
+    assert spec.gcm_key_bytes >= copy - 16 + 2 * halves
+    lib = load_generated(spec)
+    raw = ctypes.create_string_buffer(spec.gcm_key_bytes + 64)
+    gk = (ctypes.addressof(raw) + 63) // 64 * 64
+    assert getattr(lib, f"{spec.prefix}_gcm_set_key")(bytes(range(16)), 128, P(gk)) == 0
+    key = ctypes.string_at(gk, spec.gcm_key_bytes)
+    first, second = key[table - 16:table - 16 + 2 * halves], key[copy - 16:copy - 16 + 2 * halves]
+    assert first == second and any(first)
