@@ -307,8 +307,10 @@ class KernelSpec:
 
     @property
     def ocb_table_offset(self) -> int:
-        """T_0..T_{B+lanes-2}: T_j = L_ntz(1) ^ ... ^ L_ntz(j), the offsets within a batch."""
-        return self.ocb_l_offset + 16 * (2 + OCB_L_COUNT)
+        """T_0..T_{B+lanes-2}: T_j = L_ntz(1) ^ ... ^ L_ntz(j), the offsets within a batch; on a
+        64-byte boundary of the key, so that the batch loop's vector loads of them do not split
+        cache lines (after the L table it sat 32 bytes past one: every zmm load split)."""
+        return (self.ocb_l_offset + 16 * (2 + OCB_L_COUNT) + 63) // 64 * 64
 
     @property
     def ocb_step_offset(self) -> int:
