@@ -263,7 +263,8 @@ def test_the_harness_refuses_to_run_without_a_placement(tmp_path):
     so = build_shared(path)
     cmd = [str(bench_binary()), str(so), SPEC.prefix, "ecb_encrypt", "128", "1024", "3", "-"]
     env = {k: v for k, v in os.environ.items() if k != "AESGEN_BENCH_OUT_OFFSET"}
-    for extra in ({}, {"AESGEN_BENCH_OUT_OFFSET": "4096"}):
+    for extra in ({}, {"AESGEN_BENCH_OUT_OFFSET": "4096"}, {"AESGEN_BENCH_OUT_OFFSET": "2k"},
+                  {"AESGEN_BENCH_OUT_OFFSET": ""}, {"AESGEN_BENCH_OUT_OFFSET": "-1"}):
         r = subprocess.run(cmd, capture_output=True, text=True, env={**env, **extra})
         assert r.returncode == 2 and "AESGEN_BENCH_OUT_OFFSET" in r.stderr and not r.stdout
 

@@ -613,8 +613,9 @@ size_t out_offset;
 
 int read_out_offset(void) {
     const char *placed = getenv("AESGEN_BENCH_OUT_OFFSET");
-    out_offset = placed ? strtoull(placed, NULL, 10) : 4096;
-    if (out_offset < 4096) return 0;
+    char *end = NULL;
+    out_offset = placed && *placed ? strtoull(placed, &end, 10) : 4096;
+    if (end && *end == '\0' && out_offset < 4096) return 0;
     fprintf(stderr, "AESGEN_BENCH_OUT_OFFSET: the output's offset past the input within a 4 KiB page, 0..4095\n");
     return -1;
 }
