@@ -27,6 +27,7 @@ OCB_L_COUNT = 64  # L_0..L_63: enough for any block index below 2^64
 # P_MULTIKEY_BYTES: one key's share of the multikey schedule (15 round keys and its round count,
 # 16 bytes each); keys are stored in groups of `multikey_lanes` (layout in kernels/mpc.py).
 MULTIKEY_BYTES = 256
+LINE = 64  # a cache line: key tables read as whole vectors start on one, and the keys are that aligned
 
 ISAS = ("sse", "avx", "avx2", "avx512")
 WIDTHS_BY_ISA = {"sse": (128,), "avx": (128,), "avx2": (256,), "avx512": (128, 256, 512)}
@@ -111,6 +112,11 @@ def default_prefix(stem: str, modes: tuple[str, ...]) -> str:
 
 
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def line_up(n: int) -> int:
+    """n rounded up to a whole cache line (LINE bytes)."""
+    return -(-n // LINE) * LINE
 
 
 @dataclass(frozen=True)
@@ -220,7 +226,7 @@ class KernelSpec:
 
     @property
     def key_bytes(self) -> int:
-        return (self.rounds_offset + 4 + 63) // 64 * 64
+        return line_up(self.rounds_offset + 4)
 
     @property
     def functions(self) -> tuple[str, ...]:
@@ -243,14 +249,19 @@ class KernelSpec:
         """Where H^K is in the GCM key: after the AES schedule and H^(K+1) (just before it), on a
         64-byte boundary of the key, so that the hashing loops' vector loads of the powers do not
         split cache lines (GCM AES-256 at 512 x 8: 1.02x -> 1.05x BoringSSL at 16 KiB)."""
-        return (self.key_bytes + 16 + 63) // 64 * 64
+        return line_up(self.key_bytes + 16)
+
+    @property
+    def gcm_powers_bytes(self) -> int:
+        """H^(K+1)..H^1 and their halves-xor, from H^(K+1) (at gcm_table_offset - 16) on."""
+        return 2 * self.gcm_halves_offset
 
     @property
     def gcm_shifted_table_offset(self) -> int:
         """A copy of the table (powers and halves-xor, the same layout) 16 bytes past a 64-byte
         boundary: a message's last batch, whose powers shift up by one (H^(K+1)..H^2, the length
         block joining its reduction), reads them from here as aligned as the loop's."""
-        return (self.gcm_table_offset - 16 + 2 * self.gcm_halves_offset + 63) // 64 * 64 + 16
+        return line_up(self.gcm_table_offset - 16 + self.gcm_powers_bytes) + 16
 
     @property
     def gcm_halves_offset(self) -> int:
@@ -261,7 +272,7 @@ class KernelSpec:
     def gcm_matrix_offset(self) -> int:
         """--gfmul gfni: where the matrices of GFNI_MATRIX_POWERS start in the GCM key (64-byte
         aligned within it), after the powers of H and their halves-xor."""
-        return (self.gcm_shifted_table_offset - 16 + 2 * self.gcm_halves_offset + 63) // 64 * 64
+        return line_up(self.gcm_shifted_table_offset - 16 + self.gcm_powers_bytes)
 
     @property
     def gcm_key_bytes(self) -> int:
@@ -310,7 +321,7 @@ class KernelSpec:
         """T_0..T_{B+lanes-2}: T_j = L_ntz(1) ^ ... ^ L_ntz(j), the offsets within a batch; on a
         64-byte boundary of the key, so that the batch loop's vector loads of them do not split
         cache lines (after the L table it sat 32 bytes past one: every zmm load split)."""
-        return (self.ocb_l_offset + 16 * (2 + OCB_L_COUNT) + 63) // 64 * 64
+        return line_up(self.ocb_l_offset + 16 * (2 + OCB_L_COUNT))
 
     @property
     def ocb_step_offset(self) -> int:
@@ -321,7 +332,7 @@ class KernelSpec:
 
     @property
     def ocb_key_bytes(self) -> int:
-        return (self.ocb_step_offset + 16 * OCB_L_COUNT + 63) // 64 * 64
+        return line_up(self.ocb_step_offset + 16 * OCB_L_COUNT)
     # -- batched multi-key AES (layout in kernels/mpc.py) ----------------------
     @property
     def multikey_lanes(self) -> int:
@@ -354,12 +365,12 @@ class KernelSpec:
     @property
     def otr_key_bytes(self) -> int:
         """The OTR key: the AES encryption schedule, then Q (16 bytes, as E_K produced it)."""
-        return (self.otr_q_offset + 16 + 63) // 64 * 64
+        return line_up(self.otr_q_offset + 16)
 
     @property
     def rijndael256_key_bytes(self) -> int:
         """The Rijndael-256 schedule: 30 half round keys (120 words), each replicated per lane."""
-        return (30 * self.key_stride + 63) // 64 * 64
+        return line_up(30 * self.key_stride)
 
     def symbol(self, function: str) -> str:
         """The C name of a function."""

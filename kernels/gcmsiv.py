@@ -23,6 +23,7 @@ from __future__ import annotations
 from aesgen.consts import block_msb, counter_step
 from aesgen.dsl import FunctionBuilder
 from aesgen.ir import Mem, Schedule, VReg
+from aesgen.spec import line_up
 
 from . import gcm
 from .aes import EXPANDERS, ScheduleWriter, encrypt_rounds, key_size_paths
@@ -34,7 +35,7 @@ from .regs import RESULT, r32
 from .registry import describes
 
 # The GCM-SIV area starts after the GCM frame, 64-byte aligned relative to rsp.
-AREA = (gcm.FRAME + 63) // 64 * 64
+AREA = line_up(gcm.FRAME)
 IN_PTR = Mem("rsp", AREA, bits=64)  # public: the caller's input pointer
 SECRETS = AREA + 64  # from here on everything is wiped before returning
 NONCE, _FREE, AUTH_KEY, ENC_KEY, CTR_BLOCK = (Mem("rsp", SECRETS + o) for o in (0, 16, 32, 48, 80))
@@ -63,7 +64,7 @@ class GcmSiv(Gcm):
         self.stride = b.width // 8  # the message schedule holds one vector per round key
         powers = SCHEDULE + (15 * self.stride if schedule_bytes is None else schedule_bytes)
         self.table = Mem("rsp", powers)
-        self.end = (powers + 32 * self.K + 63) // 64 * 64
+        self.end = line_up(powers + 32 * self.K)
         # (from, to, store width): GCM's block and tag slots, then the GCM-SIV secrets.
         self.wiped: tuple[tuple[int, int, int], ...] = ((BLOCK.disp, TAG.disp + 16, 128),
                                                         (SECRETS, self.end, b.width))

@@ -338,7 +338,7 @@ def power_table(b: FunctionBuilder) -> None:
             px = b.v("vxor", p, b.v("pshufd", p, imm=0x4E))
             b.store(Mem(out, table + halves + 16 * (K - i)), px, comment=f"H^{i} halves-xor")
         copy = spec.gcm_shifted_table_offset
-        for off in range(-16, 2 * halves - 16, 16):
+        for off in range(-16, spec.gcm_powers_bytes - 16, 16):  # from H^(K+1), 16 bytes before H^K
             b.store(Mem(out, copy + off), b.v("vload", Mem(out, table + off)),
                     comment="the copy the last batch reads (gcm_shifted_table_offset)")
     if spec.gfmul == "gfni":

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from aesgen.dsl import BuildError, FunctionBuilder, key
 from aesgen.ir import XOR3, Const, Mem, Schedule, VReg
+from aesgen.spec import line_up
 
 from .aes import encrypt_rounds, expand_schedule, finish, key_size_paths
 from . import gcm
@@ -52,7 +53,7 @@ def _q(m: Mem, disp: int = 0) -> Mem:
 # length, so its tag check, byte copies and argument errors serve here too), then an OCB area of
 # secrets. Everything secret is wiped on return; the saved arguments are public (reloaded
 # rsp-relative, the static check sees they are clean).
-AREA = (gcm.FRAME + 63) // 64 * 64
+AREA = line_up(gcm.FRAME)
 OFFSET, SUM, CHECKSUM, PAD = (Mem("rsp", AREA + 16 * k) for k in range(4))
 FRAME = aligned(AREA + 64)
 OUT_SAVE, LEN_SAVE, AADLEN_SAVE = gcm.SAVED_ARGS["out"], gcm.SAVED_ARGS["len"], _q(AAD_LEN)

@@ -609,24 +609,25 @@ static int ceiling(int argc, char **argv) {
     return 0;
 }
 
+#define PAGE 4096 /* the placement's period: 4 KiB aliasing compares the low 12 address bits */
 size_t out_offset;
 
 int read_out_offset(void) {
     const char *placed = getenv("AESGEN_BENCH_OUT_OFFSET");
     char *end = NULL;
-    out_offset = placed && *placed ? strtoull(placed, &end, 10) : 4096;
-    if (end && *end == '\0' && out_offset < 4096) return 0;
+    out_offset = placed && *placed ? strtoull(placed, &end, 10) : PAGE;
+    if (end && *end == '\0' && out_offset < PAGE) return 0;
     fprintf(stderr, "AESGEN_BENCH_OUT_OFFSET: the output's offset past the input within a 4 KiB page, 0..4095\n");
     return -1;
 }
 
 uint8_t *place_buffers(size_t len, uint8_t **in, uint8_t **out) {
-    size_t span = (len + 64 + 4095) & ~(size_t)4095;
+    size_t span = (len + 64 + PAGE - 1) / PAGE * PAGE;
     uint8_t *arena;
-    if (posix_memalign((void **)&arena, 4096, 2 * span + 4096)) abort();
+    if (posix_memalign((void **)&arena, PAGE, 2 * span + PAGE)) abort();
     /* Every page of the arena written once, the slack around the buffers too: a never-touched
      * page next to a buffer cost our AVX-512 OCB 12% in this VM (docs/tuning.md). */
-    memset(arena, 0, 2 * span + 4096);
+    memset(arena, 0, 2 * span + PAGE);
     *in = arena;
     *out = arena + span + out_offset;
     return arena;
@@ -766,7 +767,7 @@ int main(int argc, char **argv) {
             qsort(s, trials, sizeof *s, cmp_double);
             printf("{\"impl\": \"%s\", \"size\": %zu, \"min_ticks\": %.2f, \"median_ticks\": %.2f, \"reps\": %d, "
                    "\"out_offset\": %zu, \"samples\": [", impls[i].name, len, s[0], s[trials / 2], reps,
-                   (size_t)((uintptr_t)out - (uintptr_t)in) % 4096);
+                   (size_t)((uintptr_t)out - (uintptr_t)in) % PAGE);
             for (int t = 0; t < trials; t++) printf("%s%.2f", t ? ", " : "", s[t]); /* for the caller's interval */
             printf("]}\n");
         }

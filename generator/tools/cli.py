@@ -280,8 +280,9 @@ def parse_sizes(text: str) -> list[int]:
                    "(--isa avx2 --width 256, --isa avx --width 128).")
 @click.option("--out-offset", type=click.IntRange(0, 4095), default=timing.OUT_OFFSET, show_default=True,
               help="Where the output buffer sits: this many bytes past the input's offset within a 4 KiB page, "
-                   "for every implementation (0: the same offset within a page). A small offset makes a loop's next loads share their low 12 address bits with its "
-                   "latest stores (4 KiB aliasing): try 192 to see which kernels feel it.")
+                   "for every implementation (0: the same offset within a page). A small offset makes a loop's "
+                   "next loads share their low 12 address bits with its latest stores (4 KiB aliasing): try "
+                   "192 to see which kernels feel it.")
 @click.option("--record", "record_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="With --all: write the ledger DIR/<cpu-signature>.md (figures, peers, ceilings, goals, the "
                    "command, the date, the CPU).")
