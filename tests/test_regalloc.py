@@ -13,7 +13,7 @@ import pytest
 
 from _support import ISA_WIDTHS, NREGS
 from aesgen.dsl import BuildError
-from aesgen.ir import SYSV_ARGS, Branch, Insn, KeyRef, Label, Mem, Phys, VReg
+from aesgen.ir import SYSV_ARGS, Branch, Insn, KeyRef, Label, Mark, Mem, Phys, VReg
 from aesgen.kernels import build_functions
 from aesgen.lower import Lowerer
 from aesgen.regalloc import RegisterPressure, allocate_path
@@ -60,10 +60,12 @@ def check_allocation(items: list, alloc, *, nregs: int, legacy: bool, key_base: 
             assert m.base == key_base and m.disp % stride == 0
             regs[out[j].dst.num] = ("key", m.disp // stride)
             j += 1
-        if isinstance(it, (Label, Branch)):
+        if isinstance(it, (Label, Branch, Mark)):
             assert out[j] == it
             j += 1
-            if isinstance(it, Label):   # another path may arrive here: only pinned values and keys survive
+            # another path may arrive at a label (and at a mark that ends a region like one):
+            # only pinned values and keys survive
+            if isinstance(it, Label) or isinstance(it, Mark) and not it.values_live_across:
                 regs = {r: t for r, t in regs.items() if t[0] == "key" or t[1] in pinned}
             continue
         a = out[j]
