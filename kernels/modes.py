@@ -28,7 +28,6 @@ SCRATCH = "r10"  # block counts, byte index, a copy of the length
 DATA = "r11"  # CTR's counter word, the partial block's bytes
 MASK_BITS = "rax"  # the tail's element mask before kmovq (computed from the length)
 MASK = "k1"  # the tail's element mask
-CTR32_COUNTER = "r9"  # CTR32: the next block's counter (public: the caller's counter block is an IV)
 
 
 def return_if_zero(b: FunctionBuilder, count: str) -> None:
@@ -77,13 +76,15 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
     run. Encrypting, the ciphertext exists only once the rounds are done, so the hash
     lags one batch: iteration i hashes batch i-1 (just stored) during batch i's rounds;
     the first batch runs alone, and the last one is left to after_main(pending=True).
-    `fast`: see counter_batches."""
+    With `fast`, a batch whose counters provably do not carry out of their low byte takes
+    them from big-endian counter blocks (one vpaddd each, no byte shuffle)."""
     D, L, per_batch = b.depth, b.lanes, 16 * b.lanes * b.depth
     inp, outp = ptrs
 
     def ride() -> None:
         stitch.riders(inp, outp)
 
+    top, out = b.label_name(f"loop{D}x_"), b.label_name(f"end{D}x_")
     if stitch.lagging:
         none, joined = b.label_name("no_batch"), b.label_name("batches_done")
         b.s("cmp.r64.imm", count, imm=per_batch)
@@ -92,7 +93,33 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
         _step(b, count, 16 * L, ptrs, D, advance)
         if fast:
             fast.advance_if_known(b, D * L)
-    counter_batches(b, count, ptrs, body, advance, fast, riders=ride)
+    if fast:
+        fast.swap(b)  # at the loop's top the counters are big-endian
+    b.label(top)
+    b.s("cmp.r64.imm", count, imm=per_batch)
+    b.branch("b", out)
+    if fast:
+        unknown, carrying = b.label_name("shuffled_batch"), b.label_name("carrying_batch")
+        fast.branch_unless_clear(b, D * L, L, unknown, carrying)
+        body(D, riders=ride, fast=True)
+        _step(b, count, 16 * L, ptrs, D, None)
+        b.v("paddd", fast.base, be_counter_step(D * L, L), dst=fast.base, comment="counters + batch")
+        b.s("add.r64.imm", fast.counter, imm=D * L)
+        b.branch("jmp", top)
+        b.label(carrying)
+        b.s("add.r64.imm", fast.counter, imm=D * L)
+        b.label(unknown)
+        fast.swap(b)
+        body(D, riders=ride)
+        _step(b, count, 16 * L, ptrs, D, advance)
+        fast.swap(b)
+    else:
+        body(D, riders=ride)
+        _step(b, count, 16 * L, ptrs, D, advance)
+    b.branch("jmp", top)
+    b.label(out)
+    if fast:
+        fast.swap(b)
     if stitch.lagging:
         stitch.after_main(pending=True)
         b.branch("jmp", joined)
@@ -105,53 +132,12 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
         vector_loops(b, count, 16 * b.lanes, ptrs, body, advance, sizes=(1,))
 
 
-def counter_batches(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: Body,
-                    advance: Callable[[int], None], fast: "FastCounter | None",
-                    riders: Callable[[], None] | None = None) -> None:
-    """The D-vector loop of a CTR stream. With `fast`, a batch whose counters provably do not
-    carry out of their low byte takes them from big-endian counter blocks (one vpaddd each,
-    no byte shuffle: on Golden Cove the shuffles compete with vaesenc ymm for port 1, and the
-    avx2 CTR32 loop held still ran 44.3 cycles a batch with them, 40.4 without, against 40 of
-    AES); a batch that may carry takes the byte-reversed path, its counters swapped around it."""
-    D, L = b.depth, b.lanes
-    top, out = b.label_name(f"loop{D}x_"), b.label_name(f"end{D}x_")
-    if fast:
-        fast.swap(b)  # at the loop's top the counters are big-endian
-    b.label(top)
-    b.s("cmp.r64.imm", count, imm=16 * L * D)
-    b.branch("b", out)
-    if fast:
-        unknown, carrying = b.label_name("shuffled_batch"), b.label_name("carrying_batch")
-        fast.branch_unless_clear(b, D * L, L, unknown, carrying)
-        body(D, riders=riders, fast=True)
-        _step(b, count, 16 * L, ptrs, D, None)
-        b.v("paddd", fast.base, be_counter_step(D * L, L), dst=fast.base, comment="counters + batch")
-        b.s("add.r64.imm", fast.counter, imm=D * L)
-        b.branch("jmp", top)
-        b.label(carrying)
-        b.s("add.r64.imm", fast.counter, imm=D * L)
-        b.label(unknown)
-        fast.swap(b)
-        body(D, riders=riders)
-        _step(b, count, 16 * L, ptrs, D, advance)
-        fast.swap(b)
-    else:
-        body(D, riders=riders)
-        _step(b, count, 16 * L, ptrs, D, advance)
-    b.branch("jmp", top)
-    b.label(out)
-    if fast:
-        fast.swap(b)
-
-
 @dataclass
 class FastCounter:
-    """Big-endian counter blocks for batches that cannot carry (CTR32; GCM with a 12-byte IV).
+    """Big-endian counter blocks for batches that cannot carry (GCM with a 12-byte IV).
 
-    `counter` is a GPR holding the public counter of the next block (its low byte is what
-    counts). Unless `known` (CTR32: the caller's counter block is public, as an IV is), 0
-    means it is not public (GCM: J0 hashed from the IV; then every batch takes the byte
-    shuffle; a public GCM counter starts at 2 and never reaches 0).
+    `counter` is a GPR holding the public counter of the next block (never 0), or 0 when
+    it is not public (J0 hashed from the IV: then every batch takes the byte shuffle).
     While the low byte of every counter of a batch stays below 256, adding to the
     big-endian block is adding (j << 24) to its dword 3. Inside the loop CTR_BASE holds
     the big-endian blocks (lane l: counter + l, as the AES input wants them); a batch
@@ -159,7 +145,6 @@ class FastCounter:
 
     counter: str
     base: VReg  # CTR_BASE
-    known: bool = False
 
     def swap(self, b: FunctionBuilder) -> None:
         """Big-endian <-> byte-reversed counter blocks (the same byte reversal both ways)."""
@@ -172,18 +157,14 @@ class FastCounter:
         moves every lane of CTR_BASE on by `blocks`, and a lane's byte 15 must not wrap there
         either: that carry is lost). Public values only; else jump to `unknown` (no public
         counter) or `carrying`."""
-        if not self.known:
-            b.s("test.r64.r64", self.counter, self.counter)
-            b.branch("e", unknown)
+        b.s("test.r64.r64", self.counter, self.counter)
+        b.branch("e", unknown)
         b.s("mov.r64.r64", SCRATCH, self.counter)
         b.s("and.r64.imm", SCRATCH, imm=255)
         b.s("cmp.r64.imm", SCRATCH, imm=256 - blocks - lanes)
         b.branch("a", carrying)
 
     def advance_if_known(self, b: FunctionBuilder, blocks: int) -> None:
-        if self.known:
-            b.s("add.r64.imm", self.counter, imm=blocks)
-            return
         skip = b.label_name("counter_unknown")
         b.s("test.r64.r64", self.counter, self.counter)
         b.branch("e", skip)
@@ -252,20 +233,17 @@ def ctr32_function(b: FunctionBuilder) -> None:
 
     def path(nr: int) -> None:
         base = counter_base(b, Mem(ctr, 0))
-        # The counter word, public (the caller's counter block is an IV): the main loop's
-        # batches that cannot carry skip the byte shuffles (FastCounter).
-        b.declassify_mark()
-        b.s("mov.r32.m32", r32(CTR32_COUNTER), Mem(ctr, 12, bits=32))
-        b.s("bswap.r32", r32(CTR32_COUNTER), comment="the first block's counter")
         # The counter after the last block used (a partial block counts), written back now.
         blocks, word = SCRATCH, r32(DATA)
         b.s("lea.r64.m", blocks, Mem(n, 15))
         b.s("shr.r64.imm", blocks, imm=4, comment="blocks = ceil(len / 16)")
-        b.s("mov.r32.r32", word, r32(CTR32_COUNTER))
+        # (DATA carries data-derived values; eax keeps only the public round count.)
+        b.s("mov.r32.m32", word, Mem(ctr, 12, bits=32))
+        b.s("bswap.r32", word)
         b.s("add.r32.r32", word, r32(blocks), comment="mod 2^32: only the low 32 bits count")
         b.s("bswap.r32", word)
         b.s("mov.m32.r32", Mem(ctr, 12, bits=32), word)
-        ctr_stream(b, nr, base, inp, outp, n, public_counter=CTR32_COUNTER, counter_known=True)
+        ctr_stream(b, nr, base, inp, outp, n)
         finish(b)
 
     b.key_paths("key", path)
@@ -293,19 +271,18 @@ def counter_base(b: FunctionBuilder, block: Mem | VReg, first: int = 0, little_e
 
 
 def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: str,
-               stitch=None, little_endian: bool = False, public_counter: str | None = None,
-               counter_known: bool = False) -> None:
+               stitch=None, little_endian: bool = False, public_counter: str | None = None) -> None:
     """out = in ^ keystream for n bytes from CTR_BASE (32-bit big-endian counter): main loop
     over D vectors, single vectors, then an AVX-512 masked vector or xmm blocks and a
     partial block through the red zone.
 
     `stitch` (GCM) rides along the main loop: see `stitched_loop`.
     `little_endian` (GCM-SIV): CTR_BASE lanes are the counter blocks themselves (see
-    counter_base). `public_counter`: a GPR with the public counter of the next block (see
-    FastCounter; `counter_known`: it always is), for the main loop's shuffle-free batches."""
+    counter_base). `public_counter`: a GPR with the public counter of the next block, or
+    negative (see FastCounter), for the stitched loop's shuffle-free batches."""
     spec, L = b.spec, b.lanes
     bswap = None if little_endian else bswap_mask(L)
-    fast = FastCounter(public_counter, base, counter_known) if public_counter else None
+    fast = FastCounter(public_counter, base) if public_counter and stitch else None
 
     def body(g: int, width: int | None = None, mask: str | None = None,
              riders: Callable[[], None] | None = None, fast: bool = False) -> None:
@@ -330,9 +307,7 @@ def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: 
 
     done = b.label_name("done")
     if stitch is None:
-        counter_batches(b, n, (inp, outp), body, advance, fast)
-        if b.depth > 1:
-            vector_loops(b, n, 16 * L, (inp, outp), body, advance, sizes=(1,))
+        vector_loops(b, n, 16 * L, (inp, outp), body, advance)
     else:
         stitched_loop(b, n, (inp, outp), body, advance, stitch, fast)
     b.s("test.r64.r64", n, n)

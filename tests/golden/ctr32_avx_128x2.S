@@ -790,62 +790,16 @@ aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt:
 	vmovdqu (%r8),%xmm0                            # ctr
 	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm0,%xmm0 # ctr
 	vmovdqa %xmm0,%xmm15                           # CTR_BASE
-Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_ct_declassify5:
-	mov 0xc(%r8),%r9d
-	bswap %r9d                                     # the first block's counter
 	lea 0xf(%rcx),%r10
 	shr $4,%r10                                    # blocks = ceil(len / 16)
-	mov %r9d,%r11d
+	mov 0xc(%r8),%r11d
+	bswap %r11d
 	add %r10d,%r11d                                # mod 2^32: only the low 32 bits count
 	bswap %r11d
 	mov %r11d,0xc(%r8)
-	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm15 # counter blocks' byte order; CTR_BASE
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_7:
+.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_6:
 	cmp $0x20,%rcx
-	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end2x_8
-	mov %r9,%r10
-	and $0xff,%r10
-	cmp $0xfd,%r10
-	ja .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_carrying_batch10
-	vpxor %xmm14,%xmm15,%xmm0                      # round 0: whiten; CTR_BASE KEY0
-	vpaddd .Laesgen_aesni_avx_128x2_ctr32_be_step1_x1(%rip),%xmm15,%xmm1 # counter block, big-endian; blk CTR_BASE
-	vaesenc %xmm13,%xmm0,%xmm0                     # round 1; KEY1
-	vpxor %xmm14,%xmm1,%xmm1                       # round 0: whiten; blk KEY0
-	vaesenc %xmm12,%xmm0,%xmm0                     # round 2; KEY2
-	vaesenc %xmm13,%xmm1,%xmm1                     # round 1; KEY1
-	vaesenc %xmm11,%xmm0,%xmm0                     # round 3; KEY3
-	vaesenc %xmm12,%xmm1,%xmm1                     # round 2; KEY2
-	vaesenc %xmm10,%xmm0,%xmm0                     # round 4; KEY4
-	vaesenc %xmm11,%xmm1,%xmm1                     # round 3; KEY3
-	vaesenc %xmm9,%xmm0,%xmm0                      # round 5; KEY5
-	vaesenc %xmm10,%xmm1,%xmm1                     # round 4; KEY4
-	vaesenc %xmm8,%xmm0,%xmm0                      # round 6; KEY6
-	vaesenc %xmm9,%xmm1,%xmm1                      # round 5; KEY5
-	vaesenc %xmm7,%xmm0,%xmm0                      # round 7; KEY7
-	vaesenc %xmm8,%xmm1,%xmm1                      # round 6; KEY6
-	vaesenc %xmm6,%xmm0,%xmm0                      # round 8; KEY8
-	vaesenc %xmm7,%xmm1,%xmm1                      # round 7; KEY7
-	vaesenc %xmm5,%xmm0,%xmm0                      # round 9; KEY9
-	vaesenc %xmm6,%xmm1,%xmm1                      # round 8; KEY8
-	vaesenc %xmm5,%xmm1,%xmm1                      # round 9; KEY9
-	vmovdqu (%rsi),%xmm2
-	vpxor %xmm4,%xmm2,%xmm2                        # input folded into the last round key; KEY10
-	vaesenclast %xmm2,%xmm0,%xmm2                  # round 10 (last)
-	vmovdqu %xmm2,(%rdx)
-	vmovdqu 0x10(%rsi),%xmm2
-	vpxor %xmm4,%xmm2,%xmm2                        # input folded into the last round key; KEY10
-	vaesenclast %xmm2,%xmm1,%xmm2                  # round 10 (last)
-	vmovdqu %xmm2,0x10(%rdx)
-	add $0x20,%rsi
-	add $0x20,%rdx
-	sub $0x20,%rcx
-	vpaddd .Laesgen_aesni_avx_128x2_ctr32_be_step2_x1(%rip),%xmm15,%xmm15 # counters + batch; CTR_BASE
-	add $2,%r9
-	jmp .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_7
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_carrying_batch10:
-	add $2,%r9
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_shuffled_batch9:
-	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm15 # counter blocks' byte order; CTR_BASE
+	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end2x_7
 	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm0 # counter block; blk CTR_BASE
 	vpaddd .Laesgen_aesni_avx_128x2_ctr32_ctr_step1_x1(%rip),%xmm15,%xmm1 # CTR_BASE
 	vpxor %xmm14,%xmm0,%xmm0                       # round 0: whiten; blk KEY0
@@ -881,13 +835,11 @@ Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_ct_declassify5:
 	add $0x20,%rsi
 	add $0x20,%rdx
 	sub $0x20,%rcx
-	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm15 # counter blocks' byte order; CTR_BASE
-	jmp .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_7
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end2x_8:
-	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm15 # counter blocks' byte order; CTR_BASE
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop1x_11:
+	jmp .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_6
+.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end2x_7:
+.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop1x_8:
 	cmp $0x10,%rcx
-	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end1x_12
+	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end1x_9
 	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm0 # counter block; blk CTR_BASE
 	vpxor %xmm14,%xmm0,%xmm0                       # round 0: whiten; blk KEY0
 	vaesenc %xmm13,%xmm0,%xmm0                     # round 1; KEY1
@@ -907,10 +859,10 @@ Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_ct_declassify5:
 	add $0x10,%rsi
 	add $0x10,%rdx
 	sub $0x10,%rcx
-	jmp .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop1x_11
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end1x_12:
+	jmp .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop1x_8
+.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end1x_9:
 	test %rcx,%rcx
-	je .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_done6
+	je .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_done5
 	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm0 # CTR_BASE
 	vpxor %xmm14,%xmm0,%xmm0                       # round 0: whiten; KEY0
 	vaesenc %xmm13,%xmm0,%xmm0                     # round 1; KEY1
@@ -925,16 +877,16 @@ Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_ct_declassify5:
 	vaesenclast %xmm4,%xmm0,%xmm0                  # round 10 (last); KEY10
 	vmovdqu %xmm0,-0x10(%rsp)                      # keystream block to the red zone
 	xor %r10d,%r10d
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_bytes13:
+.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_bytes10:
 	movzbl (%rsi,%r10),%r11d
 	xor -0x10(%rsp,%r10),%r11b
 	mov %r11b,(%rdx,%r10)
 	add $1,%r10
 	cmp %rcx,%r10
-	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_bytes13
+	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_bytes10
 	vpxor %xmm0,%xmm0,%xmm0
 	vmovdqu %xmm0,-0x10(%rsp)                      # leave no keystream behind
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_done6:
+.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_done5:
 	ret
 .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_aes192_3:
 	vmovdqa (%rdi),%xmm14                          # round key 0 stays in a register; KEY0
@@ -951,67 +903,16 @@ Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_ct_declassify5:
 	vmovdqu (%r8),%xmm0                            # ctr
 	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm0,%xmm0 # ctr
 	vmovdqa %xmm0,%xmm15                           # CTR_BASE
-Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_ct_declassify14:
-	mov 0xc(%r8),%r9d
-	bswap %r9d                                     # the first block's counter
 	lea 0xf(%rcx),%r10
 	shr $4,%r10                                    # blocks = ceil(len / 16)
-	mov %r9d,%r11d
+	mov 0xc(%r8),%r11d
+	bswap %r11d
 	add %r10d,%r11d                                # mod 2^32: only the low 32 bits count
 	bswap %r11d
 	mov %r11d,0xc(%r8)
-	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm15 # counter blocks' byte order; CTR_BASE
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_16:
+.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_12:
 	cmp $0x20,%rcx
-	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end2x_17
-	mov %r9,%r10
-	and $0xff,%r10
-	cmp $0xfd,%r10
-	ja .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_carrying_batch19
-	vpxor %xmm14,%xmm15,%xmm0                      # round 0: whiten; CTR_BASE KEY0
-	vpaddd .Laesgen_aesni_avx_128x2_ctr32_be_step1_x1(%rip),%xmm15,%xmm1 # counter block, big-endian; blk CTR_BASE
-	vaesenc %xmm13,%xmm0,%xmm0                     # round 1; KEY1
-	vpxor %xmm14,%xmm1,%xmm1                       # round 0: whiten; blk KEY0
-	vaesenc %xmm12,%xmm0,%xmm0                     # round 2; KEY2
-	vaesenc %xmm13,%xmm1,%xmm1                     # round 1; KEY1
-	vaesenc %xmm11,%xmm0,%xmm0                     # round 3; KEY3
-	vaesenc %xmm12,%xmm1,%xmm1                     # round 2; KEY2
-	vaesenc %xmm10,%xmm0,%xmm0                     # round 4; KEY4
-	vaesenc %xmm11,%xmm1,%xmm1                     # round 3; KEY3
-	vaesenc %xmm9,%xmm0,%xmm0                      # round 5; KEY5
-	vaesenc %xmm10,%xmm1,%xmm1                     # round 4; KEY4
-	vaesenc %xmm8,%xmm0,%xmm0                      # round 6; KEY6
-	vaesenc %xmm9,%xmm1,%xmm1                      # round 5; KEY5
-	vaesenc %xmm7,%xmm0,%xmm0                      # round 7; KEY7
-	vaesenc %xmm8,%xmm1,%xmm1                      # round 6; KEY6
-	vaesenc %xmm6,%xmm0,%xmm0                      # round 8; KEY8
-	vaesenc %xmm7,%xmm1,%xmm1                      # round 7; KEY7
-	vaesenc %xmm5,%xmm0,%xmm0                      # round 9; KEY9
-	vaesenc %xmm6,%xmm1,%xmm1                      # round 8; KEY8
-	vaesenc %xmm4,%xmm0,%xmm0                      # round 10; KEY10
-	vaesenc %xmm5,%xmm1,%xmm1                      # round 9; KEY9
-	vaesenc 0xb0(%rdi),%xmm0,%xmm0                 # round 11
-	vaesenc %xmm4,%xmm1,%xmm1                      # round 10; KEY10
-	vaesenc 0xb0(%rdi),%xmm1,%xmm1                 # round 11
-	vmovdqu (%rsi),%xmm2
-	vmovdqa 0xc0(%rdi),%xmm3                       # round key 12; KEY12_
-	vpxor %xmm3,%xmm2,%xmm2                        # input folded into the last round key; KEY12_
-	vaesenclast %xmm2,%xmm0,%xmm2                  # round 12 (last)
-	vmovdqu %xmm2,(%rdx)
-	vmovdqu 0x10(%rsi),%xmm2
-	vpxor %xmm3,%xmm2,%xmm3                        # input folded into the last round key; KEY12_
-	vaesenclast %xmm3,%xmm1,%xmm3                  # round 12 (last)
-	vmovdqu %xmm3,0x10(%rdx)
-	add $0x20,%rsi
-	add $0x20,%rdx
-	sub $0x20,%rcx
-	vpaddd .Laesgen_aesni_avx_128x2_ctr32_be_step2_x1(%rip),%xmm15,%xmm15 # counters + batch; CTR_BASE
-	add $2,%r9
-	jmp .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_16
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_carrying_batch19:
-	add $2,%r9
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_shuffled_batch18:
-	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm15 # counter blocks' byte order; CTR_BASE
+	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end2x_13
 	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm0 # counter block; blk CTR_BASE
 	vpaddd .Laesgen_aesni_avx_128x2_ctr32_ctr_step1_x1(%rip),%xmm15,%xmm1 # CTR_BASE
 	vpxor %xmm14,%xmm0,%xmm0                       # round 0: whiten; blk KEY0
@@ -1052,13 +953,11 @@ Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_ct_declassify14:
 	add $0x20,%rsi
 	add $0x20,%rdx
 	sub $0x20,%rcx
-	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm15 # counter blocks' byte order; CTR_BASE
-	jmp .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_16
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end2x_17:
-	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm15 # counter blocks' byte order; CTR_BASE
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop1x_20:
+	jmp .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_12
+.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end2x_13:
+.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop1x_14:
 	cmp $0x10,%rcx
-	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end1x_21
+	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end1x_15
 	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm0 # counter block; blk CTR_BASE
 	vpxor %xmm14,%xmm0,%xmm0                       # round 0: whiten; blk KEY0
 	vaesenc %xmm13,%xmm0,%xmm0                     # round 1; KEY1
@@ -1080,10 +979,10 @@ Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_ct_declassify14:
 	add $0x10,%rsi
 	add $0x10,%rdx
 	sub $0x10,%rcx
-	jmp .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop1x_20
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end1x_21:
+	jmp .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop1x_14
+.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end1x_15:
 	test %rcx,%rcx
-	je .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_done15
+	je .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_done11
 	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm0 # CTR_BASE
 	vpxor %xmm14,%xmm0,%xmm0                       # round 0: whiten; KEY0
 	vaesenc %xmm13,%xmm0,%xmm0                     # round 1; KEY1
@@ -1100,16 +999,16 @@ Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_ct_declassify14:
 	vaesenclast 0xc0(%rdi),%xmm0,%xmm0             # round 12 (last)
 	vmovdqu %xmm0,-0x10(%rsp)                      # keystream block to the red zone
 	xor %r10d,%r10d
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_bytes22:
+.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_bytes16:
 	movzbl (%rsi,%r10),%r11d
 	xor -0x10(%rsp,%r10),%r11b
 	mov %r11b,(%rdx,%r10)
 	add $1,%r10
 	cmp %rcx,%r10
-	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_bytes22
+	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_bytes16
 	vpxor %xmm0,%xmm0,%xmm0
 	vmovdqu %xmm0,-0x10(%rsp)                      # leave no keystream behind
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_done15:
+.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_done11:
 	ret
 .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_aes256_4:
 	vmovdqa (%rdi),%xmm14                          # round key 0 stays in a register; KEY0
@@ -1126,71 +1025,16 @@ Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_ct_declassify14:
 	vmovdqu (%r8),%xmm0                            # ctr
 	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm0,%xmm0 # ctr
 	vmovdqa %xmm0,%xmm15                           # CTR_BASE
-Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_ct_declassify23:
-	mov 0xc(%r8),%r9d
-	bswap %r9d                                     # the first block's counter
 	lea 0xf(%rcx),%r10
 	shr $4,%r10                                    # blocks = ceil(len / 16)
-	mov %r9d,%r11d
+	mov 0xc(%r8),%r11d
+	bswap %r11d
 	add %r10d,%r11d                                # mod 2^32: only the low 32 bits count
 	bswap %r11d
 	mov %r11d,0xc(%r8)
-	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm15 # counter blocks' byte order; CTR_BASE
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_25:
+.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_18:
 	cmp $0x20,%rcx
-	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end2x_26
-	mov %r9,%r10
-	and $0xff,%r10
-	cmp $0xfd,%r10
-	ja .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_carrying_batch28
-	vpxor %xmm14,%xmm15,%xmm0                      # round 0: whiten; CTR_BASE KEY0
-	vpaddd .Laesgen_aesni_avx_128x2_ctr32_be_step1_x1(%rip),%xmm15,%xmm1 # counter block, big-endian; blk CTR_BASE
-	vaesenc %xmm13,%xmm0,%xmm0                     # round 1; KEY1
-	vpxor %xmm14,%xmm1,%xmm1                       # round 0: whiten; blk KEY0
-	vaesenc %xmm12,%xmm0,%xmm0                     # round 2; KEY2
-	vaesenc %xmm13,%xmm1,%xmm1                     # round 1; KEY1
-	vaesenc %xmm11,%xmm0,%xmm0                     # round 3; KEY3
-	vaesenc %xmm12,%xmm1,%xmm1                     # round 2; KEY2
-	vaesenc %xmm10,%xmm0,%xmm0                     # round 4; KEY4
-	vaesenc %xmm11,%xmm1,%xmm1                     # round 3; KEY3
-	vaesenc %xmm9,%xmm0,%xmm0                      # round 5; KEY5
-	vaesenc %xmm10,%xmm1,%xmm1                     # round 4; KEY4
-	vaesenc %xmm8,%xmm0,%xmm0                      # round 6; KEY6
-	vaesenc %xmm9,%xmm1,%xmm1                      # round 5; KEY5
-	vaesenc %xmm7,%xmm0,%xmm0                      # round 7; KEY7
-	vaesenc %xmm8,%xmm1,%xmm1                      # round 6; KEY6
-	vaesenc %xmm6,%xmm0,%xmm0                      # round 8; KEY8
-	vaesenc %xmm7,%xmm1,%xmm1                      # round 7; KEY7
-	vaesenc %xmm5,%xmm0,%xmm0                      # round 9; KEY9
-	vaesenc %xmm6,%xmm1,%xmm1                      # round 8; KEY8
-	vaesenc %xmm4,%xmm0,%xmm0                      # round 10; KEY10
-	vaesenc %xmm5,%xmm1,%xmm1                      # round 9; KEY9
-	vaesenc 0xb0(%rdi),%xmm0,%xmm0                 # round 11
-	vaesenc %xmm4,%xmm1,%xmm1                      # round 10; KEY10
-	vaesenc 0xc0(%rdi),%xmm0,%xmm0                 # round 12
-	vaesenc 0xb0(%rdi),%xmm1,%xmm1                 # round 11
-	vaesenc 0xd0(%rdi),%xmm0,%xmm0                 # round 13
-	vaesenc 0xc0(%rdi),%xmm1,%xmm1                 # round 12
-	vaesenc 0xd0(%rdi),%xmm1,%xmm1                 # round 13
-	vmovdqu (%rsi),%xmm2
-	vmovdqa 0xe0(%rdi),%xmm3                       # round key 14; KEY14_
-	vpxor %xmm3,%xmm2,%xmm2                        # input folded into the last round key; KEY14_
-	vaesenclast %xmm2,%xmm0,%xmm2                  # round 14 (last)
-	vmovdqu %xmm2,(%rdx)
-	vmovdqu 0x10(%rsi),%xmm2
-	vpxor %xmm3,%xmm2,%xmm3                        # input folded into the last round key; KEY14_
-	vaesenclast %xmm3,%xmm1,%xmm3                  # round 14 (last)
-	vmovdqu %xmm3,0x10(%rdx)
-	add $0x20,%rsi
-	add $0x20,%rdx
-	sub $0x20,%rcx
-	vpaddd .Laesgen_aesni_avx_128x2_ctr32_be_step2_x1(%rip),%xmm15,%xmm15 # counters + batch; CTR_BASE
-	add $2,%r9
-	jmp .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_25
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_carrying_batch28:
-	add $2,%r9
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_shuffled_batch27:
-	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm15 # counter blocks' byte order; CTR_BASE
+	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end2x_19
 	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm0 # counter block; blk CTR_BASE
 	vpaddd .Laesgen_aesni_avx_128x2_ctr32_ctr_step1_x1(%rip),%xmm15,%xmm1 # CTR_BASE
 	vpxor %xmm14,%xmm0,%xmm0                       # round 0: whiten; blk KEY0
@@ -1235,13 +1079,11 @@ Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_ct_declassify23:
 	add $0x20,%rsi
 	add $0x20,%rdx
 	sub $0x20,%rcx
-	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm15 # counter blocks' byte order; CTR_BASE
-	jmp .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_25
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end2x_26:
-	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm15 # counter blocks' byte order; CTR_BASE
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop1x_29:
+	jmp .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_18
+.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end2x_19:
+.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop1x_20:
 	cmp $0x10,%rcx
-	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end1x_30
+	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end1x_21
 	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm0 # counter block; blk CTR_BASE
 	vpxor %xmm14,%xmm0,%xmm0                       # round 0: whiten; blk KEY0
 	vaesenc %xmm13,%xmm0,%xmm0                     # round 1; KEY1
@@ -1265,10 +1107,10 @@ Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_ct_declassify23:
 	add $0x10,%rsi
 	add $0x10,%rdx
 	sub $0x10,%rcx
-	jmp .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop1x_29
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end1x_30:
+	jmp .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop1x_20
+.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end1x_21:
 	test %rcx,%rcx
-	je .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_done24
+	je .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_done17
 	vpshufb .Laesgen_aesni_avx_128x2_ctr32_bswap_x1(%rip),%xmm15,%xmm0 # CTR_BASE
 	vpxor %xmm14,%xmm0,%xmm0                       # round 0: whiten; KEY0
 	vaesenc %xmm13,%xmm0,%xmm0                     # round 1; KEY1
@@ -1287,16 +1129,16 @@ Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_ct_declassify23:
 	vaesenclast 0xe0(%rdi),%xmm0,%xmm0             # round 14 (last)
 	vmovdqu %xmm0,-0x10(%rsp)                      # keystream block to the red zone
 	xor %r10d,%r10d
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_bytes31:
+.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_bytes22:
 	movzbl (%rsi,%r10),%r11d
 	xor -0x10(%rsp,%r10),%r11b
 	mov %r11b,(%rdx,%r10)
 	add $1,%r10
 	cmp %rcx,%r10
-	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_bytes31
+	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_bytes22
 	vpxor %xmm0,%xmm0,%xmm0
 	vmovdqu %xmm0,-0x10(%rsp)                      # leave no keystream behind
-.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_done24:
+.Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_done17:
 	ret
 	.cfi_endproc
 	.size aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt, .-aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt
@@ -1305,14 +1147,6 @@ Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_ct_declassify23:
 
 	.section .rodata
 	.p2align 6
-
-# be_step1_x1
-.Laesgen_aesni_avx_128x2_ctr32_be_step1_x1:
-	.byte 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01
-
-# be_step2_x1
-.Laesgen_aesni_avx_128x2_ctr32_be_step2_x1:
-	.byte 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02
 
 # pshufb control: reverse the bytes of each 128-bit lane
 .Laesgen_aesni_avx_128x2_ctr32_bswap_x1:
@@ -1341,4 +1175,4 @@ Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_ct_declassify23:
 	.section .note.GNU-stack,"",%progbits
 #endif
 
-# provenance: aesgen 0.1.0; spec sha256 ec286b1162454566; 1189 instructions
+# provenance: aesgen 0.1.0; spec sha256 ec286b1162454566; 1040 instructions
