@@ -31,6 +31,8 @@ from iced_x86 import (
     OpAccess, OpKind, Register, RegisterExt,
 )
 
+from aesgen.functions import FUNCTIONS
+
 from .disasm import AssembleError, ElfError, Function, assemble, gas_register, gas_text, is_padding, load, read_elf
 from .results import CheckResult
 
@@ -307,13 +309,18 @@ def check(spec, asm_path: Path | str, *, allow_table_lookups: bool | None = None
         return [CheckResult("ct", "fail", str(e))]
     by_name = {f.name: f for f in functions}
     scanner = _Scanner(set(getattr(spec, "public_load_disps", (spec.rounds_offset,))), allow_table_lookups)
-    declassify = declassify_points(asm_path)
+    marks = declassify_marks(asm_path)
+    declassify = frozenset(marks)
     results: list[CheckResult] = []
     exported = [spec.symbol(name) for name in spec.functions]
     for fn_name, symbol in zip(spec.functions, exported):
         fn = by_name.get(symbol)
         if fn is None:
             results.append(CheckResult(f"ct {fn_name}", "fail", f"symbol {symbol} not found"))
+            continue
+        undeclared = undeclared_marks(fn, fn_name, marks)
+        if undeclared:
+            results.append(CheckResult(f"ct {fn_name}", "fail", undeclared))
             continue
         results.append(_result(f"ct {fn_name}", scanner.scan(fn, declassify)))
     # Local helpers and stray code can be reached too; never leave bytes unscanned.
@@ -326,11 +333,32 @@ def check(spec, asm_path: Path | str, *, allow_table_lookups: bool | None = None
 DECLASSIFY_MARK = "_ct_declassify"
 
 
-def declassify_points(asm_path: Path | str) -> frozenset[int]:
-    """Offsets of local symbols named *_ct_declassify*: the generator marks the one
+STACK_ARGUMENT_MARK = "_ct_declassify_arg"  # a win64 wrapper's reload of a stack argument (public)
+
+
+def declassify_marks(asm_path: Path | str) -> dict[int, str]:
+    """Offset -> name of the local symbols named *_ct_declassify*: the generator marks the one
     instruction whose result is public by design (e.g. the tag check's verdict)."""
     elf = read_elf(Path(assemble(asm_path)).read_bytes())
-    return frozenset(s.value for s in elf.symbols if DECLASSIFY_MARK in s.name)
+    return {s.value: s.name for s in elf.symbols if DECLASSIFY_MARK in s.name}
+
+
+def declassify_points(asm_path: Path | str) -> frozenset[int]:
+    return frozenset(declassify_marks(asm_path))
+
+
+def undeclared_marks(fn: Function, fn_name: str, marks: dict[int, str]) -> str:
+    """Why fn's declassify marks break the contract, or "": a mark (other than a stack
+    argument's) in a function whose record names nothing public by design."""
+    record = FUNCTIONS.get(fn_name)
+    if record is not None and record.public_by_design:
+        return ""
+    inside = sorted(name for at, name in marks.items()
+                    if fn.offset <= at < fn.offset + fn.size and STACK_ARGUMENT_MARK not in name)
+    if not inside:
+        return ""
+    return (f"declassifies ({', '.join(inside)}) but generator/functions.py names nothing public by "
+            f"design for {fn_name} (docs/abi.md, Constant time)")
 
 
 def _result(name: str, violations: list[Violation]) -> CheckResult:
