@@ -32,6 +32,7 @@ from iced_x86 import (
 )
 
 from aesgen.functions import FUNCTIONS
+from aesgen.win64 import STACK_ARGUMENT_MARK
 
 from .disasm import AssembleError, ElfError, Function, assemble, gas_register, gas_text, is_padding, load, read_elf
 from .results import CheckResult
@@ -333,18 +334,11 @@ def check(spec, asm_path: Path | str, *, allow_table_lookups: bool | None = None
 DECLASSIFY_MARK = "_ct_declassify"
 
 
-STACK_ARGUMENT_MARK = "_ct_declassify_arg"  # a win64 wrapper's reload of a stack argument (public)
-
-
 def declassify_marks(asm_path: Path | str) -> dict[int, str]:
     """Offset -> name of the local symbols named *_ct_declassify*: the generator marks the one
     instruction whose result is public by design (e.g. the tag check's verdict)."""
     elf = read_elf(Path(assemble(asm_path)).read_bytes())
     return {s.value: s.name for s in elf.symbols if DECLASSIFY_MARK in s.name}
-
-
-def declassify_points(asm_path: Path | str) -> frozenset[int]:
-    return frozenset(declassify_marks(asm_path))
 
 
 def undeclared_marks(fn: Function, fn_name: str, marks: dict[int, str]) -> str:
