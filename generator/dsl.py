@@ -12,13 +12,11 @@ from typing import Callable, Iterator
 
 from .ir import (SYSV_ARGS, BuildError, Branch, Const, Function, GroupBlock, Insn, KeyRef, Label, Mark, MarkKind, Mem,
                  Operand, Path, Schedule, VReg)
+from .declassify import stem as declassify_stem
 from .ops import info
 from .functions import mode_of
 from .spec import KernelSpec
 
-# Symbol stems of declassification marks (FunctionBuilder.declassify_mark): the verifier's
-# static check reads `*_ct_declassify*` symbols from the object; nothing in the generator does.
-DECLASSIFY_STEMS = {False: "ct_declassify", True: "ct_declassify_mark"}
 # Caller-saved scratch GPRs the kernels may use freely (r9 only when not an argument).
 SCRATCH = ("rax", "r10", "r11", "r9")
 
@@ -67,12 +65,13 @@ class FunctionBuilder:
     def label(self, name: str) -> None:
         self._items.append(Label(name))
 
-    def declassify_mark(self, values_live_across: bool = False) -> None:
-        """Mark the next instruction's result public by design (a tag verdict, a caller's
-        pointer) for the static constant-time check: an `ir.Mark`, emitted as a local symbol
-        `*_ct_declassify*`. values_live_across: register allocation passes the mark through
-        (no branch goes there), instead of ending a region at it as at any label."""
-        symbol = self.label_name(DECLASSIFY_STEMS[values_live_across]).lstrip(".")
+    def declassify_mark(self, reason: str, values_live_across: bool = False) -> None:
+        """Mark the next instruction's result public by design for the static constant-time
+        check, for `reason` (a key of declassify.REASONS, which the function's record must
+        name): an `ir.Mark`, emitted as a local symbol `*_ct_declassify_<reason>_<n>`.
+        values_live_across: register allocation passes the mark through (no branch goes
+        there), instead of ending a region at it as at any label."""
+        symbol = self.label_name(declassify_stem(reason)).lstrip(".")
         self._items.append(Mark(MarkKind.DECLASSIFY, symbol, values_live_across))
 
     def branch(self, cond: str, target: str) -> None:

@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from .declassify import REASONS
+
 # The verifier's families: which group of checks a function gets (verify/signatures.py check_groups).
 CPU, KEYSETUP, BLOCK, GCM, GCM_STREAM, HASH, GCMSIV, XTS, GFDOUBLE, OCB, OTR, WIDEBLOCK, MPC, HALFGATES = (
     "cpu", "keysetup", "block", "gcm", "gcm-stream", "hash", "gcm-siv", "xts", "gfdouble", "ocb", "otr",
@@ -144,17 +146,20 @@ class CFunction:
     # tune sweep for its mode.
     timed: bool = False
     explored: bool = False
-    # What the function makes public by design where its code carries a `*_ct_declassify*` mark
-    # (docs/abi.md "Constant time"): the static check fails a mark in a function that names
-    # nothing here, so a new declassification is a visible change to the contract, not a
-    # quiet one. (win64 wrappers' stack-argument marks are pointers and lengths: always public.)
-    public_by_design: str = ""
+    # What the function makes public by design (keys of declassify.REASONS; docs/abi.md
+    # "Constant time"): the static check fails a `*_ct_declassify_<reason>_*` mark whose reason
+    # is not named here, so a new declassification is a visible change to the contract, not a
+    # quiet one. (declassify.ALWAYS: the win64 wrappers' argument copies, in every function.)
+    public_by_design: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.returns not in ("int", "void"):
             raise ValueError(f"{self.name}: returns int or void, not {self.returns!r}")
         if self.explored and not self.timed:
             raise ValueError(f"{self.name}: explore sweeps only what the benchmark times")
+        unknown = [r for r in self.public_by_design if r not in REASONS]
+        if unknown:
+            raise ValueError(f"{self.name}: public_by_design names no declassify reason {unknown}")
 
     @property
     def is_key_setup(self) -> bool:
@@ -264,10 +269,6 @@ def _tag(decrypt: bool, size: int | str) -> Param:
 
 
 # -- record makers for the shapes several functions share ----------------------------------------
-# What functions make public by design (CFunction.public_by_design), where more than one says it.
-TAG_VERDICT = "the tag check's verdict"
-NONCE_BITS = "the nonce's last 6 bits (a shift count; the nonce is public)"
-
 
 def _key_setup(name: str, key: Param, summary: str, modes: tuple[str, ...],
                bits: tuple[int, ...] = (128, 192, 256)) -> CFunction:
@@ -289,25 +290,25 @@ def _aead(name: str, family: str, key: Param, nonce: str, setup: str, decrypt: b
           mode: str, taglen: bool = True, **timing: bool) -> CFunction:
     """(key, nonce, noncelen, aad, aadlen, in, out, len, tag[, taglen]) -> int: the one-shot AEADs."""
     tag = (_tag(decrypt, "taglen"), Param("taglen", "size_t")) if taglen else (_tag(decrypt, 16),)
-    public = [NONCE_BITS] if family == OCB else []
-    public += [TAG_VERDICT] if decrypt else []
+    public = ("nonce_bits",) if family == OCB else ()
+    public += ("verdict",) if decrypt else ()
     return CFunction(name, "int", (key, Param(nonce, "const uint8_t *", f"{nonce}len", "r"),
                                    Param(f"{nonce}len", "size_t"), *AAD, *TEXT, *tag),
                      summary, (mode,), family, key_setup=setup, zero_on_fail=decrypt,
-                     public_by_design="; ".join(public), **timing)
+                     public_by_design=public, **timing)
 
 
 def _gcmsiv(name: str, decrypt: bool, summary: str) -> CFunction:
     return CFunction(name, "int", (SKEY, Param("nonce", "const uint8_t[12]", access="r"), *AAD, *TEXT,
                                    _tag(decrypt, 16)),
                      summary, ("gcm-siv",), GCMSIV, key_setup="gcmsiv_set_key", zero_on_fail=decrypt,
-                     timed=not decrypt, public_by_design=TAG_VERDICT if decrypt else "")
+                     timed=not decrypt, public_by_design=("verdict",) if decrypt else ())
 
 
 def _stream(name: str, returns: str, params: tuple[Param, ...], summary: str) -> CFunction:
     """Streaming AES-GCM: a context the caller keeps between calls."""
     return CFunction(name, returns, params, summary, ("gcm",), GCM_STREAM, key_setup="gcm_set_key",
-                     public_by_design="the context's byte counts and counter position (they count bytes)")
+                     public_by_design=("byte_counts", "key_pointer"))
 
 
 def _hash(name: str, key: Param, summary: str, modes: tuple[str, ...], setup: str | None) -> CFunction:
@@ -315,8 +316,7 @@ def _hash(name: str, key: Param, summary: str, modes: tuple[str, ...], setup: st
     return CFunction(name, "void", (key, Param("acc", "uint8_t[16]", access="rw"),
                                     Param("data", "const uint8_t *", "16*nblocks", "r"), NBLOCKS),
                      summary, modes, HASH, key_setup=setup, len0_touches_nothing=True, timed=True, explored=True,
-                     public_by_design="the data pointer (--gfmul ctmul-gpr moves it out of the register the "
-                                      "multiplier then fills)")
+                     public_by_design=("data_pointer",))
 
 
 def _xts(name: str, summary: str, **timing: bool) -> CFunction:
@@ -350,7 +350,7 @@ def _halfgates(name: str, params: tuple[Param, ...], summary: str) -> CFunction:
     return CFunction(name, "void", (_schedule("fixed_key", "key_bytes", kernel_name="key"), *params,
                                     Param("n", "size_t")),
                      summary, ("halfgates",), HALFGATES, key_setup="set_encrypt_key", len0_touches_nothing=True,
-                     public_by_design="where a wire's labels are (the circuit's, not a secret)")
+                     public_by_design=("wire_place",))
 
 
 _RECORDS = (
@@ -438,7 +438,7 @@ _RECORDS = (
                                             Param("ivs", "uint8_t *const *", access="r"), Param("nstreams", "unsigned")),
               "CBC encryption of nstreams independent equal-length streams, interleaved", ("cbc-multi",), MPC,
               key_setup="set_encrypt_key", len0_touches_nothing=True, timed=True, explored=True,
-              public_by_design="the caller's pointers read from the keys, in, out and ivs arrays"),
+              public_by_design=("caller_pointer",)),
     # half-gates garbling of n AND gates (kernels/halfgates.py; the hash and tweaks: docs/abi.md)
     _halfgates("halfgates_garble", (Param("delta", "const uint8_t[16]", access="r"), _labels("a0"), _labels("b0"),
                                     GATE_ID, Param("tables", "uint8_t *", "32*n", "w"), _labels("c0", "w")),

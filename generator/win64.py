@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .declassify import stem as declassify_stem
 from .ir import SYSV_ARGS, BuildError, Insn, Mark, MarkKind, Mem, Phys
 
 WIN64_ARGS = ("rcx", "rdx", "r8", "r9")
@@ -40,9 +41,6 @@ CALLEE_SAVED_XMM = range(6, 16)
 STACK_ARGS_AT_ENTRY = 8 + 32
 PUSHED = ("rdi", "rsi")
 
-# The stem of the mark on a stack argument's reload (a pointer or length: public by the ABI
-# contract); the static check accepts it in any function (verify/static_ct.py).
-STACK_ARGUMENT_MARK = "_ct_declassify_arg"
 
 
 @dataclass(frozen=True)
@@ -141,7 +139,7 @@ def prologue(frame: Frame, nargs: int, symbol: str = "") -> list:
             # The caller's pointers and lengths are public; the static check's taint is per
             # register for the whole function, and a body may fill rcx, rdx, r8 or r9 with
             # secrets later (the multiplier's rdx): the copies are declassified by design.
-            out.append(Mark(MarkKind.DECLASSIFY, f"{symbol}{STACK_ARGUMENT_MARK}{k + 1}", True))
+            out.append(Mark(MarkKind.DECLASSIFY, f"{symbol}_{declassify_stem('win64_argument')}{k + 1}", True))
             out.append(Insn("mov.r64.r64", dst, (src,), comment=f"win64 argument {k + 1}"))
     for k in range(4, min(nargs, 6)):
         out.append(Insn("mov.r64.m64", SYSV_ARGS[k], (frame.entry_arg(k),),

@@ -418,7 +418,7 @@ class Gcm:
         b.s("xor.r32.r32", r32(BYTES_HI), r32(BYTES_HI))
         self.for_each_byte(TAGLEN, body, "cmp")
         b.s("neg.r64", BYTES_HI, comment="CF = any difference")
-        b.declassify_mark()
+        b.declassify_mark("verdict")
         b.s("sbb.r64.r64", TAGLEN, TAGLEN, comment="verdict: -1 wrong tag, 0 authentic (public)")
         good = b.label_name("authentic")
         b.s("test.r64.r64", TAGLEN, TAGLEN)

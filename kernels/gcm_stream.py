@@ -62,16 +62,16 @@ class GcmStream(Gcm):
         push_saved(b)
         open_frame(b, self.frame)
         b.s("mov.r64.r64", CTX, ctx_arg)
-        self.public_load(KEY, GKEY)
+        self.public_load(KEY, GKEY, "key_pointer")
 
     def leave(self) -> None:
         self._wipe()
         self.epilogue(label=False)
 
-    def public_load(self, reg: str, field: Mem) -> None:
+    def public_load(self, reg: str, field: Mem, reason: str = "byte_counts") -> None:
         """reg = a public context field (declassified for the static constant-time check)."""
         b = self.b
-        b.declassify_mark()
+        b.declassify_mark(reason)
         b.s("mov.r64.m64", reg, field)
 
     def load_hash(self) -> VReg:

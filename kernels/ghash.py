@@ -349,7 +349,7 @@ def power_table(b: FunctionBuilder) -> None:
 
 def gpr_hash(b: FunctionBuilder, h: Mem, reflect: bool) -> None:
     """--gfmul ctmul-gpr: P_ghash / P_polyval's body on GPRs (kernels/ghash_gpr.py), H at h."""
-    b.declassify_mark()  # the data pointer leaves rdx, which the multiplier then fills with secrets
+    b.declassify_mark("data_pointer")  # the data pointer leaves rdx, which the multiplier then fills with secrets
     b.s("mov.r64.r64", ghash_gpr.DATA, b.reg["data"])
     ghash_gpr.hash_blocks(b, h, b.reg["acc"], b.reg["nblocks"], reflect)
     finish(b)

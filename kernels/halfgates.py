@@ -117,7 +117,7 @@ class Gather:
         for k, name in enumerate("AB"):
             v = None
             for lane in range(lanes):
-                b.declassify_mark(values_live_across=True)  # a wire's place: the circuit's, not a secret
+                b.declassify_mark("wire_place", values_live_across=True)  # a wire's place: the circuit's, not a secret
                 b.s("mov.r32.m32", r32(self.index), Mem(self.idx, GATHER_INDEX * (lanes * j + lane) + 4 * k, bits=32),
                     comment=f"vector {j} lane {lane}: {name}'s offset")
                 at = Mem(self.labels, 0, index=self.index, bits=128)

@@ -52,7 +52,7 @@ def zero_extend(b: FunctionBuilder, reg: str) -> None:
 
 def public_pointer(b: FunctionBuilder, reg: str, slot: Mem) -> None:
     """reg = a caller's pointer from an array (public: declassified for the static CT check)."""
-    b.declassify_mark(values_live_across=True)
+    b.declassify_mark("caller_pointer", values_live_across=True)
     b.s("mov.r64.m64", reg, Mem(slot.base, slot.disp, bits=64))
 
 

@@ -416,7 +416,7 @@ class Ocb(Gcm):
         b.s("shl.r64.imm", EXTRA, imm=60, comment="TAGLEN mod 128 (bits) in the top 7 bits")
         b.s("or.r64.r64", HI, EXTRA)
         # bottom comes from the nonce alone (public): declassified, it is a clean shift count
-        b.declassify_mark()
+        b.declassify_mark("nonce_bits")
         b.s("mov.r64.r64", SHIFT, LO)
         b.s("and.r64.imm", SHIFT, imm=63, comment="bottom: the last 6 bits")
         b.s("and.r64.imm", LO, imm=-64, comment="Top: the rest")

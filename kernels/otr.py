@@ -698,7 +698,7 @@ class Otr:
         b.s("mov.r64.m64", hi, Mem("rsp", TAG_DIFF.disp + 8, bits=64))
         b.s("or.r64.r64", hi, lo)
         b.s("neg.r64", hi, comment="CF = any difference")
-        b.declassify_mark()
+        b.declassify_mark("verdict")
         b.s("sbb.r64.r64", verdict, verdict, comment="verdict: -1 wrong tag, 0 authentic (public)")
         good = b.label_name("authentic")
         b.s("test.r64.r64", verdict, verdict)

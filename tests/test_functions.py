@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from aesgen import kernels
+from aesgen.declassify import REASONS
 from aesgen.functions import (COMMON_FUNCTIONS, EVERY_FILE, EXPLORED_FUNCTIONS, FUNCTIONS, KEY_BITS_TRIED,
                               MODE_FUNCTIONS, MODE_TITLES, MODES, TIMED_FUNCTIONS, CFunction, Param, StandardMode,
                               mode_of)
@@ -177,11 +178,25 @@ def test_abi_md_function_table_is_the_registry() -> None:
     assert listed == {"every file": list(COMMON_FUNCTIONS), **{m: list(fs) for m, fs in MODE_FUNCTIONS.items()}}
 
 
-def test_abi_md_table_rewrite_replaces_only_its_block() -> None:
-    text = f"before\n{abi_doc.BEGIN}\nold rows\n{abi_doc.END}\nafter\n"
-    assert abi_doc.rewrite(text) == f"before\n{abi_doc.function_table()}\nafter\n"
+def test_abi_md_rewrite_replaces_only_its_blocks() -> None:
+    text = (f"before\n{abi_doc.BEGIN}\nold rows\n{abi_doc.END}\nbetween\n"
+            f"{abi_doc.PUBLIC_BEGIN}\nold list\n{abi_doc.PUBLIC_END}\nafter\n")
+    assert abi_doc.rewrite(text) == (f"before\n{abi_doc.function_table()}\nbetween\n"
+                                     f"{abi_doc.public_by_design()}\nafter\n")
     with pytest.raises(ValueError):
         abi_doc.rewrite("no markers")
+    with pytest.raises(ValueError):  # one part without the other
+        abi_doc.rewrite(f"{abi_doc.BEGIN}\n{abi_doc.END}\n")
+
+
+def test_abi_md_public_list_names_every_reason_and_its_functions() -> None:
+    """Each declassify reason is a row naming exactly the functions whose records give it."""
+    text = ABI_MD.read_text()
+    for reason in REASONS:
+        row = re.search(rf"^\|.*\| `_ct_declassify_{reason}_` \| (.*) \|$", text, re.M)
+        assert row, reason
+        users = {n for n, f in FUNCTIONS.items() if reason in f.public_by_design}
+        assert set(re.findall(r"`P_(\w+)`", row.group(1))) == users, reason
 
 
 def test_abi_md_headings_are_the_registry_prototypes() -> None:

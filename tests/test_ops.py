@@ -255,9 +255,9 @@ def test_a_pass_through_mark_keeps_values_live_and_any_other_ends_the_region() -
     def items(mark: Mark) -> list:
         return [Insn("vload", x, (Mem("rsi", 0),)), mark, Insn("vxor", y, (x, x)), Insn("vstore", Mem("rdx", 0), (y,))]
 
-    live = Mark(MarkKind.DECLASSIFY, "p_ct_declassify_mark1", values_live_across=True)
+    live = Mark(MarkKind.DECLASSIFY, "p_ct_declassify_caller_pointer_1", values_live_across=True)
     out = allocate_path(items(live), nregs=16, legacy=False, key_base="rdi", key_stride=16, width=128, what="t")
     assert live in out.insns
     with pytest.raises(Exception, match="crosses a label"):
-        allocate_path(items(Mark(MarkKind.DECLASSIFY, "p_ct_declassify1")), nregs=16, legacy=False,
+        allocate_path(items(Mark(MarkKind.DECLASSIFY, "p_ct_declassify_verdict_1")), nregs=16, legacy=False,
                       key_base="rdi", key_stride=16, width=128, what="t")

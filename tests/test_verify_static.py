@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from iced_x86 import Code, Instruction, MemoryOperand, Register
 
+from aesgen import declassify
 from aesgen.spec import KernelSpec
 from aesgen.verify import disasm, roundtrip, static_ct
 from aesgen.verify.results import CheckResult
@@ -278,28 +279,50 @@ DECLASSIFY_IN_ECB = ("    vmovdqu (%rsi), %xmm0", "{mark}:\n    vmovdqu (%rsi), 
 
 def test_a_declassification_the_record_does_not_name_fails(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """A `*_ct_declassify*` mark overrides the taint analysis; only a function whose record in
-    generator/functions.py names what it makes public by design may carry one (docs/abi.md,
-    Constant time). ECB names nothing: a mark in ecb_encrypt fails it (as CTR32's counter word,
+    """A `*_ct_declassify_<reason>_*` mark overrides the taint analysis; only a function whose
+    record in generator/functions.py names that reason may carry one (docs/abi.md, Constant
+    time). ECB names none: a verdict mark in ecb_encrypt fails it (as CTR32's counter word,
     declassified in b06785b, would have failed)."""
-    mark = "t_ecb_encrypt_ct_declassify7"
+    mark = "t_ecb_encrypt_ct_declassify_verdict_7"
     spec, path = _spec_file(tmp_path, (DECLASSIFY_IN_ECB[0], DECLASSIFY_IN_ECB[1].format(mark=mark)))
     by_name = {r.name: r for r in static_ct.check(spec, path)}
     assert by_name["ct ecb_encrypt"].status == "fail"
-    assert mark in by_name["ct ecb_encrypt"].detail and "public by design" in by_name["ct ecb_encrypt"].detail
+    assert mark in by_name["ct ecb_encrypt"].detail and "verdict public by design" in by_name["ct ecb_encrypt"].detail
     assert by_name["ct ecb_decrypt"].status == "pass"  # the mark is pinned on its own function
-    # the same mark passes once the record names what the function makes public
+    # a record naming another reason is not enough: the mark's own reason must be named
     named = dict(static_ct.FUNCTIONS)
-    named["ecb_encrypt"] = dataclasses.replace(named["ecb_encrypt"], public_by_design="a test value")
+    named["ecb_encrypt"] = dataclasses.replace(named["ecb_encrypt"], public_by_design=("nonce_bits",))
     monkeypatch.setattr(static_ct, "FUNCTIONS", named)
+    assert {r.name: r for r in static_ct.check(spec, path)}["ct ecb_encrypt"].status == "fail"
+    named["ecb_encrypt"] = dataclasses.replace(named["ecb_encrypt"], public_by_design=("verdict",))
     assert {r.name: r for r in static_ct.check(spec, path)}["ct ecb_encrypt"].status == "pass"
 
 
-def test_a_win64_stack_argument_mark_needs_no_record(tmp_path: Path) -> None:
-    """win64 wrappers reload stack arguments (pointers, lengths: public by the contract)."""
-    mark = "t_ecb_encrypt_ct_declassify_arg5"
+def test_a_mark_without_a_known_reason_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mark must say which value it declassifies, even in a function that may declassify."""
+    named = dict(static_ct.FUNCTIONS)
+    named["ecb_encrypt"] = dataclasses.replace(named["ecb_encrypt"], public_by_design=("verdict",))
+    monkeypatch.setattr(static_ct, "FUNCTIONS", named)
+    for mark in ("t_ecb_encrypt_ct_declassify7", "t_ecb_encrypt_ct_declassify_counter_word_7"):
+        spec, path = _spec_file(tmp_path, (DECLASSIFY_IN_ECB[0], DECLASSIFY_IN_ECB[1].format(mark=mark)))
+        result = {r.name: r for r in static_ct.check(spec, path)}["ct ecb_encrypt"]
+        assert result.status == "fail" and "no reason" in result.detail, mark
+
+
+def test_a_win64_argument_mark_needs_no_record(tmp_path: Path) -> None:
+    """win64 wrappers copy arguments (pointers, lengths: public by the contract)."""
+    mark = f"t_ecb_encrypt_{declassify.stem('win64_argument')}5"
     spec, path = _spec_file(tmp_path, (DECLASSIFY_IN_ECB[0], DECLASSIFY_IN_ECB[1].format(mark=mark)))
     assert {r.name: r for r in static_ct.check(spec, path)}["ct ecb_encrypt"].status == "pass"
+
+
+def test_reasons_round_trip_through_symbols() -> None:
+    for reason in declassify.REASONS:
+        assert declassify.reason_of(f"p_gcm_decrypt_{declassify.stem(reason)}12") == reason
+    with pytest.raises(ValueError, match="not one of"):
+        declassify.stem("counter_word")
+    with pytest.raises(ValueError, match="no declassify reason"):
+        dataclasses.replace(static_ct.FUNCTIONS["ecb_encrypt"], public_by_design=("the counter",))
 
 
 def test_every_record_that_declassifies_says_what() -> None:
@@ -308,4 +331,6 @@ def test_every_record_that_declassifies_says_what() -> None:
     named = {n for n, f in FUNCTIONS.items() if f.public_by_design}
     assert {"gcm_decrypt", "ocb_encrypt", "ocb_decrypt", "otr_decrypt", "gcmsiv_decrypt",
             "gcm_encrypt_update", "cbc_encrypt_multi"} <= named
+    assert FUNCTIONS["ocb_decrypt"].public_by_design == ("nonce_bits", "verdict")
+    assert FUNCTIONS["gcm_decrypt"].public_by_design == ("verdict",)
     assert not {"ctr32_encrypt", "ecb_encrypt", "cbc_encrypt", "xts_encrypt", "gcm_encrypt"} & named

@@ -31,8 +31,8 @@ from iced_x86 import (
     OpAccess, OpKind, Register, RegisterExt,
 )
 
+from aesgen.declassify import ALWAYS, MARK as DECLASSIFY_MARK, reason_of
 from aesgen.functions import FUNCTIONS
-from aesgen.win64 import STACK_ARGUMENT_MARK
 
 from .disasm import AssembleError, ElfError, Function, assemble, gas_register, gas_text, is_padding, load, read_elf
 from .results import CheckResult
@@ -331,9 +331,6 @@ def check(spec, asm_path: Path | str, *, allow_table_lookups: bool | None = None
     return results
 
 
-DECLASSIFY_MARK = "_ct_declassify"
-
-
 def declassify_marks(asm_path: Path | str) -> dict[int, str]:
     """Offset -> name of the local symbols named *_ct_declassify*: the generator marks the one
     instruction whose result is public by design (e.g. the tag check's verdict)."""
@@ -342,17 +339,20 @@ def declassify_marks(asm_path: Path | str) -> dict[int, str]:
 
 
 def undeclared_marks(fn: Function, fn_name: str, marks: dict[int, str]) -> str:
-    """Why fn's declassify marks break the contract, or "": a mark (other than a stack
-    argument's) in a function whose record names nothing public by design."""
+    """Why fn's declassify marks break the contract, or "": a mark that names no reason, or a
+    reason (other than declassify.ALWAYS) the function's record does not name."""
     record = FUNCTIONS.get(fn_name)
-    if record is not None and record.public_by_design:
+    named = set(ALWAYS) | set(record.public_by_design if record is not None else ())
+    inside = sorted(name for at, name in marks.items() if fn.offset <= at < fn.offset + fn.size)
+    unnamed = [name for name in inside if reason_of(name) is None]
+    if unnamed:
+        return f"declassifies ({', '.join(unnamed)}) for no reason generator/declassify.py knows"
+    undeclared = [name for name in inside if reason_of(name) not in named]
+    if not undeclared:
         return ""
-    inside = sorted(name for at, name in marks.items()
-                    if fn.offset <= at < fn.offset + fn.size and STACK_ARGUMENT_MARK not in name)
-    if not inside:
-        return ""
-    return (f"declassifies ({', '.join(inside)}) but generator/functions.py names nothing public by "
-            f"design for {fn_name} (docs/abi.md, Constant time)")
+    return (f"declassifies ({', '.join(undeclared)}) but generator/functions.py does not name "
+            f"{' or '.join(sorted({reason_of(n) for n in undeclared}))} public by design for {fn_name} "
+            f"(docs/abi.md, Constant time)")
 
 
 def _result(name: str, violations: list[Violation]) -> CheckResult:
