@@ -48,7 +48,26 @@ def test_gcm_goal_is_the_ratio_to_boringssl_side_by_side():
     lines = ledger.peer_goal_lines(section(spec, ms, {}, peer_goals=goals))
     assert lines[0].startswith("- gcm_encrypt AES-128 vs boringssl at 16384 B: 1.25x ±") and lines[0].endswith("**met**")
     assert "not measured" in lines[1]  # no 1 KiB figures
-    assert lines[2].startswith("- gcm_encrypt AES-128 vs boringssl at 256 B: 0.89x ±") and lines[2].endswith("**not met**")
+    assert lines[2].startswith("- gcm_encrypt AES-128 vs boringssl at 256 B: 0.89x ±") and "**not met**" in lines[2]
+    # the peer runs above the ceiling measured for our mix: the ceiling bounds nothing for it
+    assert lines[2].endswith("1.00x needs 141%)")
+
+
+def test_a_peer_goal_above_the_ceiling_says_it_is_out_of_reach():
+    """A peer already near the ceiling leaves no room for the ratio a goal asks: the line says
+    where both run against the ceiling measured there, and when the goal needs more than 100%."""
+    spec = KernelSpec(("xts",), "avx512", 512, 6)
+    ms = [measured("xts_encrypt", n, impl, g) for n, impl, g in
+          ((16384, "aesgen", 6.2), (16384, "awslc", 6.1), (4096, "aesgen", 5.0), (4096, "awslc", 4.9))]
+    goals = {"xts_encrypt": ("awslc", {16384: 1.05, 4096: 1.05})}
+    big, small = ledger.peer_goal_lines(section(spec, ms, {}, peer_goals=goals))
+    assert big.endswith("**not met** (awslc at 95% of the ceiling here, aesgen at 97%: 1.05x needs 100%, "
+                        "above the ceiling: out of reach on this CPU)")
+    assert small.endswith("**not met** (awslc at 77% of the ceiling here, aesgen at 78%: 1.05x needs 80%)")
+    met = ledger.peer_goal_lines(section(spec, [measured("xts_encrypt", 16384, "aesgen", 6.2),
+                                               measured("xts_encrypt", 16384, "awslc", 5.0)], {},
+                                         peer_goals={"xts_encrypt": ("awslc", {16384: 1.05})}))
+    assert met[0].endswith("**met**")
 
 
 def test_plans_hold_the_aes256_peer_goals_and_the_native_gcm_goal():

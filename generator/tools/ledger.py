@@ -210,9 +210,23 @@ def peer_goal_lines(s: Section) -> list[str]:
             half = s.result.ratio_halfwidth(op, size, peer)
             rounds = next((m.rounds for m in s.result.measurements if (m.op, m.size) == (op, size)), 0)
             figure = spread(ratio, half, 2, rounds) if half is not None else f"{ratio:.2f}"
-            out.append(f"{what}: {figure.replace(' ', 'x ', 1)}, goal >= {goal:.2f}x: "
-                       f"**{'met' if ratio >= goal else 'not met'}**")
+            line = f"{what}: {figure.replace(' ', 'x ', 1)}, goal >= {goal:.2f}x: **{'met' if ratio >= goal else 'not met'}**"
+            out.append(line + (out_of_reach(s, op, size, peer, ratio, goal) if ratio < goal else ""))
     return out
+
+
+def out_of_reach(s: Section, op: str, size: int, peer: str, ratio: float, goal: float) -> str:
+    """A not-met peer goal's context: where the peer runs against the ceiling measured here, and
+    whether the goal asks for more than that ceiling (a peer already within it, the goal beyond
+    it: no kernel with the same instruction mix can meet it on this CPU)."""
+    ours = s.result.ceiling_fraction(op, size)
+    if not ours:
+        return ""
+    theirs = ours / ratio  # the ceiling is the same for both; the ratio is ours over theirs
+    needed = goal * theirs
+    verdict = ", above the ceiling: out of reach on this CPU" if needed > 1 >= theirs else ""
+    return (f" ({peer} at {100 * theirs:.0f}% of the ceiling here, aesgen at {100 * ours:.0f}%: "
+            f"{goal:.2f}x needs {100 * needed:.0f}%{verdict})")
 
 
 def render(machine: Machine, sections: list[Section], command: str, date: str, commit: str,
