@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from aesgen.bench.sampler import sample
-from aesgen.bench.stats import CONFIDENCE, Interval, cheapest_tie, converged, median_interval, order_rank, ties
+from aesgen.bench.stats import (CONFIDENCE, Interval, Modes, cheapest_tie, converged, median_interval, order_rank,
+                                ties, two_modes)
 from aesgen.cpu import missing_features
 from aesgen.spec import KernelSpec
 from aesgen.tools import report
@@ -168,6 +169,37 @@ def test_the_table_marks_the_best_and_the_ties(monkeypatch):
     assert "measured =" in rows[("256", "8")] and "measured =" in rows[("512", "8")]
     assert "=" not in rows[("128", "8")].replace("│", "") and "*" not in rows[("512", "2")]
     assert "= ties: 2 configs" in out and "best: 256-bit at depth 3: 19.00 ±1.50 GB/s" in out
+
+
+def test_round_medians_in_two_groups_are_two_modes():
+    """A speed that depends on the process: 5 rounds near 18.4, 9 near 19.05 (what explore ctr32
+    read at 512 bits with a branchy CTR32 on Emerald Rapids)."""
+    bimodal = [18.38, 18.41, 18.40, 18.43, 18.39, 19.04, 19.05, 19.06, 19.05, 19.03, 19.06, 19.05, 19.04, 19.07]
+    assert two_modes(bimodal) == Modes(18.40, 5, 19.05, 9)
+    assert two_modes(reversed(bimodal)) == Modes(18.40, 5, 19.05, 9)  # order does not matter
+
+
+@pytest.mark.parametrize("xs", [
+    [19.0, 19.1, 18.9, 19.05, 18.95, 19.02, 19.08, 18.97],  # noise around one value
+    [19.0, 19.01, 19.02, 19.03, 19.01, 17.5, 19.02, 19.0],  # one slow round: an outlier, not a mode
+    [18.0, 18.2, 18.4, 18.6, 18.8, 19.0, 19.2, 19.4],  # a drift: no gap wider than the groups
+    [18.4, 19.05, 18.4, 19.05, 19.05],  # fewer than 6 rounds
+])
+def test_one_group_with_noise_outliers_or_drift_is_not_two_modes(xs):
+    assert two_modes(xs) is None
+
+
+def test_the_table_marks_a_configuration_with_two_speeds(monkeypatch):
+    ex = Exploration("ctr32", "native", True, 16384, 256, short_sizes=[256])
+    ex.points = plateau()
+    ex.points[-1].bulk_modes = (16.5, 4, 17.4, 8)
+    with report.console.capture() as cap:
+        monkeypatch.setattr(report.console, "_width", 300)
+        report.print_exploration(ex)
+    out = cap.get()
+    assert re.search(r"│\s*512\s*│\s*2\s*│\s*measured ~", out)
+    assert "~ two speeds by process" in out and "512x2: 16.50 GB/s in 4 rounds, 17.40 in 8" in out
+    assert json.loads(json.dumps(ex.to_json()))["points"][-1]["bulk_modes"] == [16.5, 4, 17.4, 8]
 
 
 SMOKE = KernelSpec(("ctr32",), "avx", 128, 2)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Callable, Generic, Hashable, Sequence, TypeVar
 
-from .stats import CONFIDENCE, TARGET, Interval, converged, median_interval
+from .stats import CONFIDENCE, TARGET, Interval, Modes, converged, median_interval, two_modes
 
 U = TypeVar("U", bound=Hashable)  # a configuration: what one turn of a round samples
 S = TypeVar("S", bound=Hashable)  # a series: one figure of one configuration
@@ -39,6 +39,10 @@ class Sampling(Generic[S]):
 
     def interval(self, series: S) -> Interval:
         return median_interval(self.round_medians[series])
+
+    def modes(self, series: S) -> Modes | None:
+        """The round medians' two groups, when they fall in two (stats.two_modes)."""
+        return two_modes(self.round_medians[series])
 
     @property
     def stopped_on_budget(self) -> bool:

@@ -72,6 +72,40 @@ def median_interval(samples: Iterable[float], confidence: float = CONFIDENCE) ->
     return Interval(xs[k - 1], median(xs), xs[len(xs) - k], len(xs), achieved)
 
 
+@dataclass(frozen=True)
+class Modes:
+    """Round medians that fall in two groups apart: a speed that depends on the process (where
+    code and buffers land), not noise around one value. Each group's median and size."""
+    low: float
+    n_low: int
+    high: float
+    n_high: int
+
+
+# What two_modes calls two groups: a gap of at least MODE_GAP of the median, SEPARATION times
+# the wider group's own range, each group at least 2 rounds and a fifth of them.
+MODE_GAP = 0.02
+SEPARATION = 2.0
+
+
+def two_modes(samples: Iterable[float]) -> Modes | None:
+    """The two groups the sorted samples split into at their widest gap, or None when no gap
+    qualifies (fewer than 6 samples never do). Such a median's interval spans both groups, so
+    it ties configurations it is not like; the groups say what the interval hides."""
+    xs = sorted(samples)
+    n = len(xs)
+    least = max(2, -(-n // 5))
+    if n < 6 or n < 2 * least:
+        return None
+    mid = median(xs)
+    k = max(range(least, n - least + 1), key=lambda i: xs[i] - xs[i - 1])
+    lower, upper = xs[:k], xs[k:]
+    gap = upper[0] - lower[-1]
+    if gap < MODE_GAP * mid or gap < SEPARATION * max(lower[-1] - lower[0], upper[-1] - upper[0]):
+        return None
+    return Modes(median(lower), len(lower), median(upper), len(upper))
+
+
 def spread(value: float, half_width: float, digits: int = 2, rounds: int = 6) -> str:
     """'17.90 ±0.30': a median and half its 95% interval, in the same units; '17.90 ±?' when too
     few rounds give no 95% interval."""

@@ -90,6 +90,9 @@ class Point:
     gbps_ci_by_size: dict[str, tuple[float, float]] = field(default_factory=dict)
     rounds: int = 0
     code_bytes: int | None = None
+    # The bulk round medians in two groups apart (stats.two_modes), GB/s: [slower, rounds, faster,
+    # rounds]; None when they are one group.
+    bulk_modes: tuple[float, int, float, int] | None = None
 
     def bulk_interval(self) -> Interval | None:
         return None if self.bulk_gbps is None else self._interval(self.bulk_gbps, self.bulk_gbps_ci)
@@ -326,6 +329,9 @@ def _measure(mode: str, runnable: list, bulk: int, shorts: list[int], trials: in
         cycles = {s: sampling.interval((i, s)).scaled(cycles_per_tick) for s in shorts}
         point.bulk_gbps, point.bulk_gbps_ci = gbps[bulk].median, (gbps[bulk].low, gbps[bulk].high)
         point.rounds = gbps[bulk].n
+        if modes := sampling.modes((i, bulk)):  # in ticks per message: the slower group has more
+            scale = bulk * tsc / 1e9
+            point.bulk_modes = (scale / modes.high, modes.n_high, scale / modes.low, modes.n_low)
         point.gbps_by_size = {str(s): gbps[s].median for s in shorts}
         point.gbps_ci_by_size = {str(s): (gbps[s].low, gbps[s].high) for s in shorts}
         point.cycles_by_size = {str(s): cycles[s].median for s in shorts}

@@ -158,6 +158,7 @@ def print_exploration(result) -> None:
     tied = [p for p in result.ties() if p is not best]
     for p in result.points:
         mark = " *" if best is p else " =" if any(t is p for t in tied) else ""
+        mark += " ~" if p.bulk_modes else ""
         if p.status in failed:
             row = [f"[yellow]{p.status}[/]"] + [""] * (len(cols) - (4 if products else 3))
         elif result.measured:
@@ -183,6 +184,13 @@ def print_exploration(result) -> None:
         console.print(f"= ties: {len(tied)} configs besides the best whose bulk interval overlaps that of the top "
                       f"median ({config_name(top)}): {', '.join(config_name(p) for p in tied)}; * marks the best, "
                       "the cheapest of the ties (smallest depth, then smallest code)", soft_wrap=True)
+    bimodal = [p for p in result.points if p.bulk_modes]
+    if bimodal:
+        groups = "; ".join(f"{config_name(p)}: {p.bulk_modes[0]:.2f} GB/s in {p.bulk_modes[1]} rounds, "
+                           f"{p.bulk_modes[2]:.2f} in {p.bulk_modes[3]}" for p in bimodal)
+        console.print(f"~ two speeds by process (bulk round medians in two groups apart): {groups}. Its interval "
+                      "spans both, so it ties configurations it is not like; where code and buffers land decides "
+                      "which one a process gets (docs/tuning.md)", soft_wrap=True)
     if best:
         console.print(best_line(result, best))
 
