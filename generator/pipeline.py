@@ -131,6 +131,13 @@ def _const_rows(data: bytes) -> list[str]:
     return [", ".join(f"0x{b:02x}" for b in data[i:i + 16]) for i in range(0, len(data), 16)]
 
 
+def const_alignment(size: int) -> int:
+    """log2 of a constant's alignment: its size's largest power of two, at most a cache line, so a
+    vector load of the whole constant never splits a line (a ymm constant after an xmm one sat
+    16 bytes off: one split load a batch cost CTR32 4% on Golden Cove)."""
+    return min(6, size.bit_length() - 1)
+
+
 CONST_COMMENTS = {
     "bswap": "pshufb control: reverse the bytes of each 128-bit lane",
     "lane_index": "lane l: l in dword 0 (consecutive counters across lanes)",
@@ -284,7 +291,7 @@ def generate(spec: KernelSpec, output_name: str = "FILE.S") -> GeneratedKernel:
                          "lines": lines, "prototype": prototype(spec, fn)})
     instructions = _resolve_branches(emitted_all)
     consts = dict(sorted({**consts, **asm.late_consts}.items()))
-    const_views = [{"label": const_labels[n], "rows": _const_rows(c.data),
+    const_views = [{"label": const_labels[n], "rows": _const_rows(c.data), "align": const_alignment(len(c.data)),
                     "comment": next((v for k, v in CONST_COMMENTS.items() if n.startswith(k)), n)}
                    for n, c in consts.items()]
     modes = ", ".join(MODE_TITLES[m] for m in spec.modes)
