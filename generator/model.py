@@ -86,7 +86,7 @@ def choose(target: Target, mode: str, isa: str | None = None, width: int | None 
     want = pipe_depth(target, width)
     lat, tput = target.cost("aesenc", width)
     reason = f"vaesenc {width}-bit: latency {lat:g} / throughput {tput:g} cycles -> {want} in flight"
-    if measured := target.measured_depth(mode, width):
+    if measured := target.measured_depth(mode, width, isa):
         # A stitched loop (GCM's GHASH beside the rounds) wants more in flight than the AES pipe.
         want, source = measured
         reason = f"{mode} {width}-bit: depth {want}, {source}"

@@ -35,7 +35,9 @@ class Target:
     instructions: dict = field(default_factory=dict, hash=False, compare=False)
     ports: dict = field(default_factory=dict, hash=False, compare=False)  # the port model's table (perfmodel)
     # Depths measured on the microarchitecture where the AES pipe rule (model.pipe_depth) falls
-    # short: "MODE_WIDTH" -> {depth, source}; see docs/costmodel.md.
+    # short: "MODE_WIDTH" or, for one ISA's register file only, "MODE_ISA_WIDTH" -> {depth,
+    # source}; "depths_from": a target whose core this one shares (its entries, then these);
+    # see docs/costmodel.md.
     depths: dict = field(default_factory=dict, hash=False, compare=False)
     modelled_as: str | None = None  # for native: the target whose costs it borrows
     # Flags that single this microarchitecture out among targets of the same features, when the
@@ -97,10 +99,29 @@ class Target:
                 return float(lat), float(tput)
         raise TargetError(f"target {self.name} has no cost for {instruction} at {width} bits")
 
-    def measured_depth(self, mode: str, width: int) -> tuple[int, str] | None:
-        """(depth, where the figure comes from) when the target file records one for the mode."""
-        entry = self.depths.get(f"{mode}_{width}")
-        return (int(entry["depth"]), entry["source"]) if entry else None
+    def measured_depth(self, mode: str, width: int, isa: str | None = None) -> tuple[int, str] | None:
+        """(depth, where the figure comes from) when the target file records one for the mode at
+        this width (for `isa`'s register file, or for any)."""
+        isa = isa or self.isa_for_width(width)
+        if isa is None:  # a width this target has no ISA for
+            return None
+        entry = self.depths.get(f"{mode}_{isa}_{width}") or self.depths.get(f"{mode}_{width}")
+        if entry:
+            return int(entry["depth"]), entry["source"]
+        shared = self.depths.get("depths_from")
+        return targets()[shared].measured_depth(mode, width, isa) if shared else None
+
+    def depth_records(self) -> dict[tuple[str, str | None, int], dict]:
+        """This file's own records: (mode, isa or None, width) -> {depth, source}."""
+        out = {}
+        for key, entry in self.depths.items():
+            if key == "depths_from":
+                continue
+            parts = key.split("_")
+            width, isa = int(parts[-1]), parts[-2] if parts[-2] in ISAS else None
+            mode = "_".join(parts[:-2] if isa else parts[:-1])
+            out[mode, isa, width] = entry
+        return out
 
     def matches(self, vendor: str, family: int, model: int) -> bool:
         if vendor != self.vendor or family != self.family:

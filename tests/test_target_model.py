@@ -60,10 +60,26 @@ def test_a_measured_depth_in_the_target_file_overrides_the_pipe_rule():
 @pytest.mark.parametrize("name", sorted(targets()))
 def test_measured_depths_name_their_source_and_build(name):
     t = load(name)
-    for key, entry in t.depths.items():
-        mode, width = key.rsplit("_", 1)
-        assert set(entry) == {"depth", "source"} and "measured" in entry["source"], (name, key)
-        assert model.builds(t.isa_for_width(int(width)), int(width), mode, int(entry["depth"])), (name, key)
+    for (mode, isa, width), entry in t.depth_records().items():
+        assert set(entry) == {"depth", "source"} and "measured" in entry["source"], (name, mode, isa, width)
+        assert model.builds(isa or t.isa_for_width(width), width, mode, int(entry["depth"])), (name, mode, width)
+    if shared := t.depths.get("depths_from"):
+        assert shared in targets() and shared != name
+
+
+def test_a_16_register_record_applies_to_its_isa_and_a_shared_core_borrows_it():
+    """Golden Cove at 16 registers: CTR32 at depth 2 and XTS at 8 for avx2 ymm, OTR at 8 for avx
+    xmm (measured); the same core with 32 registers keeps the pipe rule, and Alder Lake's
+    P-cores take Sapphire Rapids' records (depths_from)."""
+    spr, adl = load("sapphirerapids"), load("alderlake")
+    assert model.choose(spr, "ctr32", "avx2", 256).depth == 2
+    assert model.choose(spr, "xts", "avx2", 256).depth == 8
+    assert model.choose(spr, "otr", "avx", 128).depth == 8
+    assert spr.measured_depth("ctr32", 256) is None  # avx512 at 256 bits: not the record's register file
+    assert model.choose(spr, "ctr32", "avx512", 256).depth == model.pipe_depth(spr, 256)
+    for mode, isa, width in (("ctr32", None, 256), ("xts", None, 256), ("otr", "avx", 128)):
+        assert adl.measured_depth(mode, width, isa) == spr.measured_depth(mode, width, isa or "avx2")
+    assert adl.measured_depth("gcm", 512) is None  # a width Alder Lake does not have borrows nothing it uses
 
 
 def test_model_lowers_depth_to_what_the_registers_hold():

@@ -117,7 +117,8 @@ def register16_specs(native_isa: str) -> list[tuple[str, str, int]]:
     native already is one of them)."""
     if native_isa != "avx512":
         return []
-    return [(f"16-register kernels: --isa {isa} --width {width}", isa, width) for isa, width in REGISTER16_CONFIGS]
+    return [(f"16-register kernels: --target native --isa {isa} --width {width}", isa, width)
+            for isa, width in REGISTER16_CONFIGS]
 
 
 # ----------------------------------------------------------------------------- llvm-mca model
