@@ -60,7 +60,7 @@ def test_json_schema(tiny):
     assert {"spec", "key_bits", "tsc_hz", "peers", "measurements", "ratios", "ceilings", "machine"} <= set(d)
     for m in d["measurements"]:
         assert set(m) == {"op", "size", "impl", "min_ticks", "median_ticks", "gbps", "ticks_per_byte", "ci_low_ticks",
-                          "ci_high_ticks", "rounds", "confidence", "gbps_halfwidth"}
+                          "ci_high_ticks", "rounds", "confidence", "gbps_halfwidth", "modes_gbps"}
         assert m["ci_low_ticks"] <= m["median_ticks"] <= m["ci_high_ticks"] and m["rounds"] == 1
     for r in d["ratios"]:
         assert r["ratio"] == pytest.approx(tiny.ratio(r["op"], r["size"], r["vs"]))

@@ -70,6 +70,22 @@ def test_a_peer_goal_above_the_ceiling_says_it_is_out_of_reach():
     assert met[0].endswith("**met**")
 
 
+def test_a_figure_with_two_speeds_by_process_is_marked_and_named():
+    """Rounds (one process each) whose medians fall in two groups: the row carries ~ and a line
+    under the table gives both speeds (what its interval hides)."""
+    spec = KernelSpec(("ecb",), "avx512", 512, 4)
+    two = measured("ecb_encrypt", 16384, "aesgen", 18.5)
+    two.modes_gbps = (18.1, 5, 18.95, 9)
+    s = section(spec, [two, measured("ecb_encrypt", 256, "aesgen", 15.0)], {})
+    rows = ledger.section_table(s)
+    assert "| 18.50 ±0.18 ~ |" in rows[2] and " ~ |" not in rows[3]
+    text = ledger.render(MACHINE, [s], "aesgen bench --all --record docs/perf/", "2026-11-27", "abc1234", [])
+    assert "- ~ two speeds by process" in text and "ecb_encrypt 16384 B (aesgen): 18.10 GB/s in 5 rounds, 18.95 in 9" in text
+    plain = ledger.render(MACHINE, [section(spec, [measured("ecb_encrypt", 16384, "aesgen", 18.5)], {})],
+                          "aesgen bench --all --record docs/perf/", "2026-11-27", "abc1234", [])
+    assert "two speeds" not in plain
+
+
 def test_plans_hold_the_aes256_peer_goals_and_the_native_gcm_goal():
     native = KernelSpec(("ecb", "gcm", "xts"), "avx512", 512, 4)
     aes256 = KernelSpec(("gcm", "xts"), "avx512", 512, 4)

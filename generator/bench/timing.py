@@ -77,12 +77,23 @@ class Measurement:
     rounds: int = 0
     confidence: float = 0.0
     gbps_halfwidth: float = 0.0
+    # The round medians in two groups apart (stats.two_modes: a speed that depends on the process),
+    # in GB/s: (slower, its rounds, faster, its rounds); None when they are one group.
+    modes_gbps: tuple[float, int, float, int] | None = None
 
     def ticks(self) -> Interval:
         return Interval(self.ci_low_ticks, self.median_ticks, self.ci_high_ticks, self.rounds, self.confidence)
 
     def gbps_interval(self) -> Interval:
         return self.ticks().reciprocal(self.gbps * self.median_ticks)  # GB/s x ticks: the same for every tick count
+
+
+def two_speeds(measurements: list[Measurement]) -> str:
+    """One line naming the figures whose rounds (processes) fell in two groups, or ""."""
+    both = [f"{m.op} {m.size} B ({m.impl}): {m.modes_gbps[0]:.2f} GB/s in {m.modes_gbps[1]} rounds, "
+            f"{m.modes_gbps[2]:.2f} in {m.modes_gbps[3]}" for m in measurements if m.modes_gbps]
+    return ("~ two speeds by process (round medians in two groups apart; the median and its interval "
+            f"span both): {'; '.join(both)}") if both else ""
 
 
 def measurement(op: str, size: int, impl: str, ticks: Interval, min_ticks: float, tsc_hz: float) -> Measurement:
@@ -300,6 +311,10 @@ def sample_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tupl
                   key=lambda key: (sizes.index(key[0]), key[1] != "aesgen"))
     ms = [measurement(op, size, impl, got.interval((size, impl)), got.minimum[(size, impl)], tsc)
           for size, impl in keys]
+    for m in ms:
+        if modes := got.modes((m.size, m.impl)):  # in ticks per call: the slower group has more
+            per_tick = m.size * tsc / 1e9
+            m.modes_gbps = (per_tick / modes.high, modes.n_high, per_tick / modes.low, modes.n_low)
     loops = {key[1]: got.interval(key).median for key in got.round_medians if key[0] == CEILING}
     return tsc, info, ms, list(refused.values()), got, loops
 

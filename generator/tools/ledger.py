@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..bench.peer_libs import PEER_LIBS
-from ..bench.timing import BenchResult
+from ..bench.timing import BenchResult, two_speeds
 from ..cpu import flags as cpu_flags
 from ..mainloop import main_loop
 from ..model import spec_for
@@ -178,7 +178,7 @@ def section_table(s: Section) -> list[str]:
         rel = m.gbps_halfwidth / m.gbps if m.gbps else 0.0
         half = r.ratio_halfwidth(m.op, m.size, peer[0]) if peer else None
         ratio = (spread(peer[2], half, 2, m.rounds) if half is not None else f"{peer[2]:.2f}") if peer else "n/a"
-        rows.append(f"| {m.op} | {m.size} | {spread(m.gbps, m.gbps_halfwidth, 2, m.rounds)} | "
+        rows.append(f"| {m.op} | {m.size} | {spread(m.gbps, m.gbps_halfwidth, 2, m.rounds)}{' ~' if m.modes_gbps else ''} | "
                     f"{peer[0] if peer else 'none'} | {f'{peer[1]:.2f}' if peer else 'n/a'} | {ratio} | "
                     f"{spread(100 * frac, 100 * frac * rel, 0, m.rounds) + '%' if frac else ''} |")
     return rows
@@ -251,6 +251,7 @@ def render(machine: Machine, sections: list[Section], command: str, date: str, c
                 f" ({spec.isa}, {spec.width}-bit x {spec.depth}"
                 f"{''.join(f'; {m} {w}x{d}' for m, w, d in spec.overrides)})", ""]
         out += section_table(s) + [""]
+        out += [f"- {line}", ""] if (line := two_speeds(s.result.measurements)) else []
         out += [f"- {p}: {d}" for p, d in s.result.peers.items()] + [""]
         ceilings = [f"- {op}: {c.name} ceiling {c.bytes_per_cycle:.2f} B/cycle ({c.basis})"
                     for op, c in s.result.ceiling_bounds.items()]

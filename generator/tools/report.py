@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..bench.stats import spread
-from ..bench.timing import DOUBLING_OPS, ceiling_line, unavailable_by_op
+from ..bench.timing import DOUBLING_OPS, ceiling_line, two_speeds, unavailable_by_op
 from ..circuits.report import KASPER_SCHWABE, ternlog_cell, three_operand_cell, two_operand_cell
 from ..cpu import mask_note, missing_features
 from .explore import round_counts
@@ -111,13 +111,15 @@ def print_cipher_bench(spec: KernelSpec, result, measurements) -> None:
         frac = result.ceiling_fraction(m.op, m.size)
         per_cycle = result.bytes_per_cycle(m.op, m.size)
         rel, n = m.gbps_halfwidth / m.gbps, m.rounds  # B/cycle and the ceiling fraction scale with GB/s
-        table.add_row(m.op, str(m.size), spread(m.gbps, m.gbps_halfwidth, 2, n),
+        table.add_row(m.op, str(m.size), spread(m.gbps, m.gbps_halfwidth, 2, n) + (" ~" if m.modes_gbps else ""),
                       spread(m.ticks_per_byte, m.ticks_per_byte * m.ticks().relative, 3, n),
                       spread(per_cycle, per_cycle * rel, 2, n) if per_cycle else "",
                       *[spread(o.gbps, o.gbps_halfwidth, 2, o.rounds) if o else "n/a" for o in others],
                       *[spread(r, h, 2, n) if r else "n/a" for r, h in ratios],
                       spread(100 * frac, 100 * frac * rel, 0, n) + "%" if frac else "")
     console.print(table)
+    if line := two_speeds(result.measurements):
+        console.print(line, soft_wrap=True)
     if result.sampling:
         console.print(result.sampling, soft_wrap=True)
     console.print(result.placement(), soft_wrap=True)
