@@ -105,14 +105,16 @@ class Target:
         isa = isa or self.isa_for_width(width)
         if isa is None:  # a width this target has no ISA for
             return None
-        entry = self.depths.get(f"{mode}_{isa}_{width}") or self.depths.get(f"{mode}_{width}")
+        records = self.depth_records()
+        entry = records.get((mode, isa, width)) or records.get((mode, None, width))
         if entry:
             return int(entry["depth"]), entry["source"]
         shared = self.depths.get("depths_from")
         return targets()[shared].measured_depth(mode, width, isa) if shared else None
 
     def depth_records(self) -> dict[tuple[str, str | None, int], dict]:
-        """This file's own records: (mode, isa or None, width) -> {depth, source}."""
+        """This file's own records, keyed as the file spells them (MODE_WIDTH, MODE_ISA_WIDTH):
+        (mode, isa or None, width) -> {depth, source}."""
         out = {}
         for key, entry in self.depths.items():
             if key == "depths_from":

@@ -30,7 +30,7 @@ from .build import bench_binary
 from .ceiling import Ceiling, Counts, probe_file, run_loops, sampled_ceiling
 from .peer_libs import PEER_LIBS, built_library
 from .sampler import Sampling, sample
-from .stats import Interval, spread
+from .stats import Interval, speeds_text, spread
 
 SCHEMA = "aesgen-bench/1"
 BUDGET = 20.0  # seconds of sampling for a whole `aesgen bench` run, shared by its functions
@@ -90,8 +90,7 @@ class Measurement:
 
 def two_speeds(measurements: list[Measurement]) -> str:
     """One line naming the figures whose rounds (processes) fell in two groups, or ""."""
-    both = [f"{m.op} {m.size} B ({m.impl}): {m.modes_gbps[0]:.2f} GB/s in {m.modes_gbps[1]} rounds, "
-            f"{m.modes_gbps[2]:.2f} in {m.modes_gbps[3]}" for m in measurements if m.modes_gbps]
+    both = [f"{m.op} {m.size} B ({m.impl}): {speeds_text(m.modes_gbps)}" for m in measurements if m.modes_gbps]
     return ("~ two speeds by process (round medians in two groups apart; the median and its interval "
             f"span both): {'; '.join(both)}") if both else ""
 
@@ -312,9 +311,8 @@ def sample_op(spec: KernelSpec, so: Path, op: str, sizes: list[int], peers: tupl
     ms = [measurement(op, size, impl, got.interval((size, impl)), got.minimum[(size, impl)], tsc)
           for size, impl in keys]
     for m in ms:
-        if modes := got.modes((m.size, m.impl)):  # in ticks per call: the slower group has more
-            per_tick = m.size * tsc / 1e9
-            m.modes_gbps = (per_tick / modes.high, modes.n_high, per_tick / modes.low, modes.n_low)
+        if modes := got.modes((m.size, m.impl)):  # in ticks per call
+            m.modes_gbps = modes.rates(m.size * tsc / 1e9)
     loops = {key[1]: got.interval(key).median for key in got.round_medians if key[0] == CEILING}
     return tsc, info, ms, list(refused.values()), got, loops
 

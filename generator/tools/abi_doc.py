@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..declassify import ALWAYS, REASONS
+from ..declassify import ALWAYS, REASONS, stem
 from ..functions import COMMON_FUNCTIONS, FUNCTIONS, MODE_FUNCTIONS, MODE_TITLES, MODES
 
 BEGIN = "<!-- generated from aesgen.functions by `make regen-docs`: edit the records, not this table -->"
@@ -45,7 +45,7 @@ def public_by_design() -> str:
     for reason, what in REASONS.items():
         users = [name for name, fn in FUNCTIONS.items() if reason in fn.public_by_design]
         where = "every function of a win64 file" if reason in ALWAYS else ", ".join(f"`P_{u}`" for u in users)
-        lines.append(f"| {what} | `_ct_declassify_{reason}_` | {where} |")
+        lines.append(f"| {what} | `_{stem(reason)}` | {where} |")  # what follows the function's name
     return "\n".join([*lines, PUBLIC_END])
 
 

@@ -329,9 +329,8 @@ def _measure(mode: str, runnable: list, bulk: int, shorts: list[int], trials: in
         cycles = {s: sampling.interval((i, s)).scaled(cycles_per_tick) for s in shorts}
         point.bulk_gbps, point.bulk_gbps_ci = gbps[bulk].median, (gbps[bulk].low, gbps[bulk].high)
         point.rounds = gbps[bulk].n
-        if modes := sampling.modes((i, bulk)):  # in ticks per message: the slower group has more
-            scale = bulk * tsc / 1e9
-            point.bulk_modes = (scale / modes.high, modes.n_high, scale / modes.low, modes.n_low)
+        if modes := sampling.modes((i, bulk)):  # in ticks per message
+            point.bulk_modes = modes.rates(bulk * tsc / 1e9)
         point.gbps_by_size = {str(s): gbps[s].median for s in shorts}
         point.gbps_ci_by_size = {str(s): (gbps[s].low, gbps[s].high) for s in shorts}
         point.cycles_by_size = {str(s): cycles[s].median for s in shorts}

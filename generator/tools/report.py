@@ -8,7 +8,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from ..bench.stats import spread
+from ..bench.stats import speeds_text, spread
 from ..bench.timing import DOUBLING_OPS, ceiling_line, two_speeds, unavailable_by_op
 from ..circuits.report import KASPER_SCHWABE, ternlog_cell, three_operand_cell, two_operand_cell
 from ..cpu import mask_note, missing_features
@@ -188,8 +188,7 @@ def print_exploration(result) -> None:
                       "the cheapest of the ties (smallest depth, then smallest code)", soft_wrap=True)
     bimodal = [p for p in result.points if p.bulk_modes]
     if bimodal:
-        groups = "; ".join(f"{config_name(p)}: {p.bulk_modes[0]:.2f} GB/s in {p.bulk_modes[1]} rounds, "
-                           f"{p.bulk_modes[2]:.2f} in {p.bulk_modes[3]}" for p in bimodal)
+        groups = "; ".join(f"{config_name(p)}: {speeds_text(p.bulk_modes)}" for p in bimodal)
         console.print(f"~ two speeds by process (bulk round medians in two groups apart): {groups}. Its interval "
                       "spans both, so it ties configurations it is not like; where code and buffers land decides "
                       "which one a process gets (docs/tuning.md)", soft_wrap=True)
