@@ -182,16 +182,21 @@ def test_tweak_tables_only_where_chosen(isa, width, depth, method, backend, kind
     vector doubling in the loop.
     Counted per key size and direction: GPR doublings (sarx with BMI2, else sar), lanes x
     depth a fill: with tweaks in registers two fills riding the filling batches and one per
-    table in the loop (two); in memory two and three. x^64 tables: a vpunpcklqdq per vector,
-    for each of the four filling batches and the five in the loop (reading a table)."""
+    table in the loop (two); in memory two and three. x^64 tables: a vpunpcklqdq of a vector just
+    loaded from a table, per vector, for each of the four filling batches and the five in the loop."""
     import iced_x86 as ix
     from aesgen.pipeline import generate
     spec = KernelSpec(("xts",), isa, width, depth, backend=backend, gfdouble=method)
     instructions = generate(spec).instructions
     mnemonics = [ins.mnemonic for ins in instructions]
     doublings = sum(m in (ix.Mnemonic.SARX, ix.Mnemonic.SAR) for m in mnemonics)
-    steps = sum(ins.mnemonic == ix.Mnemonic.VPUNPCKLQDQ and ins.memory_base == ix.Register.RSP
-                for ins in instructions)
+    from_stack = {}  # vector register -> whether its latest write was a load from the stack
+    steps = 0
+    for ins in instructions:
+        if ins.mnemonic == ix.Mnemonic.VPUNPCKLQDQ and from_stack.get(ins.op2_register):
+            steps += 1
+        if ins.op_count and ins.op0_kind == ix.OpKind.REGISTER:
+            from_stack[ins.op0_register] = ins.mnemonic == ix.Mnemonic.VMOVDQU and ins.memory_base == ix.Register.RSP
     fills = {"registers": 4, "memory": 5}.get(kind, 0)
     # the key sizes whose loops take the tables: zmm only AES-256 (xts_table.ZMM_TABLE_ROUNDS)
     keys = 1 if kind == "registers" else 3
