@@ -7,11 +7,13 @@ builder, which produces one `ir.Function`.
 """
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from .ir import (SYSV_ARGS, BuildError, Branch, Const, Function, GroupBlock, Insn, KeyRef, Label, Mark, MarkKind, Mem,
                  Operand, Path, Schedule, VReg)
+from .aesref import ROUNDS_BY_BITS
 from .declassify import stem as declassify_stem
 from .ops import info
 from .functions import mode_of
@@ -19,6 +21,18 @@ from .spec import KernelSpec
 
 # Caller-saved scratch GPRs the kernels may use freely (r9 only when not an argument).
 SCRATCH = ("rax", "r10", "r11", "r9")
+# A dispatch on the round count starts each key size's section at a label named
+# <stem><key bits>_<n>, one stem per dispatch: "aes" for key_paths, and the second dispatches
+# of OCB's text pass and tag and GCM-SIV's CTR pass and tag check. mainloop reads a key size's
+# path as every section of that size. (Key setup's dispatch on the user key's size, `bits`,
+# is not one: the code after its last section is every size's.)
+KEY_SECTION_STEMS = ("aes", "text", "tag", "ctr", "check")
+KEY_SECTION = re.compile(rf"^\.L\w*_({'|'.join(KEY_SECTION_STEMS)})(?P<bits>128|192|256)_\d+:$", re.M)
+
+
+def key_bits(nr: int) -> int:
+    """The key size of an AES path with `nr` rounds."""
+    return next(bits for bits, rounds in ROUNDS_BY_BITS.items() if rounds == nr)
 
 
 class FunctionBuilder:
@@ -56,6 +70,12 @@ class FunctionBuilder:
     def label_name(self, stem: str) -> str:
         self._labels += 1
         return f"{self.spec.local_label_prefix}{self.spec.prefix}_{self.fn.name}_{stem}{self._labels}"
+
+    def key_section_label(self, stem: str, nr: int) -> str:
+        """The label of the section for `nr` rounds in a dispatch on the round count (KEY_SECTION)."""
+        if stem not in KEY_SECTION_STEMS:
+            raise BuildError(f"{stem!r} is not a key-size section stem (dsl.KEY_SECTION_STEMS)")
+        return self.label_name(f"{stem}{key_bits(nr)}_")
 
     def _vreg(self, role: str, pinned: bool = False) -> VReg:
         self._ids += 1
@@ -158,7 +178,7 @@ class FunctionBuilder:
         `count_at`: where the schedule keeps its round count (default spec.rounds_offset)."""
         key = self.reg.get(key_arg, key_arg)
         self.fn.key_base = key
-        labels = {nr: self.label_name(f"aes{nr * 32 - 192}_") for nr in rounds}
+        labels = {nr: self.key_section_label("aes", nr) for nr in rounds}
         at = self.spec.rounds_offset if count_at is None else count_at
         self.s("mov.r32.m32", scratch, Mem(key, at, bits=32), comment="round count")
         for nr in rounds[:-1]:

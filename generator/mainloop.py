@@ -2,8 +2,9 @@
 
 A loop is a label and the first jump back to it (the hot path when there are two). The main loop of a function is
 its longest loop (most instructions) on the AES-128 path (or the path of another
-key size), the code between the function's `aes128` label and the next key-size
-label; a function without a key-size dispatch (ghash, polyval) is searched whole. No loop name is assumed,
+key size): the code between each of the function's AES-128 section labels (`aes128`,
+and the second dispatch's, such as OCB's `text128`) and the next key-size label;
+a function without a key-size dispatch (ghash, polyval) is searched whole. No loop name is assumed,
 so the same rule finds the CTR/ECB/CBC `loop{D}x_` loops, the GHASH/POLYVAL
 `hash_loop` and GCM's stitched CTR+GHASH loop (which shares gcm_encrypt with the
 shorter IV, AAD and remainder hash loops). The llvm-mca model and the
@@ -15,7 +16,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from .dsl import BuildError
+from .dsl import KEY_SECTION, BuildError
 
 # Instruction families the ceiling measures, by mnemonic: every AES round form runs on the
 # AES unit as vaesenc does; every carry-less multiply (the vpclmul{l,h}q{l,h}qdq aliases
@@ -61,12 +62,14 @@ def function_text(asm: str, function: str) -> str:
 
 
 def key_path(text: str, key_bits: int = 128) -> str:
-    """The branch of a function's key-size dispatch for `key_bits`, or the whole text if it has none."""
-    start = re.search(rf"^\.L\w*_aes{key_bits}_\d+:$", text, re.M)
-    if not start:
+    """The sections of a function's dispatches on the key size for `key_bits` (each from its
+    label to the next key-size label: OCB's text pass and GCM-SIV's CTR pass come after a second
+    dispatch), or the whole text if it has none."""
+    marks = list(KEY_SECTION.finditer(text))
+    if not marks:
         return text
-    end = re.search(r"^\.L\w*_aes(128|192|256)_\d+:$", text[start.end():], re.M)
-    return text[start.start():start.end() + end.start() if end else len(text)]
+    ends = [m.start() for m in marks[1:]] + [len(text)]
+    return "".join(text[m.start():end] for m, end in zip(marks, ends) if int(m.group("bits")) == key_bits)
 
 
 def loops(text: str) -> list[Loop]:

@@ -17,7 +17,7 @@ from iced_x86 import Instruction
 
 from . import __version__
 from .bitsliced_code import circuit_pass
-from .dsl import BuildError
+from .dsl import BuildError, key_bits
 from .functions import FUNCTIONS, MODE_TITLES
 from .ir import Const, Function, GroupBlock, Insn, Mark, MarkKind, Path, pinned_vregs
 from .isa import Assembler, Emitted
@@ -156,7 +156,7 @@ class FunctionEmitter:
 
     def path_items(self, fn: Function, path: Path, lower: Lowerer, emit: bool = True) -> list:
         lowered = lower.items(path.items)
-        what = f"{fn.name}" + (f" (AES-{path.nr * 32 - 192})" if path.nr else "")
+        what = f"{fn.name}" + (f" (AES-{key_bits(path.nr)})" if path.nr else "")
         keys = path.schedule
 
         def allocate(items: list) -> Allocation:

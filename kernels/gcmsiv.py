@@ -92,8 +92,8 @@ class GcmSiv(Gcm):
         whose round keys are the stack schedule (kept in registers where they fit), then,
         decrypting, the tag over the recovered plaintext and its check."""
         b = self.b
-        ctr = {nr: b.label_name(f"ctr{nr * 32 - 192}_") for nr in (10, 14)}
-        check = {nr: b.label_name(f"check{nr * 32 - 192}_") for nr in (10, 14)}
+        ctr = {nr: b.key_section_label("ctr", nr) for nr in (10, 14)}
+        check = {nr: b.key_section_label("check", nr) for nr in (10, 14)}
 
         def keys(nr: int) -> None:
             self.derive_keys(nr)

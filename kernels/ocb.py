@@ -360,8 +360,8 @@ class Ocb(Gcm):
         if B & (B - 1):
             raise BuildError(f"OCB needs a power-of-two batch (depth x lanes = {B}): its batches "
                              "align with the offsets' ntz pattern; use depth 1, 2, 4, 8 or 16")
-        self.text_label = {nr: b.label_name(f"text{nr * 32 - 192}_") for nr in (10, 12, 14)}
-        self.tag_label = {nr: b.label_name(f"tag{nr * 32 - 192}_") for nr in (10, 12, 14)}
+        self.text_label = {nr: b.key_section_label("text", nr) for nr in (10, 12, 14)}
+        self.tag_label = {nr: b.key_section_label("tag", nr) for nr in (10, 12, 14)}
         self.bad, self.exit = b.label_name("bad_args"), b.label_name("exit")
 
     def function(self) -> None:

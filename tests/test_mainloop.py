@@ -53,6 +53,19 @@ def test_other_key_sizes_have_their_own_path():
         assert loop.unit_counts()[("vaesenc", 256)] == rounds * 2
 
 
+@pytest.mark.parametrize("bits,rounds", [(128, 10), (256, 14)])
+def test_passes_after_a_second_dispatch_are_on_the_path(bits, rounds):
+    """OCB's text pass and GCM-SIV's CTR pass come after a second dispatch on the round count
+    (the AAD's and POLYVAL's loops before it): the main loop is the pass that writes the
+    output, with its AES rounds, not the hashing loop before it."""
+    asm = generate(KernelSpec(("ocb", "gcm-siv"), "avx2", 256, 4)).asm
+    for function in ("ocb_encrypt", "ocb_decrypt", "gcmsiv_encrypt", "gcmsiv_decrypt"):
+        loop = main_loop(asm, function, bits)
+        stores = [i for i in loop.instructions if i.startswith("vmovdqu %ymm") and "(" in i.rsplit(",", 1)[-1]]
+        assert len(stores) == 4, (function, bits)
+        assert loop.unit_counts()[("vaesenc", 256)] == rounds * 4, (function, bits)
+
+
 @pytest.mark.parametrize("mode,function", [("ecb", "ecb_encrypt"), ("ctr32", "ctr32_encrypt"),
                                            ("cbc", "cbc_decrypt")])
 def test_cipher_main_loops_keep_their_depth_loop(mode, function):
