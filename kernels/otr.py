@@ -17,7 +17,9 @@ first rounds, the offsets read from two frame tables that general-purpose regist
 two batches ahead, their stores riding between the AES rounds (Otr.pipelined_batches;
 docs/tuning.md has the measurements behind it). On ymm with 16 registers (avx2) the batches are
 staged instead (kernels/otr_staged.py): blocks, offsets and last keys go to frame slots first,
-so a group holds only its AES state and 8 groups fit. On xmm (avx) the offsets come from tables
+so a group holds only its AES state and 8 groups fit; at depths 4 and 8 the whole batches pair
+chunks i and i + D in a vector (no lane shuffle) and stage the next batch while this one's
+rounds run. On xmm (avx) the offsets come from tables
 that general-purpose registers fill (kernels/otr_tabled.py), staged the same way.
 
 The AD hash is PMAC-like: TA = E(sum of E(2^(j-1) Q ^ A_j) ^ ozp(A_a) ^ c' 2^(a-1) Q) with

@@ -152,6 +152,32 @@ def test_offset_table_stores_ride_between_the_aes_rounds(depth):
     assert max(runs + [run]) <= stores // 8
 
 
+@pytest.mark.parametrize("depth", [4, 8])
+def test_avx2_full_batches_pair_chunk_i_with_i_plus_depth(depth):
+    """On 16 registers the whole batches at depths 4 and 8 (offsets moving on by whole bytes)
+    hold chunks i and i + D in a vector's lanes: no lane shuffle; each of the D + 1 offset
+    vectors moves a batch on with one carry-less multiply; the blocks come in by lane inserts
+    (two per group) and leave by lane stores; the loop (two batches, the slot sets
+    alternating) carries the next batch's stage between its AES rounds, not before them."""
+    for function in ("otr_encrypt", "otr_decrypt"):
+        loop = main_loop(generate(KernelSpec(("otr",), "avx2", 256, depth)).asm, function)
+        assert "_full_pair" in loop.label
+        ins = loop.instructions
+        assert dict(loop.unit_counts()) == {("vaesenc", 256): 2 * 2 * 10 * depth, ("vpclmulqdq", 256): 2 * (depth + 1)}
+        assert not any(i.startswith("vperm2i128") for i in ins)
+        assert sum(i.startswith("vinserti128") for i in ins) == 2 * 2 * depth
+        assert loop.text().count(f"add ${2 * depth * 32:#x},%r9") == 2
+        first_aes = next(k for k, i in enumerate(ins) if i.startswith("vaesenc"))
+        last_aes = max(k for k, i in enumerate(ins) if i.startswith("vaes"))
+        riding = [i for i in ins[first_aes:last_aes] if i.startswith("vinserti128")]
+        assert len(riding) >= 2 * depth, "the next batch's blocks come in between the rounds"
+
+
+def test_other_avx2_depths_keep_consecutive_chunks():
+    loop = main_loop(generate(KernelSpec(("otr",), "avx2", 256, 6)).asm, "otr_encrypt")
+    assert "_otr_encrypt_loop6x_" in loop.label
+
+
 def test_deeper_avx512_batches_keep_the_unpipelined_loop():
     loop = main_loop(generate(KernelSpec(("otr",), "avx512", 512, 8)).asm, "otr_encrypt")
     assert "_otr_encrypt_loop8x_" in loop.label
