@@ -104,16 +104,24 @@ class StagedChunks:
         b.groups(g, lambda j: self.rounds(nr, j, total), comment=f"{g} group(s) of {b.lanes} chunk(s), both rounds")
 
     def stage(self, nr: int, j: int, ofs: tuple[VReg, VReg], total: VReg) -> None:
+        o1, o2 = (ofs[1], ofs[0]) if self.o.decrypt else ofs
+        off = 32 * self.b.lanes * j
+        self.fill(nr, self.slot, j, lambda p: self.o.dealt(off, p), o1, o2, total, folded=False)
+
+    def fill(self, nr: int, slot, j: int, blocks, o1: VReg, o2: VReg, total: VReg, folded: bool) -> None:
+        """Group j's four slots (`slot(j, name)`) from its blocks (`blocks(p)`: the first, p = 0,
+        or second blocks) and the offsets of its two rounds; `folded`: they hold round key 0."""
         o, b = self.o, self.b
-        o1, o2 = (ofs[1], ofs[0]) if o.decrypt else ofs
-        off = 32 * b.lanes * j
-        first = o.dealt(off, 0)
-        b.store(self.slot(j, "X"), o.xor3(first, o1, key(0), comment="round 1: block ^ offset ^ round key 0"))
-        b.store(self.slot(j, "K2"), o.last_key(nr, first))
-        second = o.dealt(off, 1)
+        first = blocks(0)
+        x = b.v("vxor", first, o1, comment="round 1: block ^ offset ^ round key 0") if folded else \
+            o.xor3(first, o1, key(0), comment="round 1: block ^ offset ^ round key 0")
+        b.store(slot(j, "X"), x)
+        b.store(slot(j, "K2"), o.last_key(nr, first))
+        second = blocks(1)
         o.checksum_plain(total, second, None)
-        b.store(self.slot(j, "K1"), b.v("vxor", second, key(nr), comment="second block folded into the last round key"))
-        b.store(self.slot(j, "B"), b.v("vxor", o2, key(0), comment="round 2's offset ^ round key 0"))
+        b.store(slot(j, "K1"), b.v("vxor", second, key(nr), comment="second block folded into the last round key"))
+        b.store(slot(j, "B"), o2 if folded else b.v("vxor", o2, key(0), comment="round 2's offset ^ round key 0"),
+                comment="round 2's offset ^ round key 0" if folded else "")
 
     def rounds(self, nr: int, j: int, total: VReg, off: int | None = None, lane_step: int = 32,
                slot=None) -> None:
@@ -223,17 +231,9 @@ class FullBatches:
 
     def stage(self, nr: int, k: int, at: int, j: int, a: VReg, following: VReg, total: VReg) -> None:
         """Group j's slots (StagedChunks.stage's, for chunks j and j + D of the batch)."""
-        o, b = self.o, self.b
-        slot = self.slots(k)
-        bb = b.v("vxor", a, following, role="ofs", comment="L*_i ^ round key 0 = L_i ^ L_(i+1) ^ round key 0")
-        o1, o2 = (bb, a) if o.decrypt else (a, bb)
-        first = self.dealt(at, j, 0)
-        b.store(slot(j, "X"), b.v("vxor", first, o1, comment="round 1: block ^ offset ^ round key 0"))
-        b.store(slot(j, "K2"), o.last_key(nr, first))
-        second = self.dealt(at, j, 1)
-        o.checksum_plain(total, second, None)
-        b.store(slot(j, "K1"), b.v("vxor", second, key(nr), comment="second block folded into the last round key"))
-        b.store(slot(j, "B"), o2, comment="round 2's offset ^ round key 0")
+        bb = self.b.v("vxor", a, following, role="ofs", comment="L*_i ^ round key 0 = L_i ^ L_(i+1) ^ round key 0")
+        o1, o2 = (bb, a) if self.o.decrypt else (a, bb)
+        self.s.fill(nr, self.slots(k), j, lambda p: self.dealt(at, j, p), o1, o2, total, folded=True)
 
     def dealt(self, at: int, j: int, p: int) -> VReg:
         """The first (p = 0) or second (1) blocks of chunks j and j + D of the batch at inp + at."""
