@@ -53,13 +53,13 @@ def vector_loops(b: FunctionBuilder, count: str, per_vector: int, ptrs: tuple[st
         b.s("cmp.r64.imm", count, imm=g * per_vector)
         b.branch("b", out)
         body(g)
-        _step(b, count, per_vector, ptrs, g, advance, stride)
+        step(b, count, per_vector, ptrs, g, advance, stride)
         b.branch("jmp", top)
         b.label(out)
 
 
-def _step(b: FunctionBuilder, count: str, per_vector: int, ptrs: tuple[str, ...], g: int,
-          advance: Callable[[int], None] | None, stride: int | None = None) -> None:
+def step(b: FunctionBuilder, count: str, per_vector: int, ptrs: tuple[str, ...], g: int,
+         advance: Callable[[int], None] | None = None, stride: int | None = None) -> None:
     """Past g vectors: counters, pointers and the count."""
     if advance:
         advance(g)
@@ -90,7 +90,7 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
         b.s("cmp.r64.imm", count, imm=per_batch)
         b.branch("b", none)
         body(D)  # the first batch: nothing to hash yet
-        _step(b, count, 16 * L, ptrs, D, advance)
+        step(b, count, 16 * L, ptrs, D, advance)
         if fast:
             fast.advance_if_known(b, D * L)
     if fast:
@@ -102,7 +102,7 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
         unknown, carrying = b.label_name("shuffled_batch"), b.label_name("carrying_batch")
         fast.branch_unless_clear(b, D * L, L, unknown, carrying)
         body(D, riders=ride, fast=True)
-        _step(b, count, 16 * L, ptrs, D, None)
+        step(b, count, 16 * L, ptrs, D, None)
         b.v("paddd", fast.base, be_counter_step(D * L, L), dst=fast.base, comment="counters + batch")
         b.s("add.r64.imm", fast.counter, imm=D * L)
         b.branch("jmp", top)
@@ -111,11 +111,11 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
         b.label(unknown)
         fast.swap(b)
         body(D, riders=ride)
-        _step(b, count, 16 * L, ptrs, D, advance)
+        step(b, count, 16 * L, ptrs, D, advance)
         fast.swap(b)
     else:
         body(D, riders=ride)
-        _step(b, count, 16 * L, ptrs, D, advance)
+        step(b, count, 16 * L, ptrs, D, advance)
     b.branch("jmp", top)
     b.label(out)
     if fast:

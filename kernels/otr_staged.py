@@ -29,7 +29,7 @@ from aesgen.spec import KernelSpec
 
 from .frame import align32, unalign32
 from .gfdouble import times_x_pow
-from .modes import vector_loops
+from .modes import step, vector_loops
 
 SLOTS = ("X", "B", "K1", "K2")
 OFFSET_GROUPS = 4  # groups whose offsets are computed at once (2 x 4 + 1 vectors live)
@@ -191,16 +191,12 @@ class FullBatches:
         for k in (0, 1):  # batch t's rounds from set k, batch t + 1's stage into the other
             b.s("cmp.r64.imm", o.count, imm=2 * B, comment="is the next batch whole too?")
             b.branch("b", last[k])
-            b.groups(D, lambda j, k=k: self.s.rounds(nr, j, total, off=32 * j, lane_step=32 * D, slot=self.slots(k)),
-                     comment=f"{D} group(s) of chunks i and i + {D}, both rounds; the next batch's stage rides",
-                     riders=lambda k=k: self.stage_all(nr, 1 - k, B, total))
-            self.step()
+            self.rounds(nr, k, total, f"{D} group(s) of chunks i and i + {D}, both rounds; the next batch's stage rides",
+                        riders=lambda k=k: self.stage_all(nr, 1 - k, B, total))
         b.branch("jmp", top)
         for k in (1, 0):
             b.label(last[k])
-            b.groups(D, lambda j, k=k: self.s.rounds(nr, j, total, off=32 * j, lane_step=32 * D, slot=self.slots(k)),
-                     comment=f"the last whole batch: {D} group(s), both rounds")
-            self.step()
+            self.rounds(nr, k, total, f"the last whole batch: {D} group(s), both rounds")
             if k:
                 b.branch("jmp", done)
         b.label(done)
@@ -209,11 +205,13 @@ class FullBatches:
                  comment="the stream goes on from the next chunk")
         b.label(skip)
 
-    def step(self) -> None:
-        b, o = self.b, self.o
-        for p in (o.inp, o.outp):
-            b.s("add.r64.imm", p, imm=self.batch_bytes)
-        b.s("sub.r64.imm", o.count, imm=self.batch_bytes)
+    def rounds(self, nr: int, k: int, total: VReg, comment: str, riders=None) -> None:
+        """The batch in slot set k through both rounds (`riders`: the next batch's stage), then
+        the pointers and the count a batch on."""
+        b, o, D = self.b, self.o, self.b.depth
+        b.groups(D, lambda j: self.s.rounds(nr, j, total, off=32 * j, lane_step=32 * D, slot=self.slots(k)),
+                 comment=comment, riders=riders)
+        step(b, o.count, 32 * b.lanes, (o.inp, o.outp), D, stride=32 * b.lanes)
 
     def stage_all(self, nr: int, k: int, at: int, total: VReg) -> None:
         """The batch at inp + `at` into slot set k: its offsets (the vectors move a batch on),

@@ -84,6 +84,10 @@ class Measurement:
     def ticks(self) -> Interval:
         return Interval(self.ci_low_ticks, self.median_ticks, self.ci_high_ticks, self.rounds, self.confidence)
 
+    def gbps_text(self) -> str:
+        """The GB/s with its spread, marked ~ when the rounds fell in two speeds."""
+        return spread(self.gbps, self.gbps_halfwidth, 2, self.rounds) + (" ~" if self.modes_gbps else "")
+
     def gbps_interval(self) -> Interval:
         return self.ticks().reciprocal(self.gbps * self.median_ticks)  # GB/s x ticks: the same for every tick count
 

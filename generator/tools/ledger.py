@@ -178,7 +178,7 @@ def section_table(s: Section) -> list[str]:
         rel = m.gbps_halfwidth / m.gbps if m.gbps else 0.0
         half = r.ratio_halfwidth(m.op, m.size, peer[0]) if peer else None
         ratio = (spread(peer[2], half, 2, m.rounds) if half is not None else f"{peer[2]:.2f}") if peer else "n/a"
-        rows.append(f"| {m.op} | {m.size} | {spread(m.gbps, m.gbps_halfwidth, 2, m.rounds)}{' ~' if m.modes_gbps else ''} | "
+        rows.append(f"| {m.op} | {m.size} | {m.gbps_text()} | "
                     f"{peer[0] if peer else 'none'} | {f'{peer[1]:.2f}' if peer else 'n/a'} | {ratio} | "
                     f"{spread(100 * frac, 100 * frac * rel, 0, m.rounds) + '%' if frac else ''} |")
     return rows

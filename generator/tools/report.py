@@ -111,7 +111,7 @@ def print_cipher_bench(spec: KernelSpec, result, measurements) -> None:
         frac = result.ceiling_fraction(m.op, m.size)
         per_cycle = result.bytes_per_cycle(m.op, m.size)
         rel, n = m.gbps_halfwidth / m.gbps, m.rounds  # B/cycle and the ceiling fraction scale with GB/s
-        table.add_row(m.op, str(m.size), spread(m.gbps, m.gbps_halfwidth, 2, n) + (" ~" if m.modes_gbps else ""),
+        table.add_row(m.op, str(m.size), m.gbps_text(),
                       spread(m.ticks_per_byte, m.ticks_per_byte * m.ticks().relative, 3, n),
                       spread(per_cycle, per_cycle * rel, 2, n) if per_cycle else "",
                       *[spread(o.gbps, o.gbps_halfwidth, 2, o.rounds) if o else "n/a" for o in others],
