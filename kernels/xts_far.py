@@ -14,6 +14,12 @@ first: read as two memory operands (one load each) the loop ran 4-8% slower on a
 Rapids-class core (family 6 model 207; 16 KiB AES-128 0.1633 -> 0.1509 ticks/B decrypting). A batch of D x L blocks
 (D x L dividing 64) finds its source `far` = 64 / (D x L) batches back, so far + 1 tables
 rotate: the batch that reads one writes the one `far` on.
+
+Tried and dropped (family 6 model 207, 16 KiB AES-128 encrypt, one process alternating
+builds): reading the moved-up half [0, T.lo] from a shadow beside each table (written by a
+vmovq and a vextracti128 store, no vector op) takes the step to 2 vector ops, but each of
+the two extra stores a vector cost 3.5% (0.1539 -> 0.1666 ticks/B; the shadow stores alone,
+step unchanged, 0.1659): on this core stores are dearer than a port-5 op.
 """
 from __future__ import annotations
 
