@@ -98,8 +98,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vmovdqu (%rdi),%xmm0                           # key
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm1                # replicate the round key to every lane; key
 	vmovdqa64 %zmm1,(%rdx)                         # ek[0]
-	vaeskeygenassist $1,%xmm0,%xmm1                # RotWord(SubWord(w3)) ^ rcon 1; key
-	vpshufd $0xff,%xmm1,%xmm1
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word; key
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_01(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x1
 	vpslldq $4,%xmm0,%xmm2                         # key
 	vpxor %xmm2,%xmm0,%xmm2                        # key
 	vpslldq $8,%xmm2,%xmm0
@@ -107,8 +107,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm1,%xmm0,%xmm1
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm0                # replicate the round key to every lane
 	vmovdqa64 %zmm0,0x40(%rdx)                     # ek[1]
-	vaeskeygenassist $2,%xmm1,%xmm0                # RotWord(SubWord(w3)) ^ rcon 2
-	vpshufd $0xff,%xmm0,%xmm0
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm1,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_02(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x2
 	vpslldq $4,%xmm1,%xmm2
 	vpxor %xmm2,%xmm1,%xmm2
 	vpslldq $8,%xmm2,%xmm1
@@ -116,8 +116,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm0,%xmm1,%xmm0
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm1                # replicate the round key to every lane
 	vmovdqa64 %zmm1,0x80(%rdx)                     # ek[2]
-	vaeskeygenassist $4,%xmm0,%xmm1                # RotWord(SubWord(w3)) ^ rcon 3
-	vpshufd $0xff,%xmm1,%xmm1
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_04(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x4
 	vpslldq $4,%xmm0,%xmm2
 	vpxor %xmm2,%xmm0,%xmm2
 	vpslldq $8,%xmm2,%xmm0
@@ -125,8 +125,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm1,%xmm0,%xmm1
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm0                # replicate the round key to every lane
 	vmovdqa64 %zmm0,0xc0(%rdx)                     # ek[3]
-	vaeskeygenassist $8,%xmm1,%xmm0                # RotWord(SubWord(w3)) ^ rcon 4
-	vpshufd $0xff,%xmm0,%xmm0
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm1,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_08(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x8
 	vpslldq $4,%xmm1,%xmm2
 	vpxor %xmm2,%xmm1,%xmm2
 	vpslldq $8,%xmm2,%xmm1
@@ -134,8 +134,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm0,%xmm1,%xmm0
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm1                # replicate the round key to every lane
 	vmovdqa64 %zmm1,0x100(%rdx)                    # ek[4]
-	vaeskeygenassist $0x10,%xmm0,%xmm1             # RotWord(SubWord(w3)) ^ rcon 5
-	vpshufd $0xff,%xmm1,%xmm1
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_10(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x10
 	vpslldq $4,%xmm0,%xmm2
 	vpxor %xmm2,%xmm0,%xmm2
 	vpslldq $8,%xmm2,%xmm0
@@ -143,8 +143,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm1,%xmm0,%xmm1
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm0                # replicate the round key to every lane
 	vmovdqa64 %zmm0,0x140(%rdx)                    # ek[5]
-	vaeskeygenassist $0x20,%xmm1,%xmm0             # RotWord(SubWord(w3)) ^ rcon 6
-	vpshufd $0xff,%xmm0,%xmm0
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm1,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_20(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x20
 	vpslldq $4,%xmm1,%xmm2
 	vpxor %xmm2,%xmm1,%xmm2
 	vpslldq $8,%xmm2,%xmm1
@@ -152,8 +152,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm0,%xmm1,%xmm0
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm1                # replicate the round key to every lane
 	vmovdqa64 %zmm1,0x180(%rdx)                    # ek[6]
-	vaeskeygenassist $0x40,%xmm0,%xmm1             # RotWord(SubWord(w3)) ^ rcon 7
-	vpshufd $0xff,%xmm1,%xmm1
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_40(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x40
 	vpslldq $4,%xmm0,%xmm2
 	vpxor %xmm2,%xmm0,%xmm2
 	vpslldq $8,%xmm2,%xmm0
@@ -161,8 +161,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm1,%xmm0,%xmm1
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm0                # replicate the round key to every lane
 	vmovdqa64 %zmm0,0x1c0(%rdx)                    # ek[7]
-	vaeskeygenassist $0x80,%xmm1,%xmm0             # RotWord(SubWord(w3)) ^ rcon 8
-	vpshufd $0xff,%xmm0,%xmm0
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm1,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_80(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x80
 	vpslldq $4,%xmm1,%xmm2
 	vpxor %xmm2,%xmm1,%xmm2
 	vpslldq $8,%xmm2,%xmm1
@@ -170,8 +170,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm0,%xmm1,%xmm0
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm1                # replicate the round key to every lane
 	vmovdqa64 %zmm1,0x200(%rdx)                    # ek[8]
-	vaeskeygenassist $0x1b,%xmm0,%xmm1             # RotWord(SubWord(w3)) ^ rcon 9
-	vpshufd $0xff,%xmm1,%xmm1
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_1b(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x1b
 	vpslldq $4,%xmm0,%xmm2
 	vpxor %xmm2,%xmm0,%xmm2
 	vpslldq $8,%xmm2,%xmm0
@@ -179,8 +179,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm1,%xmm0,%xmm1
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm0                # replicate the round key to every lane
 	vmovdqa64 %zmm0,0x240(%rdx)                    # ek[9]
-	vaeskeygenassist $0x36,%xmm1,%xmm0             # RotWord(SubWord(w3)) ^ rcon 10
-	vpshufd $0xff,%xmm0,%xmm0
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm1,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_36(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x36
 	vpslldq $4,%xmm1,%xmm2
 	vpxor %xmm2,%xmm1,%xmm2
 	vpslldq $8,%xmm2,%xmm1
@@ -197,8 +197,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vmovq 0x10(%rdi),%xmm1                         # key
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm2                # replicate the round key to every lane; key
 	vmovdqa64 %zmm2,(%rdx)                         # ek[0]
-	vaeskeygenassist $1,%xmm1,%xmm2                # key
-	vpshufd $0x55,%xmm2,%xmm2                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w1_rot(%rip),%xmm1,%xmm2 # w1 in every word; key
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_01(%rip),%xmm2,%xmm2 # RotWord(SubWord(w1)) ^ rcon 0x1
 	vpslldq $4,%xmm0,%xmm3                         # key
 	vpxor %xmm3,%xmm0,%xmm3                        # key
 	vpslldq $8,%xmm3,%xmm0
@@ -214,8 +214,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpalignr $8,%xmm2,%xmm3,%xmm1
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm1                # replicate the round key to every lane
 	vmovdqa64 %zmm1,0x80(%rdx)                     # ek[2]
-	vaeskeygenassist $2,%xmm3,%xmm1
-	vpshufd $0x55,%xmm1,%xmm1                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w1_rot(%rip),%xmm3,%xmm1 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_02(%rip),%xmm1,%xmm1 # RotWord(SubWord(w1)) ^ rcon 0x2
 	vpslldq $4,%xmm2,%xmm0
 	vpxor %xmm0,%xmm2,%xmm0
 	vpslldq $8,%xmm0,%xmm2
@@ -227,8 +227,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm3,%xmm2,%xmm3
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm2                # replicate the round key to every lane
 	vmovdqa64 %zmm2,0xc0(%rdx)                     # ek[3]
-	vaeskeygenassist $4,%xmm3,%xmm2
-	vpshufd $0x55,%xmm2,%xmm2                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w1_rot(%rip),%xmm3,%xmm2 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_04(%rip),%xmm2,%xmm2 # RotWord(SubWord(w1)) ^ rcon 0x4
 	vpslldq $4,%xmm1,%xmm0
 	vpxor %xmm0,%xmm1,%xmm0
 	vpslldq $8,%xmm0,%xmm1
@@ -244,8 +244,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpalignr $8,%xmm2,%xmm0,%xmm3
 	vshufi32x4 $0,%zmm3,%zmm3,%zmm3                # replicate the round key to every lane
 	vmovdqa64 %zmm3,0x140(%rdx)                    # ek[5]
-	vaeskeygenassist $8,%xmm0,%xmm3
-	vpshufd $0x55,%xmm3,%xmm3                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w1_rot(%rip),%xmm0,%xmm3 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_08(%rip),%xmm3,%xmm3 # RotWord(SubWord(w1)) ^ rcon 0x8
 	vpslldq $4,%xmm2,%xmm1
 	vpxor %xmm1,%xmm2,%xmm1
 	vpslldq $8,%xmm1,%xmm2
@@ -257,8 +257,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm0,%xmm2,%xmm0
 	vshufi32x4 $0,%zmm3,%zmm3,%zmm2                # replicate the round key to every lane
 	vmovdqa64 %zmm2,0x180(%rdx)                    # ek[6]
-	vaeskeygenassist $0x10,%xmm0,%xmm2
-	vpshufd $0x55,%xmm2,%xmm2                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w1_rot(%rip),%xmm0,%xmm2 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_10(%rip),%xmm2,%xmm2 # RotWord(SubWord(w1)) ^ rcon 0x10
 	vpslldq $4,%xmm3,%xmm1
 	vpxor %xmm1,%xmm3,%xmm1
 	vpslldq $8,%xmm1,%xmm3
@@ -274,8 +274,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpalignr $8,%xmm2,%xmm1,%xmm0
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm0                # replicate the round key to every lane
 	vmovdqa64 %zmm0,0x200(%rdx)                    # ek[8]
-	vaeskeygenassist $0x20,%xmm1,%xmm0
-	vpshufd $0x55,%xmm0,%xmm0                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w1_rot(%rip),%xmm1,%xmm0 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_20(%rip),%xmm0,%xmm0 # RotWord(SubWord(w1)) ^ rcon 0x20
 	vpslldq $4,%xmm2,%xmm3
 	vpxor %xmm3,%xmm2,%xmm3
 	vpslldq $8,%xmm3,%xmm2
@@ -287,8 +287,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm1,%xmm2,%xmm1
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm2                # replicate the round key to every lane
 	vmovdqa64 %zmm2,0x240(%rdx)                    # ek[9]
-	vaeskeygenassist $0x40,%xmm1,%xmm2
-	vpshufd $0x55,%xmm2,%xmm2                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w1_rot(%rip),%xmm1,%xmm2 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_40(%rip),%xmm2,%xmm2 # RotWord(SubWord(w1)) ^ rcon 0x40
 	vpslldq $4,%xmm0,%xmm3
 	vpxor %xmm3,%xmm0,%xmm3
 	vpslldq $8,%xmm3,%xmm0
@@ -304,8 +304,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpalignr $8,%xmm2,%xmm3,%xmm1
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm1                # replicate the round key to every lane
 	vmovdqa64 %zmm1,0x2c0(%rdx)                    # ek[11]
-	vaeskeygenassist $0x80,%xmm3,%xmm3
-	vpshufd $0x55,%xmm3,%xmm3                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w1_rot(%rip),%xmm3,%xmm3 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_80(%rip),%xmm3,%xmm3 # RotWord(SubWord(w1)) ^ rcon 0x80
 	vpslldq $4,%xmm2,%xmm1
 	vpxor %xmm1,%xmm2,%xmm1
 	vpslldq $8,%xmm1,%xmm2
@@ -324,8 +324,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vmovdqa64 %zmm2,(%rdx)                         # ek[0]
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm2                # replicate the round key to every lane; key
 	vmovdqa64 %zmm2,0x40(%rdx)                     # ek[1]
-	vaeskeygenassist $1,%xmm1,%xmm2                # key
-	vpshufd $0xff,%xmm2,%xmm2                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm1,%xmm2 # w3 in every word; key
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_01(%rip),%xmm2,%xmm2 # RotWord(SubWord(w3)) ^ rcon 0x1
 	vpslldq $4,%xmm0,%xmm3                         # key
 	vpxor %xmm3,%xmm0,%xmm3                        # key
 	vpslldq $8,%xmm3,%xmm0
@@ -333,8 +333,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm2,%xmm0,%xmm2
 	vshufi32x4 $0,%zmm2,%zmm2,%zmm0                # replicate the round key to every lane
 	vmovdqa64 %zmm0,0x80(%rdx)                     # ek[2]
-	vaeskeygenassist $0,%xmm2,%xmm0
-	vpshufd $0xaa,%xmm0,%xmm0                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3(%rip),%xmm2,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_00(%rip),%xmm0,%xmm0 # SubWord(w3)
 	vpslldq $4,%xmm1,%xmm3                         # key
 	vpxor %xmm3,%xmm1,%xmm3                        # key
 	vpslldq $8,%xmm3,%xmm1
@@ -342,8 +342,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm0,%xmm1,%xmm0
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm1                # replicate the round key to every lane
 	vmovdqa64 %zmm1,0xc0(%rdx)                     # ek[3]
-	vaeskeygenassist $2,%xmm0,%xmm1
-	vpshufd $0xff,%xmm1,%xmm1                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_02(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x2
 	vpslldq $4,%xmm2,%xmm3
 	vpxor %xmm3,%xmm2,%xmm3
 	vpslldq $8,%xmm3,%xmm2
@@ -351,8 +351,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm1,%xmm2,%xmm1
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm2                # replicate the round key to every lane
 	vmovdqa64 %zmm2,0x100(%rdx)                    # ek[4]
-	vaeskeygenassist $0,%xmm1,%xmm2
-	vpshufd $0xaa,%xmm2,%xmm2                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3(%rip),%xmm1,%xmm2 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_00(%rip),%xmm2,%xmm2 # SubWord(w3)
 	vpslldq $4,%xmm0,%xmm3
 	vpxor %xmm3,%xmm0,%xmm3
 	vpslldq $8,%xmm3,%xmm0
@@ -360,8 +360,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm2,%xmm0,%xmm2
 	vshufi32x4 $0,%zmm2,%zmm2,%zmm0                # replicate the round key to every lane
 	vmovdqa64 %zmm0,0x140(%rdx)                    # ek[5]
-	vaeskeygenassist $4,%xmm2,%xmm0
-	vpshufd $0xff,%xmm0,%xmm0                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm2,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_04(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x4
 	vpslldq $4,%xmm1,%xmm3
 	vpxor %xmm3,%xmm1,%xmm3
 	vpslldq $8,%xmm3,%xmm1
@@ -369,8 +369,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm0,%xmm1,%xmm0
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm1                # replicate the round key to every lane
 	vmovdqa64 %zmm1,0x180(%rdx)                    # ek[6]
-	vaeskeygenassist $0,%xmm0,%xmm1
-	vpshufd $0xaa,%xmm1,%xmm1                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_00(%rip),%xmm1,%xmm1 # SubWord(w3)
 	vpslldq $4,%xmm2,%xmm3
 	vpxor %xmm3,%xmm2,%xmm3
 	vpslldq $8,%xmm3,%xmm2
@@ -378,8 +378,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm1,%xmm2,%xmm1
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm2                # replicate the round key to every lane
 	vmovdqa64 %zmm2,0x1c0(%rdx)                    # ek[7]
-	vaeskeygenassist $8,%xmm1,%xmm2
-	vpshufd $0xff,%xmm2,%xmm2                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm1,%xmm2 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_08(%rip),%xmm2,%xmm2 # RotWord(SubWord(w3)) ^ rcon 0x8
 	vpslldq $4,%xmm0,%xmm3
 	vpxor %xmm3,%xmm0,%xmm3
 	vpslldq $8,%xmm3,%xmm0
@@ -387,8 +387,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm2,%xmm0,%xmm2
 	vshufi32x4 $0,%zmm2,%zmm2,%zmm0                # replicate the round key to every lane
 	vmovdqa64 %zmm0,0x200(%rdx)                    # ek[8]
-	vaeskeygenassist $0,%xmm2,%xmm0
-	vpshufd $0xaa,%xmm0,%xmm0                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3(%rip),%xmm2,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_00(%rip),%xmm0,%xmm0 # SubWord(w3)
 	vpslldq $4,%xmm1,%xmm3
 	vpxor %xmm3,%xmm1,%xmm3
 	vpslldq $8,%xmm3,%xmm1
@@ -396,8 +396,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm0,%xmm1,%xmm0
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm1                # replicate the round key to every lane
 	vmovdqa64 %zmm1,0x240(%rdx)                    # ek[9]
-	vaeskeygenassist $0x10,%xmm0,%xmm1
-	vpshufd $0xff,%xmm1,%xmm1                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_10(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x10
 	vpslldq $4,%xmm2,%xmm3
 	vpxor %xmm3,%xmm2,%xmm3
 	vpslldq $8,%xmm3,%xmm2
@@ -405,8 +405,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm1,%xmm2,%xmm1
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm2                # replicate the round key to every lane
 	vmovdqa64 %zmm2,0x280(%rdx)                    # ek[10]
-	vaeskeygenassist $0,%xmm1,%xmm2
-	vpshufd $0xaa,%xmm2,%xmm2                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3(%rip),%xmm1,%xmm2 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_00(%rip),%xmm2,%xmm2 # SubWord(w3)
 	vpslldq $4,%xmm0,%xmm3
 	vpxor %xmm3,%xmm0,%xmm3
 	vpslldq $8,%xmm3,%xmm0
@@ -414,8 +414,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm2,%xmm0,%xmm2
 	vshufi32x4 $0,%zmm2,%zmm2,%zmm0                # replicate the round key to every lane
 	vmovdqa64 %zmm0,0x2c0(%rdx)                    # ek[11]
-	vaeskeygenassist $0x20,%xmm2,%xmm0
-	vpshufd $0xff,%xmm0,%xmm0                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm2,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_20(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x20
 	vpslldq $4,%xmm1,%xmm3
 	vpxor %xmm3,%xmm1,%xmm3
 	vpslldq $8,%xmm3,%xmm1
@@ -423,8 +423,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm0,%xmm1,%xmm0
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm1                # replicate the round key to every lane
 	vmovdqa64 %zmm1,0x300(%rdx)                    # ek[12]
-	vaeskeygenassist $0,%xmm0,%xmm1
-	vpshufd $0xaa,%xmm1,%xmm1                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_00(%rip),%xmm1,%xmm1 # SubWord(w3)
 	vpslldq $4,%xmm2,%xmm3
 	vpxor %xmm3,%xmm2,%xmm3
 	vpslldq $8,%xmm3,%xmm2
@@ -432,8 +432,8 @@ aesgen_aesni_avx512_512x1_cbc_set_encrypt_key:
 	vpxor %xmm1,%xmm2,%xmm1
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm2                # replicate the round key to every lane
 	vmovdqa64 %zmm2,0x340(%rdx)                    # ek[13]
-	vaeskeygenassist $0x40,%xmm1,%xmm1
-	vpshufd $0xff,%xmm1,%xmm1                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm1,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_40(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x40
 	vpslldq $4,%xmm0,%xmm2
 	vpxor %xmm2,%xmm0,%xmm2
 	vpslldq $8,%xmm2,%xmm0
@@ -468,8 +468,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vmovdqu (%rdi),%xmm0                           # key
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm1                # replicate the round key to every lane; key
 	vmovdqa64 %zmm1,0x280(%rdx)                    # dk[10]
-	vaeskeygenassist $1,%xmm0,%xmm1                # RotWord(SubWord(w3)) ^ rcon 1; key
-	vpshufd $0xff,%xmm1,%xmm1
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word; key
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_01(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x1
 	vpslldq $4,%xmm0,%xmm2                         # key
 	vpxor %xmm2,%xmm0,%xmm2                        # key
 	vpslldq $8,%xmm2,%xmm0
@@ -478,8 +478,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm1,%xmm0                            # InvMixColumns(ek[1])
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm0                # replicate the round key to every lane
 	vmovdqa64 %zmm0,0x240(%rdx)                    # dk[9]
-	vaeskeygenassist $2,%xmm1,%xmm0                # RotWord(SubWord(w3)) ^ rcon 2
-	vpshufd $0xff,%xmm0,%xmm0
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm1,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_02(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x2
 	vpslldq $4,%xmm1,%xmm2
 	vpxor %xmm2,%xmm1,%xmm2
 	vpslldq $8,%xmm2,%xmm1
@@ -488,8 +488,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm0,%xmm1                            # InvMixColumns(ek[2])
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm1                # replicate the round key to every lane
 	vmovdqa64 %zmm1,0x200(%rdx)                    # dk[8]
-	vaeskeygenassist $4,%xmm0,%xmm1                # RotWord(SubWord(w3)) ^ rcon 3
-	vpshufd $0xff,%xmm1,%xmm1
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_04(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x4
 	vpslldq $4,%xmm0,%xmm2
 	vpxor %xmm2,%xmm0,%xmm2
 	vpslldq $8,%xmm2,%xmm0
@@ -498,8 +498,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm1,%xmm0                            # InvMixColumns(ek[3])
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm0                # replicate the round key to every lane
 	vmovdqa64 %zmm0,0x1c0(%rdx)                    # dk[7]
-	vaeskeygenassist $8,%xmm1,%xmm0                # RotWord(SubWord(w3)) ^ rcon 4
-	vpshufd $0xff,%xmm0,%xmm0
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm1,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_08(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x8
 	vpslldq $4,%xmm1,%xmm2
 	vpxor %xmm2,%xmm1,%xmm2
 	vpslldq $8,%xmm2,%xmm1
@@ -508,8 +508,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm0,%xmm1                            # InvMixColumns(ek[4])
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm1                # replicate the round key to every lane
 	vmovdqa64 %zmm1,0x180(%rdx)                    # dk[6]
-	vaeskeygenassist $0x10,%xmm0,%xmm1             # RotWord(SubWord(w3)) ^ rcon 5
-	vpshufd $0xff,%xmm1,%xmm1
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_10(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x10
 	vpslldq $4,%xmm0,%xmm2
 	vpxor %xmm2,%xmm0,%xmm2
 	vpslldq $8,%xmm2,%xmm0
@@ -518,8 +518,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm1,%xmm0                            # InvMixColumns(ek[5])
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm0                # replicate the round key to every lane
 	vmovdqa64 %zmm0,0x140(%rdx)                    # dk[5]
-	vaeskeygenassist $0x20,%xmm1,%xmm0             # RotWord(SubWord(w3)) ^ rcon 6
-	vpshufd $0xff,%xmm0,%xmm0
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm1,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_20(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x20
 	vpslldq $4,%xmm1,%xmm2
 	vpxor %xmm2,%xmm1,%xmm2
 	vpslldq $8,%xmm2,%xmm1
@@ -528,8 +528,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm0,%xmm1                            # InvMixColumns(ek[6])
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm1                # replicate the round key to every lane
 	vmovdqa64 %zmm1,0x100(%rdx)                    # dk[4]
-	vaeskeygenassist $0x40,%xmm0,%xmm1             # RotWord(SubWord(w3)) ^ rcon 7
-	vpshufd $0xff,%xmm1,%xmm1
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_40(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x40
 	vpslldq $4,%xmm0,%xmm2
 	vpxor %xmm2,%xmm0,%xmm2
 	vpslldq $8,%xmm2,%xmm0
@@ -538,8 +538,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm1,%xmm0                            # InvMixColumns(ek[7])
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm0                # replicate the round key to every lane
 	vmovdqa64 %zmm0,0xc0(%rdx)                     # dk[3]
-	vaeskeygenassist $0x80,%xmm1,%xmm0             # RotWord(SubWord(w3)) ^ rcon 8
-	vpshufd $0xff,%xmm0,%xmm0
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm1,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_80(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x80
 	vpslldq $4,%xmm1,%xmm2
 	vpxor %xmm2,%xmm1,%xmm2
 	vpslldq $8,%xmm2,%xmm1
@@ -548,8 +548,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm0,%xmm1                            # InvMixColumns(ek[8])
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm1                # replicate the round key to every lane
 	vmovdqa64 %zmm1,0x80(%rdx)                     # dk[2]
-	vaeskeygenassist $0x1b,%xmm0,%xmm1             # RotWord(SubWord(w3)) ^ rcon 9
-	vpshufd $0xff,%xmm1,%xmm1
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_1b(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x1b
 	vpslldq $4,%xmm0,%xmm2
 	vpxor %xmm2,%xmm0,%xmm2
 	vpslldq $8,%xmm2,%xmm0
@@ -558,8 +558,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm1,%xmm0                            # InvMixColumns(ek[9])
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm0                # replicate the round key to every lane
 	vmovdqa64 %zmm0,0x40(%rdx)                     # dk[1]
-	vaeskeygenassist $0x36,%xmm1,%xmm0             # RotWord(SubWord(w3)) ^ rcon 10
-	vpshufd $0xff,%xmm0,%xmm0
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm1,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_36(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x36
 	vpslldq $4,%xmm1,%xmm2
 	vpxor %xmm2,%xmm1,%xmm2
 	vpslldq $8,%xmm2,%xmm1
@@ -576,8 +576,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vmovq 0x10(%rdi),%xmm1                         # key
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm2                # replicate the round key to every lane; key
 	vmovdqa64 %zmm2,0x300(%rdx)                    # dk[12]
-	vaeskeygenassist $1,%xmm1,%xmm2                # key
-	vpshufd $0x55,%xmm2,%xmm2                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w1_rot(%rip),%xmm1,%xmm2 # w1 in every word; key
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_01(%rip),%xmm2,%xmm2 # RotWord(SubWord(w1)) ^ rcon 0x1
 	vpslldq $4,%xmm0,%xmm3                         # key
 	vpxor %xmm3,%xmm0,%xmm3                        # key
 	vpslldq $8,%xmm3,%xmm0
@@ -595,8 +595,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm1,%xmm1                            # InvMixColumns(ek[2])
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm1                # replicate the round key to every lane
 	vmovdqa64 %zmm1,0x280(%rdx)                    # dk[10]
-	vaeskeygenassist $2,%xmm3,%xmm1
-	vpshufd $0x55,%xmm1,%xmm1                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w1_rot(%rip),%xmm3,%xmm1 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_02(%rip),%xmm1,%xmm1 # RotWord(SubWord(w1)) ^ rcon 0x2
 	vpslldq $4,%xmm2,%xmm0
 	vpxor %xmm0,%xmm2,%xmm0
 	vpslldq $8,%xmm0,%xmm2
@@ -609,8 +609,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm1,%xmm2                            # InvMixColumns(ek[3])
 	vshufi32x4 $0,%zmm2,%zmm2,%zmm2                # replicate the round key to every lane
 	vmovdqa64 %zmm2,0x240(%rdx)                    # dk[9]
-	vaeskeygenassist $4,%xmm3,%xmm2
-	vpshufd $0x55,%xmm2,%xmm2                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w1_rot(%rip),%xmm3,%xmm2 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_04(%rip),%xmm2,%xmm2 # RotWord(SubWord(w1)) ^ rcon 0x4
 	vpslldq $4,%xmm1,%xmm0
 	vpxor %xmm0,%xmm1,%xmm0
 	vpslldq $8,%xmm0,%xmm1
@@ -628,8 +628,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm3,%xmm3                            # InvMixColumns(ek[5])
 	vshufi32x4 $0,%zmm3,%zmm3,%zmm3                # replicate the round key to every lane
 	vmovdqa64 %zmm3,0x1c0(%rdx)                    # dk[7]
-	vaeskeygenassist $8,%xmm0,%xmm3
-	vpshufd $0x55,%xmm3,%xmm3                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w1_rot(%rip),%xmm0,%xmm3 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_08(%rip),%xmm3,%xmm3 # RotWord(SubWord(w1)) ^ rcon 0x8
 	vpslldq $4,%xmm2,%xmm1
 	vpxor %xmm1,%xmm2,%xmm1
 	vpslldq $8,%xmm1,%xmm2
@@ -642,8 +642,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm3,%xmm2                            # InvMixColumns(ek[6])
 	vshufi32x4 $0,%zmm2,%zmm2,%zmm2                # replicate the round key to every lane
 	vmovdqa64 %zmm2,0x180(%rdx)                    # dk[6]
-	vaeskeygenassist $0x10,%xmm0,%xmm2
-	vpshufd $0x55,%xmm2,%xmm2                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w1_rot(%rip),%xmm0,%xmm2 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_10(%rip),%xmm2,%xmm2 # RotWord(SubWord(w1)) ^ rcon 0x10
 	vpslldq $4,%xmm3,%xmm1
 	vpxor %xmm1,%xmm3,%xmm1
 	vpslldq $8,%xmm1,%xmm3
@@ -661,8 +661,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm0,%xmm0                            # InvMixColumns(ek[8])
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm0                # replicate the round key to every lane
 	vmovdqa64 %zmm0,0x100(%rdx)                    # dk[4]
-	vaeskeygenassist $0x20,%xmm1,%xmm0
-	vpshufd $0x55,%xmm0,%xmm0                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w1_rot(%rip),%xmm1,%xmm0 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_20(%rip),%xmm0,%xmm0 # RotWord(SubWord(w1)) ^ rcon 0x20
 	vpslldq $4,%xmm2,%xmm3
 	vpxor %xmm3,%xmm2,%xmm3
 	vpslldq $8,%xmm3,%xmm2
@@ -675,8 +675,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm0,%xmm2                            # InvMixColumns(ek[9])
 	vshufi32x4 $0,%zmm2,%zmm2,%zmm2                # replicate the round key to every lane
 	vmovdqa64 %zmm2,0xc0(%rdx)                     # dk[3]
-	vaeskeygenassist $0x40,%xmm1,%xmm2
-	vpshufd $0x55,%xmm2,%xmm2                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w1_rot(%rip),%xmm1,%xmm2 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_40(%rip),%xmm2,%xmm2 # RotWord(SubWord(w1)) ^ rcon 0x40
 	vpslldq $4,%xmm0,%xmm3
 	vpxor %xmm3,%xmm0,%xmm3
 	vpslldq $8,%xmm3,%xmm0
@@ -694,8 +694,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm1,%xmm1                            # InvMixColumns(ek[11])
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm1                # replicate the round key to every lane
 	vmovdqa64 %zmm1,0x40(%rdx)                     # dk[1]
-	vaeskeygenassist $0x80,%xmm3,%xmm3
-	vpshufd $0x55,%xmm3,%xmm3                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w1_rot(%rip),%xmm3,%xmm3 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_80(%rip),%xmm3,%xmm3 # RotWord(SubWord(w1)) ^ rcon 0x80
 	vpslldq $4,%xmm2,%xmm1
 	vpxor %xmm1,%xmm2,%xmm1
 	vpslldq $8,%xmm1,%xmm2
@@ -715,8 +715,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm1,%xmm2                            # InvMixColumns(ek[1]); key
 	vshufi32x4 $0,%zmm2,%zmm2,%zmm2                # replicate the round key to every lane
 	vmovdqa64 %zmm2,0x340(%rdx)                    # dk[13]
-	vaeskeygenassist $1,%xmm1,%xmm2                # key
-	vpshufd $0xff,%xmm2,%xmm2                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm1,%xmm2 # w3 in every word; key
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_01(%rip),%xmm2,%xmm2 # RotWord(SubWord(w3)) ^ rcon 0x1
 	vpslldq $4,%xmm0,%xmm3                         # key
 	vpxor %xmm3,%xmm0,%xmm3                        # key
 	vpslldq $8,%xmm3,%xmm0
@@ -725,8 +725,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm2,%xmm0                            # InvMixColumns(ek[2])
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm0                # replicate the round key to every lane
 	vmovdqa64 %zmm0,0x300(%rdx)                    # dk[12]
-	vaeskeygenassist $0,%xmm2,%xmm0
-	vpshufd $0xaa,%xmm0,%xmm0                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3(%rip),%xmm2,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_00(%rip),%xmm0,%xmm0 # SubWord(w3)
 	vpslldq $4,%xmm1,%xmm3                         # key
 	vpxor %xmm3,%xmm1,%xmm3                        # key
 	vpslldq $8,%xmm3,%xmm1
@@ -735,8 +735,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm0,%xmm1                            # InvMixColumns(ek[3])
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm1                # replicate the round key to every lane
 	vmovdqa64 %zmm1,0x2c0(%rdx)                    # dk[11]
-	vaeskeygenassist $2,%xmm0,%xmm1
-	vpshufd $0xff,%xmm1,%xmm1                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_02(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x2
 	vpslldq $4,%xmm2,%xmm3
 	vpxor %xmm3,%xmm2,%xmm3
 	vpslldq $8,%xmm3,%xmm2
@@ -745,8 +745,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm1,%xmm2                            # InvMixColumns(ek[4])
 	vshufi32x4 $0,%zmm2,%zmm2,%zmm2                # replicate the round key to every lane
 	vmovdqa64 %zmm2,0x280(%rdx)                    # dk[10]
-	vaeskeygenassist $0,%xmm1,%xmm2
-	vpshufd $0xaa,%xmm2,%xmm2                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3(%rip),%xmm1,%xmm2 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_00(%rip),%xmm2,%xmm2 # SubWord(w3)
 	vpslldq $4,%xmm0,%xmm3
 	vpxor %xmm3,%xmm0,%xmm3
 	vpslldq $8,%xmm3,%xmm0
@@ -755,8 +755,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm2,%xmm0                            # InvMixColumns(ek[5])
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm0                # replicate the round key to every lane
 	vmovdqa64 %zmm0,0x240(%rdx)                    # dk[9]
-	vaeskeygenassist $4,%xmm2,%xmm0
-	vpshufd $0xff,%xmm0,%xmm0                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm2,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_04(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x4
 	vpslldq $4,%xmm1,%xmm3
 	vpxor %xmm3,%xmm1,%xmm3
 	vpslldq $8,%xmm3,%xmm1
@@ -765,8 +765,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm0,%xmm1                            # InvMixColumns(ek[6])
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm1                # replicate the round key to every lane
 	vmovdqa64 %zmm1,0x200(%rdx)                    # dk[8]
-	vaeskeygenassist $0,%xmm0,%xmm1
-	vpshufd $0xaa,%xmm1,%xmm1                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_00(%rip),%xmm1,%xmm1 # SubWord(w3)
 	vpslldq $4,%xmm2,%xmm3
 	vpxor %xmm3,%xmm2,%xmm3
 	vpslldq $8,%xmm3,%xmm2
@@ -775,8 +775,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm1,%xmm2                            # InvMixColumns(ek[7])
 	vshufi32x4 $0,%zmm2,%zmm2,%zmm2                # replicate the round key to every lane
 	vmovdqa64 %zmm2,0x1c0(%rdx)                    # dk[7]
-	vaeskeygenassist $8,%xmm1,%xmm2
-	vpshufd $0xff,%xmm2,%xmm2                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm1,%xmm2 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_08(%rip),%xmm2,%xmm2 # RotWord(SubWord(w3)) ^ rcon 0x8
 	vpslldq $4,%xmm0,%xmm3
 	vpxor %xmm3,%xmm0,%xmm3
 	vpslldq $8,%xmm3,%xmm0
@@ -785,8 +785,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm2,%xmm0                            # InvMixColumns(ek[8])
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm0                # replicate the round key to every lane
 	vmovdqa64 %zmm0,0x180(%rdx)                    # dk[6]
-	vaeskeygenassist $0,%xmm2,%xmm0
-	vpshufd $0xaa,%xmm0,%xmm0                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3(%rip),%xmm2,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_00(%rip),%xmm0,%xmm0 # SubWord(w3)
 	vpslldq $4,%xmm1,%xmm3
 	vpxor %xmm3,%xmm1,%xmm3
 	vpslldq $8,%xmm3,%xmm1
@@ -795,8 +795,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm0,%xmm1                            # InvMixColumns(ek[9])
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm1                # replicate the round key to every lane
 	vmovdqa64 %zmm1,0x140(%rdx)                    # dk[5]
-	vaeskeygenassist $0x10,%xmm0,%xmm1
-	vpshufd $0xff,%xmm1,%xmm1                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_10(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x10
 	vpslldq $4,%xmm2,%xmm3
 	vpxor %xmm3,%xmm2,%xmm3
 	vpslldq $8,%xmm3,%xmm2
@@ -805,8 +805,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm1,%xmm2                            # InvMixColumns(ek[10])
 	vshufi32x4 $0,%zmm2,%zmm2,%zmm2                # replicate the round key to every lane
 	vmovdqa64 %zmm2,0x100(%rdx)                    # dk[4]
-	vaeskeygenassist $0,%xmm1,%xmm2
-	vpshufd $0xaa,%xmm2,%xmm2                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3(%rip),%xmm1,%xmm2 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_00(%rip),%xmm2,%xmm2 # SubWord(w3)
 	vpslldq $4,%xmm0,%xmm3
 	vpxor %xmm3,%xmm0,%xmm3
 	vpslldq $8,%xmm3,%xmm0
@@ -815,8 +815,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm2,%xmm0                            # InvMixColumns(ek[11])
 	vshufi32x4 $0,%zmm0,%zmm0,%zmm0                # replicate the round key to every lane
 	vmovdqa64 %zmm0,0xc0(%rdx)                     # dk[3]
-	vaeskeygenassist $0x20,%xmm2,%xmm0
-	vpshufd $0xff,%xmm0,%xmm0                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm2,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_20(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x20
 	vpslldq $4,%xmm1,%xmm3
 	vpxor %xmm3,%xmm1,%xmm3
 	vpslldq $8,%xmm3,%xmm1
@@ -825,8 +825,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm0,%xmm1                            # InvMixColumns(ek[12])
 	vshufi32x4 $0,%zmm1,%zmm1,%zmm1                # replicate the round key to every lane
 	vmovdqa64 %zmm1,0x80(%rdx)                     # dk[2]
-	vaeskeygenassist $0,%xmm0,%xmm1
-	vpshufd $0xaa,%xmm1,%xmm1                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_00(%rip),%xmm1,%xmm1 # SubWord(w3)
 	vpslldq $4,%xmm2,%xmm3
 	vpxor %xmm3,%xmm2,%xmm3
 	vpslldq $8,%xmm3,%xmm2
@@ -835,8 +835,8 @@ aesgen_aesni_avx512_512x1_cbc_set_decrypt_key:
 	vaesimc %xmm1,%xmm2                            # InvMixColumns(ek[13])
 	vshufi32x4 $0,%zmm2,%zmm2,%zmm2                # replicate the round key to every lane
 	vmovdqa64 %zmm2,0x40(%rdx)                     # dk[1]
-	vaeskeygenassist $0x40,%xmm1,%xmm1
-	vpshufd $0xff,%xmm1,%xmm1                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot(%rip),%xmm1,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_40(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x40
 	vpslldq $4,%xmm0,%xmm2
 	vpxor %xmm2,%xmm0,%xmm2
 	vpslldq $8,%xmm2,%xmm0
@@ -1279,6 +1279,81 @@ aesgen_aesni_avx512_512x1_cbc_cbc_decrypt:
 	ret
 	.cfi_endproc
 	.size aesgen_aesni_avx512_512x1_cbc_cbc_decrypt, .-aesgen_aesni_avx512_512x1_cbc_cbc_decrypt
+
+
+
+	.section .rodata
+	.p2align 6
+
+# keygen_rcon_00
+	.p2align 4
+.Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_00:
+	.byte 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00
+
+# keygen_rcon_01
+	.p2align 4
+.Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_01:
+	.byte 0x01, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00
+
+# keygen_rcon_02
+	.p2align 4
+.Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_02:
+	.byte 0x02, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00
+
+# keygen_rcon_04
+	.p2align 4
+.Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_04:
+	.byte 0x04, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00
+
+# keygen_rcon_08
+	.p2align 4
+.Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_08:
+	.byte 0x08, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00
+
+# keygen_rcon_10
+	.p2align 4
+.Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_10:
+	.byte 0x10, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00
+
+# keygen_rcon_1b
+	.p2align 4
+.Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_1b:
+	.byte 0x1b, 0x00, 0x00, 0x00, 0x1b, 0x00, 0x00, 0x00, 0x1b, 0x00, 0x00, 0x00, 0x1b, 0x00, 0x00, 0x00
+
+# keygen_rcon_20
+	.p2align 4
+.Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_20:
+	.byte 0x20, 0x00, 0x00, 0x00, 0x20, 0x00, 0x00, 0x00, 0x20, 0x00, 0x00, 0x00, 0x20, 0x00, 0x00, 0x00
+
+# keygen_rcon_36
+	.p2align 4
+.Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_36:
+	.byte 0x36, 0x00, 0x00, 0x00, 0x36, 0x00, 0x00, 0x00, 0x36, 0x00, 0x00, 0x00, 0x36, 0x00, 0x00, 0x00
+
+# keygen_rcon_40
+	.p2align 4
+.Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_40:
+	.byte 0x40, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x00
+
+# keygen_rcon_80
+	.p2align 4
+.Laesgen_aesni_avx512_512x1_cbc_keygen_rcon_80:
+	.byte 0x80, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00
+
+# keygen_w1_rot
+	.p2align 4
+.Laesgen_aesni_avx512_512x1_cbc_keygen_w1_rot:
+	.byte 0x05, 0x06, 0x07, 0x04, 0x05, 0x06, 0x07, 0x04, 0x05, 0x06, 0x07, 0x04, 0x05, 0x06, 0x07, 0x04
+
+# keygen_w3
+	.p2align 4
+.Laesgen_aesni_avx512_512x1_cbc_keygen_w3:
+	.byte 0x0c, 0x0d, 0x0e, 0x0f, 0x0c, 0x0d, 0x0e, 0x0f, 0x0c, 0x0d, 0x0e, 0x0f, 0x0c, 0x0d, 0x0e, 0x0f
+
+# keygen_w3_rot
+	.p2align 4
+.Laesgen_aesni_avx512_512x1_cbc_keygen_w3_rot:
+	.byte 0x0d, 0x0e, 0x0f, 0x0c, 0x0d, 0x0e, 0x0f, 0x0c, 0x0d, 0x0e, 0x0f, 0x0c, 0x0d, 0x0e, 0x0f, 0x0c
 
 
 

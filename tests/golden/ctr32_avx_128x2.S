@@ -87,80 +87,80 @@ aesgen_aesni_avx_128x2_ctr32_set_encrypt_key:
 .Laesgen_aesni_avx_128x2_ctr32_set_encrypt_key_bits128_1:
 	vmovdqu (%rdi),%xmm0                           # key
 	vmovdqa %xmm0,(%rdx)                           # ek[0]; key
-	vaeskeygenassist $1,%xmm0,%xmm1                # RotWord(SubWord(w3)) ^ rcon 1; key
-	vpshufd $0xff,%xmm1,%xmm1
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word; key
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_01(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x1
 	vpslldq $4,%xmm0,%xmm2                         # key
 	vpxor %xmm2,%xmm0,%xmm2                        # key
 	vpslldq $8,%xmm2,%xmm0
 	vpxor %xmm0,%xmm2,%xmm0
 	vpxor %xmm1,%xmm0,%xmm1
 	vmovdqa %xmm1,0x10(%rdx)                       # ek[1]
-	vaeskeygenassist $2,%xmm1,%xmm0                # RotWord(SubWord(w3)) ^ rcon 2
-	vpshufd $0xff,%xmm0,%xmm0
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm1,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_02(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x2
 	vpslldq $4,%xmm1,%xmm2
 	vpxor %xmm2,%xmm1,%xmm2
 	vpslldq $8,%xmm2,%xmm1
 	vpxor %xmm1,%xmm2,%xmm1
 	vpxor %xmm0,%xmm1,%xmm0
 	vmovdqa %xmm0,0x20(%rdx)                       # ek[2]
-	vaeskeygenassist $4,%xmm0,%xmm1                # RotWord(SubWord(w3)) ^ rcon 3
-	vpshufd $0xff,%xmm1,%xmm1
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_04(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x4
 	vpslldq $4,%xmm0,%xmm2
 	vpxor %xmm2,%xmm0,%xmm2
 	vpslldq $8,%xmm2,%xmm0
 	vpxor %xmm0,%xmm2,%xmm0
 	vpxor %xmm1,%xmm0,%xmm1
 	vmovdqa %xmm1,0x30(%rdx)                       # ek[3]
-	vaeskeygenassist $8,%xmm1,%xmm0                # RotWord(SubWord(w3)) ^ rcon 4
-	vpshufd $0xff,%xmm0,%xmm0
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm1,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_08(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x8
 	vpslldq $4,%xmm1,%xmm2
 	vpxor %xmm2,%xmm1,%xmm2
 	vpslldq $8,%xmm2,%xmm1
 	vpxor %xmm1,%xmm2,%xmm1
 	vpxor %xmm0,%xmm1,%xmm0
 	vmovdqa %xmm0,0x40(%rdx)                       # ek[4]
-	vaeskeygenassist $0x10,%xmm0,%xmm1             # RotWord(SubWord(w3)) ^ rcon 5
-	vpshufd $0xff,%xmm1,%xmm1
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_10(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x10
 	vpslldq $4,%xmm0,%xmm2
 	vpxor %xmm2,%xmm0,%xmm2
 	vpslldq $8,%xmm2,%xmm0
 	vpxor %xmm0,%xmm2,%xmm0
 	vpxor %xmm1,%xmm0,%xmm1
 	vmovdqa %xmm1,0x50(%rdx)                       # ek[5]
-	vaeskeygenassist $0x20,%xmm1,%xmm0             # RotWord(SubWord(w3)) ^ rcon 6
-	vpshufd $0xff,%xmm0,%xmm0
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm1,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_20(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x20
 	vpslldq $4,%xmm1,%xmm2
 	vpxor %xmm2,%xmm1,%xmm2
 	vpslldq $8,%xmm2,%xmm1
 	vpxor %xmm1,%xmm2,%xmm1
 	vpxor %xmm0,%xmm1,%xmm0
 	vmovdqa %xmm0,0x60(%rdx)                       # ek[6]
-	vaeskeygenassist $0x40,%xmm0,%xmm1             # RotWord(SubWord(w3)) ^ rcon 7
-	vpshufd $0xff,%xmm1,%xmm1
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_40(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x40
 	vpslldq $4,%xmm0,%xmm2
 	vpxor %xmm2,%xmm0,%xmm2
 	vpslldq $8,%xmm2,%xmm0
 	vpxor %xmm0,%xmm2,%xmm0
 	vpxor %xmm1,%xmm0,%xmm1
 	vmovdqa %xmm1,0x70(%rdx)                       # ek[7]
-	vaeskeygenassist $0x80,%xmm1,%xmm0             # RotWord(SubWord(w3)) ^ rcon 8
-	vpshufd $0xff,%xmm0,%xmm0
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm1,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_80(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x80
 	vpslldq $4,%xmm1,%xmm2
 	vpxor %xmm2,%xmm1,%xmm2
 	vpslldq $8,%xmm2,%xmm1
 	vpxor %xmm1,%xmm2,%xmm1
 	vpxor %xmm0,%xmm1,%xmm0
 	vmovdqa %xmm0,0x80(%rdx)                       # ek[8]
-	vaeskeygenassist $0x1b,%xmm0,%xmm1             # RotWord(SubWord(w3)) ^ rcon 9
-	vpshufd $0xff,%xmm1,%xmm1
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_1b(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x1b
 	vpslldq $4,%xmm0,%xmm2
 	vpxor %xmm2,%xmm0,%xmm2
 	vpslldq $8,%xmm2,%xmm0
 	vpxor %xmm0,%xmm2,%xmm0
 	vpxor %xmm1,%xmm0,%xmm1
 	vmovdqa %xmm1,0x90(%rdx)                       # ek[9]
-	vaeskeygenassist $0x36,%xmm1,%xmm0             # RotWord(SubWord(w3)) ^ rcon 10
-	vpshufd $0xff,%xmm0,%xmm0
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm1,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_36(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x36
 	vpslldq $4,%xmm1,%xmm2
 	vpxor %xmm2,%xmm1,%xmm2
 	vpslldq $8,%xmm2,%xmm1
@@ -174,8 +174,8 @@ aesgen_aesni_avx_128x2_ctr32_set_encrypt_key:
 	vmovdqu (%rdi),%xmm0                           # key
 	vmovq 0x10(%rdi),%xmm1                         # key
 	vmovdqa %xmm0,(%rdx)                           # ek[0]; key
-	vaeskeygenassist $1,%xmm1,%xmm2                # key
-	vpshufd $0x55,%xmm2,%xmm2                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w1_rot(%rip),%xmm1,%xmm2 # w1 in every word; key
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_01(%rip),%xmm2,%xmm2 # RotWord(SubWord(w1)) ^ rcon 0x1
 	vpslldq $4,%xmm0,%xmm3                         # key
 	vpxor %xmm3,%xmm0,%xmm3                        # key
 	vpslldq $8,%xmm3,%xmm0
@@ -189,8 +189,8 @@ aesgen_aesni_avx_128x2_ctr32_set_encrypt_key:
 	vmovdqa %xmm1,0x10(%rdx)                       # ek[1]
 	vpalignr $8,%xmm2,%xmm3,%xmm1
 	vmovdqa %xmm1,0x20(%rdx)                       # ek[2]
-	vaeskeygenassist $2,%xmm3,%xmm1
-	vpshufd $0x55,%xmm1,%xmm1                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w1_rot(%rip),%xmm3,%xmm1 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_02(%rip),%xmm1,%xmm1 # RotWord(SubWord(w1)) ^ rcon 0x2
 	vpslldq $4,%xmm2,%xmm0
 	vpxor %xmm0,%xmm2,%xmm0
 	vpslldq $8,%xmm0,%xmm2
@@ -201,8 +201,8 @@ aesgen_aesni_avx_128x2_ctr32_set_encrypt_key:
 	vpshufd $0xff,%xmm1,%xmm3                      # broadcast w[6s+3]
 	vpxor %xmm3,%xmm2,%xmm3
 	vmovdqa %xmm1,0x30(%rdx)                       # ek[3]
-	vaeskeygenassist $4,%xmm3,%xmm2
-	vpshufd $0x55,%xmm2,%xmm2                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w1_rot(%rip),%xmm3,%xmm2 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_04(%rip),%xmm2,%xmm2 # RotWord(SubWord(w1)) ^ rcon 0x4
 	vpslldq $4,%xmm1,%xmm0
 	vpxor %xmm0,%xmm1,%xmm0
 	vpslldq $8,%xmm0,%xmm1
@@ -216,8 +216,8 @@ aesgen_aesni_avx_128x2_ctr32_set_encrypt_key:
 	vmovdqa %xmm3,0x40(%rdx)                       # ek[4]
 	vpalignr $8,%xmm2,%xmm0,%xmm3
 	vmovdqa %xmm3,0x50(%rdx)                       # ek[5]
-	vaeskeygenassist $8,%xmm0,%xmm3
-	vpshufd $0x55,%xmm3,%xmm3                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w1_rot(%rip),%xmm0,%xmm3 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_08(%rip),%xmm3,%xmm3 # RotWord(SubWord(w1)) ^ rcon 0x8
 	vpslldq $4,%xmm2,%xmm1
 	vpxor %xmm1,%xmm2,%xmm1
 	vpslldq $8,%xmm1,%xmm2
@@ -228,8 +228,8 @@ aesgen_aesni_avx_128x2_ctr32_set_encrypt_key:
 	vpshufd $0xff,%xmm3,%xmm0                      # broadcast w[6s+3]
 	vpxor %xmm0,%xmm2,%xmm0
 	vmovdqa %xmm3,0x60(%rdx)                       # ek[6]
-	vaeskeygenassist $0x10,%xmm0,%xmm2
-	vpshufd $0x55,%xmm2,%xmm2                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w1_rot(%rip),%xmm0,%xmm2 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_10(%rip),%xmm2,%xmm2 # RotWord(SubWord(w1)) ^ rcon 0x10
 	vpslldq $4,%xmm3,%xmm1
 	vpxor %xmm1,%xmm3,%xmm1
 	vpslldq $8,%xmm1,%xmm3
@@ -243,8 +243,8 @@ aesgen_aesni_avx_128x2_ctr32_set_encrypt_key:
 	vmovdqa %xmm0,0x70(%rdx)                       # ek[7]
 	vpalignr $8,%xmm2,%xmm1,%xmm0
 	vmovdqa %xmm0,0x80(%rdx)                       # ek[8]
-	vaeskeygenassist $0x20,%xmm1,%xmm0
-	vpshufd $0x55,%xmm0,%xmm0                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w1_rot(%rip),%xmm1,%xmm0 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_20(%rip),%xmm0,%xmm0 # RotWord(SubWord(w1)) ^ rcon 0x20
 	vpslldq $4,%xmm2,%xmm3
 	vpxor %xmm3,%xmm2,%xmm3
 	vpslldq $8,%xmm3,%xmm2
@@ -255,8 +255,8 @@ aesgen_aesni_avx_128x2_ctr32_set_encrypt_key:
 	vpshufd $0xff,%xmm0,%xmm1                      # broadcast w[6s+3]
 	vpxor %xmm1,%xmm2,%xmm1
 	vmovdqa %xmm0,0x90(%rdx)                       # ek[9]
-	vaeskeygenassist $0x40,%xmm1,%xmm2
-	vpshufd $0x55,%xmm2,%xmm2                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w1_rot(%rip),%xmm1,%xmm2 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_40(%rip),%xmm2,%xmm2 # RotWord(SubWord(w1)) ^ rcon 0x40
 	vpslldq $4,%xmm0,%xmm3
 	vpxor %xmm3,%xmm0,%xmm3
 	vpslldq $8,%xmm3,%xmm0
@@ -270,8 +270,8 @@ aesgen_aesni_avx_128x2_ctr32_set_encrypt_key:
 	vmovdqa %xmm1,0xa0(%rdx)                       # ek[10]
 	vpalignr $8,%xmm2,%xmm3,%xmm1
 	vmovdqa %xmm1,0xb0(%rdx)                       # ek[11]
-	vaeskeygenassist $0x80,%xmm3,%xmm3
-	vpshufd $0x55,%xmm3,%xmm3                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w1_rot(%rip),%xmm3,%xmm3 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_80(%rip),%xmm3,%xmm3 # RotWord(SubWord(w1)) ^ rcon 0x80
 	vpslldq $4,%xmm2,%xmm1
 	vpxor %xmm1,%xmm2,%xmm1
 	vpslldq $8,%xmm1,%xmm2
@@ -286,104 +286,104 @@ aesgen_aesni_avx_128x2_ctr32_set_encrypt_key:
 	vmovdqu 0x10(%rdi),%xmm1                       # key
 	vmovdqa %xmm0,(%rdx)                           # ek[0]; key
 	vmovdqa %xmm1,0x10(%rdx)                       # ek[1]; key
-	vaeskeygenassist $1,%xmm1,%xmm2                # key
-	vpshufd $0xff,%xmm2,%xmm2                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm1,%xmm2 # w3 in every word; key
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_01(%rip),%xmm2,%xmm2 # RotWord(SubWord(w3)) ^ rcon 0x1
 	vpslldq $4,%xmm0,%xmm3                         # key
 	vpxor %xmm3,%xmm0,%xmm3                        # key
 	vpslldq $8,%xmm3,%xmm0
 	vpxor %xmm0,%xmm3,%xmm0
 	vpxor %xmm2,%xmm0,%xmm2
 	vmovdqa %xmm2,0x20(%rdx)                       # ek[2]
-	vaeskeygenassist $0,%xmm2,%xmm0
-	vpshufd $0xaa,%xmm0,%xmm0                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3(%rip),%xmm2,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_00(%rip),%xmm0,%xmm0 # SubWord(w3)
 	vpslldq $4,%xmm1,%xmm3                         # key
 	vpxor %xmm3,%xmm1,%xmm3                        # key
 	vpslldq $8,%xmm3,%xmm1
 	vpxor %xmm1,%xmm3,%xmm1
 	vpxor %xmm0,%xmm1,%xmm0
 	vmovdqa %xmm0,0x30(%rdx)                       # ek[3]
-	vaeskeygenassist $2,%xmm0,%xmm1
-	vpshufd $0xff,%xmm1,%xmm1                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_02(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x2
 	vpslldq $4,%xmm2,%xmm3
 	vpxor %xmm3,%xmm2,%xmm3
 	vpslldq $8,%xmm3,%xmm2
 	vpxor %xmm2,%xmm3,%xmm2
 	vpxor %xmm1,%xmm2,%xmm1
 	vmovdqa %xmm1,0x40(%rdx)                       # ek[4]
-	vaeskeygenassist $0,%xmm1,%xmm2
-	vpshufd $0xaa,%xmm2,%xmm2                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3(%rip),%xmm1,%xmm2 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_00(%rip),%xmm2,%xmm2 # SubWord(w3)
 	vpslldq $4,%xmm0,%xmm3
 	vpxor %xmm3,%xmm0,%xmm3
 	vpslldq $8,%xmm3,%xmm0
 	vpxor %xmm0,%xmm3,%xmm0
 	vpxor %xmm2,%xmm0,%xmm2
 	vmovdqa %xmm2,0x50(%rdx)                       # ek[5]
-	vaeskeygenassist $4,%xmm2,%xmm0
-	vpshufd $0xff,%xmm0,%xmm0                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm2,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_04(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x4
 	vpslldq $4,%xmm1,%xmm3
 	vpxor %xmm3,%xmm1,%xmm3
 	vpslldq $8,%xmm3,%xmm1
 	vpxor %xmm1,%xmm3,%xmm1
 	vpxor %xmm0,%xmm1,%xmm0
 	vmovdqa %xmm0,0x60(%rdx)                       # ek[6]
-	vaeskeygenassist $0,%xmm0,%xmm1
-	vpshufd $0xaa,%xmm1,%xmm1                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_00(%rip),%xmm1,%xmm1 # SubWord(w3)
 	vpslldq $4,%xmm2,%xmm3
 	vpxor %xmm3,%xmm2,%xmm3
 	vpslldq $8,%xmm3,%xmm2
 	vpxor %xmm2,%xmm3,%xmm2
 	vpxor %xmm1,%xmm2,%xmm1
 	vmovdqa %xmm1,0x70(%rdx)                       # ek[7]
-	vaeskeygenassist $8,%xmm1,%xmm2
-	vpshufd $0xff,%xmm2,%xmm2                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm1,%xmm2 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_08(%rip),%xmm2,%xmm2 # RotWord(SubWord(w3)) ^ rcon 0x8
 	vpslldq $4,%xmm0,%xmm3
 	vpxor %xmm3,%xmm0,%xmm3
 	vpslldq $8,%xmm3,%xmm0
 	vpxor %xmm0,%xmm3,%xmm0
 	vpxor %xmm2,%xmm0,%xmm2
 	vmovdqa %xmm2,0x80(%rdx)                       # ek[8]
-	vaeskeygenassist $0,%xmm2,%xmm0
-	vpshufd $0xaa,%xmm0,%xmm0                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3(%rip),%xmm2,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_00(%rip),%xmm0,%xmm0 # SubWord(w3)
 	vpslldq $4,%xmm1,%xmm3
 	vpxor %xmm3,%xmm1,%xmm3
 	vpslldq $8,%xmm3,%xmm1
 	vpxor %xmm1,%xmm3,%xmm1
 	vpxor %xmm0,%xmm1,%xmm0
 	vmovdqa %xmm0,0x90(%rdx)                       # ek[9]
-	vaeskeygenassist $0x10,%xmm0,%xmm1
-	vpshufd $0xff,%xmm1,%xmm1                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_10(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x10
 	vpslldq $4,%xmm2,%xmm3
 	vpxor %xmm3,%xmm2,%xmm3
 	vpslldq $8,%xmm3,%xmm2
 	vpxor %xmm2,%xmm3,%xmm2
 	vpxor %xmm1,%xmm2,%xmm1
 	vmovdqa %xmm1,0xa0(%rdx)                       # ek[10]
-	vaeskeygenassist $0,%xmm1,%xmm2
-	vpshufd $0xaa,%xmm2,%xmm2                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3(%rip),%xmm1,%xmm2 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_00(%rip),%xmm2,%xmm2 # SubWord(w3)
 	vpslldq $4,%xmm0,%xmm3
 	vpxor %xmm3,%xmm0,%xmm3
 	vpslldq $8,%xmm3,%xmm0
 	vpxor %xmm0,%xmm3,%xmm0
 	vpxor %xmm2,%xmm0,%xmm2
 	vmovdqa %xmm2,0xb0(%rdx)                       # ek[11]
-	vaeskeygenassist $0x20,%xmm2,%xmm0
-	vpshufd $0xff,%xmm0,%xmm0                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm2,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_20(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x20
 	vpslldq $4,%xmm1,%xmm3
 	vpxor %xmm3,%xmm1,%xmm3
 	vpslldq $8,%xmm3,%xmm1
 	vpxor %xmm1,%xmm3,%xmm1
 	vpxor %xmm0,%xmm1,%xmm0
 	vmovdqa %xmm0,0xc0(%rdx)                       # ek[12]
-	vaeskeygenassist $0,%xmm0,%xmm1
-	vpshufd $0xaa,%xmm1,%xmm1                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_00(%rip),%xmm1,%xmm1 # SubWord(w3)
 	vpslldq $4,%xmm2,%xmm3
 	vpxor %xmm3,%xmm2,%xmm3
 	vpslldq $8,%xmm3,%xmm2
 	vpxor %xmm2,%xmm3,%xmm2
 	vpxor %xmm1,%xmm2,%xmm1
 	vmovdqa %xmm1,0xd0(%rdx)                       # ek[13]
-	vaeskeygenassist $0x40,%xmm1,%xmm1
-	vpshufd $0xff,%xmm1,%xmm1                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm1,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_40(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x40
 	vpslldq $4,%xmm0,%xmm2
 	vpxor %xmm2,%xmm0,%xmm2
 	vpslldq $8,%xmm2,%xmm0
@@ -415,8 +415,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 .Laesgen_aesni_avx_128x2_ctr32_set_decrypt_key_bits128_1:
 	vmovdqu (%rdi),%xmm0                           # key
 	vmovdqa %xmm0,0xa0(%rdx)                       # dk[10]; key
-	vaeskeygenassist $1,%xmm0,%xmm1                # RotWord(SubWord(w3)) ^ rcon 1; key
-	vpshufd $0xff,%xmm1,%xmm1
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word; key
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_01(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x1
 	vpslldq $4,%xmm0,%xmm2                         # key
 	vpxor %xmm2,%xmm0,%xmm2                        # key
 	vpslldq $8,%xmm2,%xmm0
@@ -424,8 +424,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm1,%xmm0,%xmm1
 	vaesimc %xmm1,%xmm0                            # InvMixColumns(ek[1])
 	vmovdqa %xmm0,0x90(%rdx)                       # dk[9]
-	vaeskeygenassist $2,%xmm1,%xmm0                # RotWord(SubWord(w3)) ^ rcon 2
-	vpshufd $0xff,%xmm0,%xmm0
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm1,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_02(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x2
 	vpslldq $4,%xmm1,%xmm2
 	vpxor %xmm2,%xmm1,%xmm2
 	vpslldq $8,%xmm2,%xmm1
@@ -433,8 +433,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm0,%xmm1,%xmm0
 	vaesimc %xmm0,%xmm1                            # InvMixColumns(ek[2])
 	vmovdqa %xmm1,0x80(%rdx)                       # dk[8]
-	vaeskeygenassist $4,%xmm0,%xmm1                # RotWord(SubWord(w3)) ^ rcon 3
-	vpshufd $0xff,%xmm1,%xmm1
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_04(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x4
 	vpslldq $4,%xmm0,%xmm2
 	vpxor %xmm2,%xmm0,%xmm2
 	vpslldq $8,%xmm2,%xmm0
@@ -442,8 +442,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm1,%xmm0,%xmm1
 	vaesimc %xmm1,%xmm0                            # InvMixColumns(ek[3])
 	vmovdqa %xmm0,0x70(%rdx)                       # dk[7]
-	vaeskeygenassist $8,%xmm1,%xmm0                # RotWord(SubWord(w3)) ^ rcon 4
-	vpshufd $0xff,%xmm0,%xmm0
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm1,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_08(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x8
 	vpslldq $4,%xmm1,%xmm2
 	vpxor %xmm2,%xmm1,%xmm2
 	vpslldq $8,%xmm2,%xmm1
@@ -451,8 +451,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm0,%xmm1,%xmm0
 	vaesimc %xmm0,%xmm1                            # InvMixColumns(ek[4])
 	vmovdqa %xmm1,0x60(%rdx)                       # dk[6]
-	vaeskeygenassist $0x10,%xmm0,%xmm1             # RotWord(SubWord(w3)) ^ rcon 5
-	vpshufd $0xff,%xmm1,%xmm1
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_10(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x10
 	vpslldq $4,%xmm0,%xmm2
 	vpxor %xmm2,%xmm0,%xmm2
 	vpslldq $8,%xmm2,%xmm0
@@ -460,8 +460,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm1,%xmm0,%xmm1
 	vaesimc %xmm1,%xmm0                            # InvMixColumns(ek[5])
 	vmovdqa %xmm0,0x50(%rdx)                       # dk[5]
-	vaeskeygenassist $0x20,%xmm1,%xmm0             # RotWord(SubWord(w3)) ^ rcon 6
-	vpshufd $0xff,%xmm0,%xmm0
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm1,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_20(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x20
 	vpslldq $4,%xmm1,%xmm2
 	vpxor %xmm2,%xmm1,%xmm2
 	vpslldq $8,%xmm2,%xmm1
@@ -469,8 +469,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm0,%xmm1,%xmm0
 	vaesimc %xmm0,%xmm1                            # InvMixColumns(ek[6])
 	vmovdqa %xmm1,0x40(%rdx)                       # dk[4]
-	vaeskeygenassist $0x40,%xmm0,%xmm1             # RotWord(SubWord(w3)) ^ rcon 7
-	vpshufd $0xff,%xmm1,%xmm1
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_40(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x40
 	vpslldq $4,%xmm0,%xmm2
 	vpxor %xmm2,%xmm0,%xmm2
 	vpslldq $8,%xmm2,%xmm0
@@ -478,8 +478,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm1,%xmm0,%xmm1
 	vaesimc %xmm1,%xmm0                            # InvMixColumns(ek[7])
 	vmovdqa %xmm0,0x30(%rdx)                       # dk[3]
-	vaeskeygenassist $0x80,%xmm1,%xmm0             # RotWord(SubWord(w3)) ^ rcon 8
-	vpshufd $0xff,%xmm0,%xmm0
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm1,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_80(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x80
 	vpslldq $4,%xmm1,%xmm2
 	vpxor %xmm2,%xmm1,%xmm2
 	vpslldq $8,%xmm2,%xmm1
@@ -487,8 +487,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm0,%xmm1,%xmm0
 	vaesimc %xmm0,%xmm1                            # InvMixColumns(ek[8])
 	vmovdqa %xmm1,0x20(%rdx)                       # dk[2]
-	vaeskeygenassist $0x1b,%xmm0,%xmm1             # RotWord(SubWord(w3)) ^ rcon 9
-	vpshufd $0xff,%xmm1,%xmm1
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_1b(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x1b
 	vpslldq $4,%xmm0,%xmm2
 	vpxor %xmm2,%xmm0,%xmm2
 	vpslldq $8,%xmm2,%xmm0
@@ -496,8 +496,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm1,%xmm0,%xmm1
 	vaesimc %xmm1,%xmm0                            # InvMixColumns(ek[9])
 	vmovdqa %xmm0,0x10(%rdx)                       # dk[1]
-	vaeskeygenassist $0x36,%xmm1,%xmm0             # RotWord(SubWord(w3)) ^ rcon 10
-	vpshufd $0xff,%xmm0,%xmm0
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm1,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_36(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x36
 	vpslldq $4,%xmm1,%xmm2
 	vpxor %xmm2,%xmm1,%xmm2
 	vpslldq $8,%xmm2,%xmm1
@@ -511,8 +511,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vmovdqu (%rdi),%xmm0                           # key
 	vmovq 0x10(%rdi),%xmm1                         # key
 	vmovdqa %xmm0,0xc0(%rdx)                       # dk[12]; key
-	vaeskeygenassist $1,%xmm1,%xmm2                # key
-	vpshufd $0x55,%xmm2,%xmm2                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w1_rot(%rip),%xmm1,%xmm2 # w1 in every word; key
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_01(%rip),%xmm2,%xmm2 # RotWord(SubWord(w1)) ^ rcon 0x1
 	vpslldq $4,%xmm0,%xmm3                         # key
 	vpxor %xmm3,%xmm0,%xmm3                        # key
 	vpslldq $8,%xmm3,%xmm0
@@ -528,8 +528,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpalignr $8,%xmm2,%xmm3,%xmm1
 	vaesimc %xmm1,%xmm1                            # InvMixColumns(ek[2])
 	vmovdqa %xmm1,0xa0(%rdx)                       # dk[10]
-	vaeskeygenassist $2,%xmm3,%xmm1
-	vpshufd $0x55,%xmm1,%xmm1                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w1_rot(%rip),%xmm3,%xmm1 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_02(%rip),%xmm1,%xmm1 # RotWord(SubWord(w1)) ^ rcon 0x2
 	vpslldq $4,%xmm2,%xmm0
 	vpxor %xmm0,%xmm2,%xmm0
 	vpslldq $8,%xmm0,%xmm2
@@ -541,8 +541,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm3,%xmm2,%xmm3
 	vaesimc %xmm1,%xmm2                            # InvMixColumns(ek[3])
 	vmovdqa %xmm2,0x90(%rdx)                       # dk[9]
-	vaeskeygenassist $4,%xmm3,%xmm2
-	vpshufd $0x55,%xmm2,%xmm2                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w1_rot(%rip),%xmm3,%xmm2 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_04(%rip),%xmm2,%xmm2 # RotWord(SubWord(w1)) ^ rcon 0x4
 	vpslldq $4,%xmm1,%xmm0
 	vpxor %xmm0,%xmm1,%xmm0
 	vpslldq $8,%xmm0,%xmm1
@@ -558,8 +558,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpalignr $8,%xmm2,%xmm0,%xmm3
 	vaesimc %xmm3,%xmm3                            # InvMixColumns(ek[5])
 	vmovdqa %xmm3,0x70(%rdx)                       # dk[7]
-	vaeskeygenassist $8,%xmm0,%xmm3
-	vpshufd $0x55,%xmm3,%xmm3                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w1_rot(%rip),%xmm0,%xmm3 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_08(%rip),%xmm3,%xmm3 # RotWord(SubWord(w1)) ^ rcon 0x8
 	vpslldq $4,%xmm2,%xmm1
 	vpxor %xmm1,%xmm2,%xmm1
 	vpslldq $8,%xmm1,%xmm2
@@ -571,8 +571,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm0,%xmm2,%xmm0
 	vaesimc %xmm3,%xmm2                            # InvMixColumns(ek[6])
 	vmovdqa %xmm2,0x60(%rdx)                       # dk[6]
-	vaeskeygenassist $0x10,%xmm0,%xmm2
-	vpshufd $0x55,%xmm2,%xmm2                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w1_rot(%rip),%xmm0,%xmm2 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_10(%rip),%xmm2,%xmm2 # RotWord(SubWord(w1)) ^ rcon 0x10
 	vpslldq $4,%xmm3,%xmm1
 	vpxor %xmm1,%xmm3,%xmm1
 	vpslldq $8,%xmm1,%xmm3
@@ -588,8 +588,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpalignr $8,%xmm2,%xmm1,%xmm0
 	vaesimc %xmm0,%xmm0                            # InvMixColumns(ek[8])
 	vmovdqa %xmm0,0x40(%rdx)                       # dk[4]
-	vaeskeygenassist $0x20,%xmm1,%xmm0
-	vpshufd $0x55,%xmm0,%xmm0                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w1_rot(%rip),%xmm1,%xmm0 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_20(%rip),%xmm0,%xmm0 # RotWord(SubWord(w1)) ^ rcon 0x20
 	vpslldq $4,%xmm2,%xmm3
 	vpxor %xmm3,%xmm2,%xmm3
 	vpslldq $8,%xmm3,%xmm2
@@ -601,8 +601,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm1,%xmm2,%xmm1
 	vaesimc %xmm0,%xmm2                            # InvMixColumns(ek[9])
 	vmovdqa %xmm2,0x30(%rdx)                       # dk[3]
-	vaeskeygenassist $0x40,%xmm1,%xmm2
-	vpshufd $0x55,%xmm2,%xmm2                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w1_rot(%rip),%xmm1,%xmm2 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_40(%rip),%xmm2,%xmm2 # RotWord(SubWord(w1)) ^ rcon 0x40
 	vpslldq $4,%xmm0,%xmm3
 	vpxor %xmm3,%xmm0,%xmm3
 	vpslldq $8,%xmm3,%xmm0
@@ -618,8 +618,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpalignr $8,%xmm2,%xmm3,%xmm1
 	vaesimc %xmm1,%xmm1                            # InvMixColumns(ek[11])
 	vmovdqa %xmm1,0x10(%rdx)                       # dk[1]
-	vaeskeygenassist $0x80,%xmm3,%xmm3
-	vpshufd $0x55,%xmm3,%xmm3                      # RotWord(SubWord(w[6s-1])) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w1_rot(%rip),%xmm3,%xmm3 # w1 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_80(%rip),%xmm3,%xmm3 # RotWord(SubWord(w1)) ^ rcon 0x80
 	vpslldq $4,%xmm2,%xmm1
 	vpxor %xmm1,%xmm2,%xmm1
 	vpslldq $8,%xmm1,%xmm2
@@ -635,8 +635,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vmovdqa %xmm0,0xe0(%rdx)                       # dk[14]; key
 	vaesimc %xmm1,%xmm2                            # InvMixColumns(ek[1]); key
 	vmovdqa %xmm2,0xd0(%rdx)                       # dk[13]
-	vaeskeygenassist $1,%xmm1,%xmm2                # key
-	vpshufd $0xff,%xmm2,%xmm2                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm1,%xmm2 # w3 in every word; key
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_01(%rip),%xmm2,%xmm2 # RotWord(SubWord(w3)) ^ rcon 0x1
 	vpslldq $4,%xmm0,%xmm3                         # key
 	vpxor %xmm3,%xmm0,%xmm3                        # key
 	vpslldq $8,%xmm3,%xmm0
@@ -644,8 +644,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm2,%xmm0,%xmm2
 	vaesimc %xmm2,%xmm0                            # InvMixColumns(ek[2])
 	vmovdqa %xmm0,0xc0(%rdx)                       # dk[12]
-	vaeskeygenassist $0,%xmm2,%xmm0
-	vpshufd $0xaa,%xmm0,%xmm0                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3(%rip),%xmm2,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_00(%rip),%xmm0,%xmm0 # SubWord(w3)
 	vpslldq $4,%xmm1,%xmm3                         # key
 	vpxor %xmm3,%xmm1,%xmm3                        # key
 	vpslldq $8,%xmm3,%xmm1
@@ -653,8 +653,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm0,%xmm1,%xmm0
 	vaesimc %xmm0,%xmm1                            # InvMixColumns(ek[3])
 	vmovdqa %xmm1,0xb0(%rdx)                       # dk[11]
-	vaeskeygenassist $2,%xmm0,%xmm1
-	vpshufd $0xff,%xmm1,%xmm1                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_02(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x2
 	vpslldq $4,%xmm2,%xmm3
 	vpxor %xmm3,%xmm2,%xmm3
 	vpslldq $8,%xmm3,%xmm2
@@ -662,8 +662,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm1,%xmm2,%xmm1
 	vaesimc %xmm1,%xmm2                            # InvMixColumns(ek[4])
 	vmovdqa %xmm2,0xa0(%rdx)                       # dk[10]
-	vaeskeygenassist $0,%xmm1,%xmm2
-	vpshufd $0xaa,%xmm2,%xmm2                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3(%rip),%xmm1,%xmm2 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_00(%rip),%xmm2,%xmm2 # SubWord(w3)
 	vpslldq $4,%xmm0,%xmm3
 	vpxor %xmm3,%xmm0,%xmm3
 	vpslldq $8,%xmm3,%xmm0
@@ -671,8 +671,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm2,%xmm0,%xmm2
 	vaesimc %xmm2,%xmm0                            # InvMixColumns(ek[5])
 	vmovdqa %xmm0,0x90(%rdx)                       # dk[9]
-	vaeskeygenassist $4,%xmm2,%xmm0
-	vpshufd $0xff,%xmm0,%xmm0                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm2,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_04(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x4
 	vpslldq $4,%xmm1,%xmm3
 	vpxor %xmm3,%xmm1,%xmm3
 	vpslldq $8,%xmm3,%xmm1
@@ -680,8 +680,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm0,%xmm1,%xmm0
 	vaesimc %xmm0,%xmm1                            # InvMixColumns(ek[6])
 	vmovdqa %xmm1,0x80(%rdx)                       # dk[8]
-	vaeskeygenassist $0,%xmm0,%xmm1
-	vpshufd $0xaa,%xmm1,%xmm1                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_00(%rip),%xmm1,%xmm1 # SubWord(w3)
 	vpslldq $4,%xmm2,%xmm3
 	vpxor %xmm3,%xmm2,%xmm3
 	vpslldq $8,%xmm3,%xmm2
@@ -689,8 +689,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm1,%xmm2,%xmm1
 	vaesimc %xmm1,%xmm2                            # InvMixColumns(ek[7])
 	vmovdqa %xmm2,0x70(%rdx)                       # dk[7]
-	vaeskeygenassist $8,%xmm1,%xmm2
-	vpshufd $0xff,%xmm2,%xmm2                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm1,%xmm2 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_08(%rip),%xmm2,%xmm2 # RotWord(SubWord(w3)) ^ rcon 0x8
 	vpslldq $4,%xmm0,%xmm3
 	vpxor %xmm3,%xmm0,%xmm3
 	vpslldq $8,%xmm3,%xmm0
@@ -698,8 +698,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm2,%xmm0,%xmm2
 	vaesimc %xmm2,%xmm0                            # InvMixColumns(ek[8])
 	vmovdqa %xmm0,0x60(%rdx)                       # dk[6]
-	vaeskeygenassist $0,%xmm2,%xmm0
-	vpshufd $0xaa,%xmm0,%xmm0                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3(%rip),%xmm2,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_00(%rip),%xmm0,%xmm0 # SubWord(w3)
 	vpslldq $4,%xmm1,%xmm3
 	vpxor %xmm3,%xmm1,%xmm3
 	vpslldq $8,%xmm3,%xmm1
@@ -707,8 +707,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm0,%xmm1,%xmm0
 	vaesimc %xmm0,%xmm1                            # InvMixColumns(ek[9])
 	vmovdqa %xmm1,0x50(%rdx)                       # dk[5]
-	vaeskeygenassist $0x10,%xmm0,%xmm1
-	vpshufd $0xff,%xmm1,%xmm1                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_10(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x10
 	vpslldq $4,%xmm2,%xmm3
 	vpxor %xmm3,%xmm2,%xmm3
 	vpslldq $8,%xmm3,%xmm2
@@ -716,8 +716,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm1,%xmm2,%xmm1
 	vaesimc %xmm1,%xmm2                            # InvMixColumns(ek[10])
 	vmovdqa %xmm2,0x40(%rdx)                       # dk[4]
-	vaeskeygenassist $0,%xmm1,%xmm2
-	vpshufd $0xaa,%xmm2,%xmm2                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3(%rip),%xmm1,%xmm2 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_00(%rip),%xmm2,%xmm2 # SubWord(w3)
 	vpslldq $4,%xmm0,%xmm3
 	vpxor %xmm3,%xmm0,%xmm3
 	vpslldq $8,%xmm3,%xmm0
@@ -725,8 +725,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm2,%xmm0,%xmm2
 	vaesimc %xmm2,%xmm0                            # InvMixColumns(ek[11])
 	vmovdqa %xmm0,0x30(%rdx)                       # dk[3]
-	vaeskeygenassist $0x20,%xmm2,%xmm0
-	vpshufd $0xff,%xmm0,%xmm0                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm2,%xmm0 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_20(%rip),%xmm0,%xmm0 # RotWord(SubWord(w3)) ^ rcon 0x20
 	vpslldq $4,%xmm1,%xmm3
 	vpxor %xmm3,%xmm1,%xmm3
 	vpslldq $8,%xmm3,%xmm1
@@ -734,8 +734,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm0,%xmm1,%xmm0
 	vaesimc %xmm0,%xmm1                            # InvMixColumns(ek[12])
 	vmovdqa %xmm1,0x20(%rdx)                       # dk[2]
-	vaeskeygenassist $0,%xmm0,%xmm1
-	vpshufd $0xaa,%xmm1,%xmm1                      # SubWord(w3), no rotation
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3(%rip),%xmm0,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_00(%rip),%xmm1,%xmm1 # SubWord(w3)
 	vpslldq $4,%xmm2,%xmm3
 	vpxor %xmm3,%xmm2,%xmm3
 	vpslldq $8,%xmm3,%xmm2
@@ -743,8 +743,8 @@ aesgen_aesni_avx_128x2_ctr32_set_decrypt_key:
 	vpxor %xmm1,%xmm2,%xmm1
 	vaesimc %xmm1,%xmm2                            # InvMixColumns(ek[13])
 	vmovdqa %xmm2,0x10(%rdx)                       # dk[1]
-	vaeskeygenassist $0x40,%xmm1,%xmm1
-	vpshufd $0xff,%xmm1,%xmm1                      # RotWord(SubWord(w7)) ^ rcon
+	vpshufb .Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot(%rip),%xmm1,%xmm1 # w3 in every word
+	vaesenclast .Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_40(%rip),%xmm1,%xmm1 # RotWord(SubWord(w3)) ^ rcon 0x40
 	vpslldq $4,%xmm0,%xmm2
 	vpxor %xmm2,%xmm0,%xmm2
 	vpslldq $8,%xmm2,%xmm0
@@ -1162,6 +1162,76 @@ aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt:
 	.p2align 4
 .Laesgen_aesni_avx_128x2_ctr32_ctr_step2_x1:
 	.byte 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00
+
+# keygen_rcon_00
+	.p2align 4
+.Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_00:
+	.byte 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00
+
+# keygen_rcon_01
+	.p2align 4
+.Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_01:
+	.byte 0x01, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00
+
+# keygen_rcon_02
+	.p2align 4
+.Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_02:
+	.byte 0x02, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00
+
+# keygen_rcon_04
+	.p2align 4
+.Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_04:
+	.byte 0x04, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00
+
+# keygen_rcon_08
+	.p2align 4
+.Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_08:
+	.byte 0x08, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00
+
+# keygen_rcon_10
+	.p2align 4
+.Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_10:
+	.byte 0x10, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00
+
+# keygen_rcon_1b
+	.p2align 4
+.Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_1b:
+	.byte 0x1b, 0x00, 0x00, 0x00, 0x1b, 0x00, 0x00, 0x00, 0x1b, 0x00, 0x00, 0x00, 0x1b, 0x00, 0x00, 0x00
+
+# keygen_rcon_20
+	.p2align 4
+.Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_20:
+	.byte 0x20, 0x00, 0x00, 0x00, 0x20, 0x00, 0x00, 0x00, 0x20, 0x00, 0x00, 0x00, 0x20, 0x00, 0x00, 0x00
+
+# keygen_rcon_36
+	.p2align 4
+.Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_36:
+	.byte 0x36, 0x00, 0x00, 0x00, 0x36, 0x00, 0x00, 0x00, 0x36, 0x00, 0x00, 0x00, 0x36, 0x00, 0x00, 0x00
+
+# keygen_rcon_40
+	.p2align 4
+.Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_40:
+	.byte 0x40, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x00
+
+# keygen_rcon_80
+	.p2align 4
+.Laesgen_aesni_avx_128x2_ctr32_keygen_rcon_80:
+	.byte 0x80, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00
+
+# keygen_w1_rot
+	.p2align 4
+.Laesgen_aesni_avx_128x2_ctr32_keygen_w1_rot:
+	.byte 0x05, 0x06, 0x07, 0x04, 0x05, 0x06, 0x07, 0x04, 0x05, 0x06, 0x07, 0x04, 0x05, 0x06, 0x07, 0x04
+
+# keygen_w3
+	.p2align 4
+.Laesgen_aesni_avx_128x2_ctr32_keygen_w3:
+	.byte 0x0c, 0x0d, 0x0e, 0x0f, 0x0c, 0x0d, 0x0e, 0x0f, 0x0c, 0x0d, 0x0e, 0x0f, 0x0c, 0x0d, 0x0e, 0x0f
+
+# keygen_w3_rot
+	.p2align 4
+.Laesgen_aesni_avx_128x2_ctr32_keygen_w3_rot:
+	.byte 0x0d, 0x0e, 0x0f, 0x0c, 0x0d, 0x0e, 0x0f, 0x0c, 0x0d, 0x0e, 0x0f, 0x0c, 0x0d, 0x0e, 0x0f, 0x0c
 
 
 

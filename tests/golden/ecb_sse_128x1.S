@@ -83,8 +83,8 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 .Laesgen_aesni_sse_128x1_ecb_set_encrypt_key_bits128_1:
 	movdqu (%rdi),%xmm0                            # key
 	movdqa %xmm0,(%rdx)                            # ek[0]; key
-	aeskeygenassist $1,%xmm0,%xmm1                 # RotWord(SubWord(w3)) ^ rcon 1; key
-	pshufd $0xff,%xmm1,%xmm1
+	aeskeygenassist $1,%xmm0,%xmm1                 # key
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x1
 	movdqa %xmm0,%xmm2                             # 2-operand copy; key
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0                               # key
@@ -93,8 +93,8 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm0
 	pxor %xmm1,%xmm0
 	movdqa %xmm0,0x10(%rdx)                        # ek[1]
-	aeskeygenassist $2,%xmm0,%xmm1                 # RotWord(SubWord(w3)) ^ rcon 2
-	pshufd $0xff,%xmm1,%xmm1
+	aeskeygenassist $2,%xmm0,%xmm1
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x2
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -103,8 +103,8 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm0
 	pxor %xmm1,%xmm0
 	movdqa %xmm0,0x20(%rdx)                        # ek[2]
-	aeskeygenassist $4,%xmm0,%xmm1                 # RotWord(SubWord(w3)) ^ rcon 3
-	pshufd $0xff,%xmm1,%xmm1
+	aeskeygenassist $4,%xmm0,%xmm1
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x4
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -113,8 +113,8 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm0
 	pxor %xmm1,%xmm0
 	movdqa %xmm0,0x30(%rdx)                        # ek[3]
-	aeskeygenassist $8,%xmm0,%xmm1                 # RotWord(SubWord(w3)) ^ rcon 4
-	pshufd $0xff,%xmm1,%xmm1
+	aeskeygenassist $8,%xmm0,%xmm1
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x8
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -123,8 +123,8 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm0
 	pxor %xmm1,%xmm0
 	movdqa %xmm0,0x40(%rdx)                        # ek[4]
-	aeskeygenassist $0x10,%xmm0,%xmm1              # RotWord(SubWord(w3)) ^ rcon 5
-	pshufd $0xff,%xmm1,%xmm1
+	aeskeygenassist $0x10,%xmm0,%xmm1
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x10
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -133,8 +133,8 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm0
 	pxor %xmm1,%xmm0
 	movdqa %xmm0,0x50(%rdx)                        # ek[5]
-	aeskeygenassist $0x20,%xmm0,%xmm1              # RotWord(SubWord(w3)) ^ rcon 6
-	pshufd $0xff,%xmm1,%xmm1
+	aeskeygenassist $0x20,%xmm0,%xmm1
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x20
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -143,8 +143,8 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm0
 	pxor %xmm1,%xmm0
 	movdqa %xmm0,0x60(%rdx)                        # ek[6]
-	aeskeygenassist $0x40,%xmm0,%xmm1              # RotWord(SubWord(w3)) ^ rcon 7
-	pshufd $0xff,%xmm1,%xmm1
+	aeskeygenassist $0x40,%xmm0,%xmm1
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x40
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -153,8 +153,8 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm0
 	pxor %xmm1,%xmm0
 	movdqa %xmm0,0x70(%rdx)                        # ek[7]
-	aeskeygenassist $0x80,%xmm0,%xmm1              # RotWord(SubWord(w3)) ^ rcon 8
-	pshufd $0xff,%xmm1,%xmm1
+	aeskeygenassist $0x80,%xmm0,%xmm1
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x80
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -163,8 +163,8 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm0
 	pxor %xmm1,%xmm0
 	movdqa %xmm0,0x80(%rdx)                        # ek[8]
-	aeskeygenassist $0x1b,%xmm0,%xmm1              # RotWord(SubWord(w3)) ^ rcon 9
-	pshufd $0xff,%xmm1,%xmm1
+	aeskeygenassist $0x1b,%xmm0,%xmm1
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x1b
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -173,8 +173,8 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm0
 	pxor %xmm1,%xmm0
 	movdqa %xmm0,0x90(%rdx)                        # ek[9]
-	aeskeygenassist $0x36,%xmm0,%xmm1              # RotWord(SubWord(w3)) ^ rcon 10
-	pshufd $0xff,%xmm1,%xmm1
+	aeskeygenassist $0x36,%xmm0,%xmm1
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x36
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -191,7 +191,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	movq 0x10(%rdi),%xmm1                          # key
 	movdqa %xmm0,(%rdx)                            # ek[0]; key
 	aeskeygenassist $1,%xmm1,%xmm2                 # key
-	pshufd $0x55,%xmm2,%xmm2                       # RotWord(SubWord(w[6s-1])) ^ rcon
+	pshufd $0x55,%xmm2,%xmm2                       # RotWord(SubWord(w1)) ^ rcon 0x1
 	movdqa %xmm0,%xmm3                             # 2-operand copy; key
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0                               # key
@@ -210,7 +210,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	palignr $8,%xmm0,%xmm1
 	movdqa %xmm1,0x20(%rdx)                        # ek[2]
 	aeskeygenassist $2,%xmm2,%xmm1
-	pshufd $0x55,%xmm1,%xmm1                       # RotWord(SubWord(w[6s-1])) ^ rcon
+	pshufd $0x55,%xmm1,%xmm1                       # RotWord(SubWord(w1)) ^ rcon 0x2
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -225,7 +225,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm1,%xmm2
 	movdqa %xmm0,0x30(%rdx)                        # ek[3]
 	aeskeygenassist $4,%xmm2,%xmm1
-	pshufd $0x55,%xmm1,%xmm1                       # RotWord(SubWord(w[6s-1])) ^ rcon
+	pshufd $0x55,%xmm1,%xmm1                       # RotWord(SubWord(w1)) ^ rcon 0x4
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -244,7 +244,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	palignr $8,%xmm0,%xmm2
 	movdqa %xmm2,0x50(%rdx)                        # ek[5]
 	aeskeygenassist $8,%xmm1,%xmm2
-	pshufd $0x55,%xmm2,%xmm2                       # RotWord(SubWord(w[6s-1])) ^ rcon
+	pshufd $0x55,%xmm2,%xmm2                       # RotWord(SubWord(w1)) ^ rcon 0x8
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -259,7 +259,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm1
 	movdqa %xmm0,0x60(%rdx)                        # ek[6]
 	aeskeygenassist $0x10,%xmm1,%xmm2
-	pshufd $0x55,%xmm2,%xmm2                       # RotWord(SubWord(w[6s-1])) ^ rcon
+	pshufd $0x55,%xmm2,%xmm2                       # RotWord(SubWord(w1)) ^ rcon 0x10
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -278,7 +278,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	palignr $8,%xmm0,%xmm1
 	movdqa %xmm1,0x80(%rdx)                        # ek[8]
 	aeskeygenassist $0x20,%xmm2,%xmm1
-	pshufd $0x55,%xmm1,%xmm1                       # RotWord(SubWord(w[6s-1])) ^ rcon
+	pshufd $0x55,%xmm1,%xmm1                       # RotWord(SubWord(w1)) ^ rcon 0x20
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -293,7 +293,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm1,%xmm2
 	movdqa %xmm0,0x90(%rdx)                        # ek[9]
 	aeskeygenassist $0x40,%xmm2,%xmm1
-	pshufd $0x55,%xmm1,%xmm1                       # RotWord(SubWord(w[6s-1])) ^ rcon
+	pshufd $0x55,%xmm1,%xmm1                       # RotWord(SubWord(w1)) ^ rcon 0x40
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -312,7 +312,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	palignr $8,%xmm0,%xmm2
 	movdqa %xmm2,0xb0(%rdx)                        # ek[11]
 	aeskeygenassist $0x80,%xmm1,%xmm1
-	pshufd $0x55,%xmm1,%xmm1                       # RotWord(SubWord(w[6s-1])) ^ rcon
+	pshufd $0x55,%xmm1,%xmm1                       # RotWord(SubWord(w1)) ^ rcon 0x80
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -330,7 +330,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	movdqa %xmm0,(%rdx)                            # ek[0]; key
 	movdqa %xmm1,0x10(%rdx)                        # ek[1]; key
 	aeskeygenassist $1,%xmm1,%xmm2                 # key
-	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w7)) ^ rcon
+	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w3)) ^ rcon 0x1
 	movdqa %xmm0,%xmm3                             # 2-operand copy; key
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0                               # key
@@ -340,7 +340,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm0
 	movdqa %xmm0,0x20(%rdx)                        # ek[2]
 	aeskeygenassist $0,%xmm0,%xmm2
-	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3), no rotation
+	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3)
 	movdqa %xmm1,%xmm3                             # 2-operand copy; key
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm1                               # key
@@ -350,7 +350,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm1
 	movdqa %xmm1,0x30(%rdx)                        # ek[3]
 	aeskeygenassist $2,%xmm1,%xmm2
-	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w7)) ^ rcon
+	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w3)) ^ rcon 0x2
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -360,7 +360,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm0
 	movdqa %xmm0,0x40(%rdx)                        # ek[4]
 	aeskeygenassist $0,%xmm0,%xmm2
-	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3), no rotation
+	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3)
 	movdqa %xmm1,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm1
@@ -370,7 +370,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm1
 	movdqa %xmm1,0x50(%rdx)                        # ek[5]
 	aeskeygenassist $4,%xmm1,%xmm2
-	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w7)) ^ rcon
+	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w3)) ^ rcon 0x4
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -380,7 +380,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm0
 	movdqa %xmm0,0x60(%rdx)                        # ek[6]
 	aeskeygenassist $0,%xmm0,%xmm2
-	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3), no rotation
+	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3)
 	movdqa %xmm1,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm1
@@ -390,7 +390,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm1
 	movdqa %xmm1,0x70(%rdx)                        # ek[7]
 	aeskeygenassist $8,%xmm1,%xmm2
-	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w7)) ^ rcon
+	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w3)) ^ rcon 0x8
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -400,7 +400,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm0
 	movdqa %xmm0,0x80(%rdx)                        # ek[8]
 	aeskeygenassist $0,%xmm0,%xmm2
-	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3), no rotation
+	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3)
 	movdqa %xmm1,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm1
@@ -410,7 +410,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm1
 	movdqa %xmm1,0x90(%rdx)                        # ek[9]
 	aeskeygenassist $0x10,%xmm1,%xmm2
-	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w7)) ^ rcon
+	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w3)) ^ rcon 0x10
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -420,7 +420,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm0
 	movdqa %xmm0,0xa0(%rdx)                        # ek[10]
 	aeskeygenassist $0,%xmm0,%xmm2
-	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3), no rotation
+	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3)
 	movdqa %xmm1,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm1
@@ -430,7 +430,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm1
 	movdqa %xmm1,0xb0(%rdx)                        # ek[11]
 	aeskeygenassist $0x20,%xmm1,%xmm2
-	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w7)) ^ rcon
+	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w3)) ^ rcon 0x20
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -440,7 +440,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm0
 	movdqa %xmm0,0xc0(%rdx)                        # ek[12]
 	aeskeygenassist $0,%xmm0,%xmm2
-	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3), no rotation
+	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3)
 	movdqa %xmm1,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm1
@@ -450,7 +450,7 @@ aesgen_aesni_sse_128x1_ecb_set_encrypt_key:
 	pxor %xmm2,%xmm1
 	movdqa %xmm1,0xd0(%rdx)                        # ek[13]
 	aeskeygenassist $0x40,%xmm1,%xmm1
-	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w7)) ^ rcon
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x40
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -484,8 +484,8 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 .Laesgen_aesni_sse_128x1_ecb_set_decrypt_key_bits128_1:
 	movdqu (%rdi),%xmm0                            # key
 	movdqa %xmm0,0xa0(%rdx)                        # dk[10]; key
-	aeskeygenassist $1,%xmm0,%xmm1                 # RotWord(SubWord(w3)) ^ rcon 1; key
-	pshufd $0xff,%xmm1,%xmm1
+	aeskeygenassist $1,%xmm0,%xmm1                 # key
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x1
 	movdqa %xmm0,%xmm2                             # 2-operand copy; key
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0                               # key
@@ -495,8 +495,8 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	pxor %xmm1,%xmm0
 	aesimc %xmm0,%xmm1                             # InvMixColumns(ek[1])
 	movdqa %xmm1,0x90(%rdx)                        # dk[9]
-	aeskeygenassist $2,%xmm0,%xmm1                 # RotWord(SubWord(w3)) ^ rcon 2
-	pshufd $0xff,%xmm1,%xmm1
+	aeskeygenassist $2,%xmm0,%xmm1
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x2
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -506,8 +506,8 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	pxor %xmm1,%xmm0
 	aesimc %xmm0,%xmm1                             # InvMixColumns(ek[2])
 	movdqa %xmm1,0x80(%rdx)                        # dk[8]
-	aeskeygenassist $4,%xmm0,%xmm1                 # RotWord(SubWord(w3)) ^ rcon 3
-	pshufd $0xff,%xmm1,%xmm1
+	aeskeygenassist $4,%xmm0,%xmm1
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x4
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -517,8 +517,8 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	pxor %xmm1,%xmm0
 	aesimc %xmm0,%xmm1                             # InvMixColumns(ek[3])
 	movdqa %xmm1,0x70(%rdx)                        # dk[7]
-	aeskeygenassist $8,%xmm0,%xmm1                 # RotWord(SubWord(w3)) ^ rcon 4
-	pshufd $0xff,%xmm1,%xmm1
+	aeskeygenassist $8,%xmm0,%xmm1
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x8
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -528,8 +528,8 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	pxor %xmm1,%xmm0
 	aesimc %xmm0,%xmm1                             # InvMixColumns(ek[4])
 	movdqa %xmm1,0x60(%rdx)                        # dk[6]
-	aeskeygenassist $0x10,%xmm0,%xmm1              # RotWord(SubWord(w3)) ^ rcon 5
-	pshufd $0xff,%xmm1,%xmm1
+	aeskeygenassist $0x10,%xmm0,%xmm1
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x10
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -539,8 +539,8 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	pxor %xmm1,%xmm0
 	aesimc %xmm0,%xmm1                             # InvMixColumns(ek[5])
 	movdqa %xmm1,0x50(%rdx)                        # dk[5]
-	aeskeygenassist $0x20,%xmm0,%xmm1              # RotWord(SubWord(w3)) ^ rcon 6
-	pshufd $0xff,%xmm1,%xmm1
+	aeskeygenassist $0x20,%xmm0,%xmm1
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x20
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -550,8 +550,8 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	pxor %xmm1,%xmm0
 	aesimc %xmm0,%xmm1                             # InvMixColumns(ek[6])
 	movdqa %xmm1,0x40(%rdx)                        # dk[4]
-	aeskeygenassist $0x40,%xmm0,%xmm1              # RotWord(SubWord(w3)) ^ rcon 7
-	pshufd $0xff,%xmm1,%xmm1
+	aeskeygenassist $0x40,%xmm0,%xmm1
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x40
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -561,8 +561,8 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	pxor %xmm1,%xmm0
 	aesimc %xmm0,%xmm1                             # InvMixColumns(ek[7])
 	movdqa %xmm1,0x30(%rdx)                        # dk[3]
-	aeskeygenassist $0x80,%xmm0,%xmm1              # RotWord(SubWord(w3)) ^ rcon 8
-	pshufd $0xff,%xmm1,%xmm1
+	aeskeygenassist $0x80,%xmm0,%xmm1
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x80
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -572,8 +572,8 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	pxor %xmm1,%xmm0
 	aesimc %xmm0,%xmm1                             # InvMixColumns(ek[8])
 	movdqa %xmm1,0x20(%rdx)                        # dk[2]
-	aeskeygenassist $0x1b,%xmm0,%xmm1              # RotWord(SubWord(w3)) ^ rcon 9
-	pshufd $0xff,%xmm1,%xmm1
+	aeskeygenassist $0x1b,%xmm0,%xmm1
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x1b
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -583,8 +583,8 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	pxor %xmm1,%xmm0
 	aesimc %xmm0,%xmm1                             # InvMixColumns(ek[9])
 	movdqa %xmm1,0x10(%rdx)                        # dk[1]
-	aeskeygenassist $0x36,%xmm0,%xmm1              # RotWord(SubWord(w3)) ^ rcon 10
-	pshufd $0xff,%xmm1,%xmm1
+	aeskeygenassist $0x36,%xmm0,%xmm1
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x36
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -601,7 +601,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	movq 0x10(%rdi),%xmm1                          # key
 	movdqa %xmm0,0xc0(%rdx)                        # dk[12]; key
 	aeskeygenassist $1,%xmm1,%xmm2                 # key
-	pshufd $0x55,%xmm2,%xmm2                       # RotWord(SubWord(w[6s-1])) ^ rcon
+	pshufd $0x55,%xmm2,%xmm2                       # RotWord(SubWord(w1)) ^ rcon 0x1
 	movdqa %xmm0,%xmm3                             # 2-operand copy; key
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0                               # key
@@ -622,7 +622,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	aesimc %xmm1,%xmm1                             # InvMixColumns(ek[2])
 	movdqa %xmm1,0xa0(%rdx)                        # dk[10]
 	aeskeygenassist $2,%xmm2,%xmm1
-	pshufd $0x55,%xmm1,%xmm1                       # RotWord(SubWord(w[6s-1])) ^ rcon
+	pshufd $0x55,%xmm1,%xmm1                       # RotWord(SubWord(w1)) ^ rcon 0x2
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -638,7 +638,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	aesimc %xmm0,%xmm1                             # InvMixColumns(ek[3])
 	movdqa %xmm1,0x90(%rdx)                        # dk[9]
 	aeskeygenassist $4,%xmm2,%xmm1
-	pshufd $0x55,%xmm1,%xmm1                       # RotWord(SubWord(w[6s-1])) ^ rcon
+	pshufd $0x55,%xmm1,%xmm1                       # RotWord(SubWord(w1)) ^ rcon 0x4
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -659,7 +659,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	aesimc %xmm2,%xmm2                             # InvMixColumns(ek[5])
 	movdqa %xmm2,0x70(%rdx)                        # dk[7]
 	aeskeygenassist $8,%xmm1,%xmm2
-	pshufd $0x55,%xmm2,%xmm2                       # RotWord(SubWord(w[6s-1])) ^ rcon
+	pshufd $0x55,%xmm2,%xmm2                       # RotWord(SubWord(w1)) ^ rcon 0x8
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -675,7 +675,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	aesimc %xmm0,%xmm2                             # InvMixColumns(ek[6])
 	movdqa %xmm2,0x60(%rdx)                        # dk[6]
 	aeskeygenassist $0x10,%xmm1,%xmm2
-	pshufd $0x55,%xmm2,%xmm2                       # RotWord(SubWord(w[6s-1])) ^ rcon
+	pshufd $0x55,%xmm2,%xmm2                       # RotWord(SubWord(w1)) ^ rcon 0x10
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -696,7 +696,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	aesimc %xmm1,%xmm1                             # InvMixColumns(ek[8])
 	movdqa %xmm1,0x40(%rdx)                        # dk[4]
 	aeskeygenassist $0x20,%xmm2,%xmm1
-	pshufd $0x55,%xmm1,%xmm1                       # RotWord(SubWord(w[6s-1])) ^ rcon
+	pshufd $0x55,%xmm1,%xmm1                       # RotWord(SubWord(w1)) ^ rcon 0x20
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -712,7 +712,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	aesimc %xmm0,%xmm1                             # InvMixColumns(ek[9])
 	movdqa %xmm1,0x30(%rdx)                        # dk[3]
 	aeskeygenassist $0x40,%xmm2,%xmm1
-	pshufd $0x55,%xmm1,%xmm1                       # RotWord(SubWord(w[6s-1])) ^ rcon
+	pshufd $0x55,%xmm1,%xmm1                       # RotWord(SubWord(w1)) ^ rcon 0x40
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -733,7 +733,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	aesimc %xmm2,%xmm2                             # InvMixColumns(ek[11])
 	movdqa %xmm2,0x10(%rdx)                        # dk[1]
 	aeskeygenassist $0x80,%xmm1,%xmm1
-	pshufd $0x55,%xmm1,%xmm1                       # RotWord(SubWord(w[6s-1])) ^ rcon
+	pshufd $0x55,%xmm1,%xmm1                       # RotWord(SubWord(w1)) ^ rcon 0x80
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
@@ -752,7 +752,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	aesimc %xmm1,%xmm2                             # InvMixColumns(ek[1]); key
 	movdqa %xmm2,0xd0(%rdx)                        # dk[13]
 	aeskeygenassist $1,%xmm1,%xmm2                 # key
-	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w7)) ^ rcon
+	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w3)) ^ rcon 0x1
 	movdqa %xmm0,%xmm3                             # 2-operand copy; key
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0                               # key
@@ -763,7 +763,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	aesimc %xmm0,%xmm2                             # InvMixColumns(ek[2])
 	movdqa %xmm2,0xc0(%rdx)                        # dk[12]
 	aeskeygenassist $0,%xmm0,%xmm2
-	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3), no rotation
+	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3)
 	movdqa %xmm1,%xmm3                             # 2-operand copy; key
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm1                               # key
@@ -774,7 +774,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	aesimc %xmm1,%xmm2                             # InvMixColumns(ek[3])
 	movdqa %xmm2,0xb0(%rdx)                        # dk[11]
 	aeskeygenassist $2,%xmm1,%xmm2
-	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w7)) ^ rcon
+	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w3)) ^ rcon 0x2
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -785,7 +785,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	aesimc %xmm0,%xmm2                             # InvMixColumns(ek[4])
 	movdqa %xmm2,0xa0(%rdx)                        # dk[10]
 	aeskeygenassist $0,%xmm0,%xmm2
-	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3), no rotation
+	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3)
 	movdqa %xmm1,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm1
@@ -796,7 +796,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	aesimc %xmm1,%xmm2                             # InvMixColumns(ek[5])
 	movdqa %xmm2,0x90(%rdx)                        # dk[9]
 	aeskeygenassist $4,%xmm1,%xmm2
-	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w7)) ^ rcon
+	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w3)) ^ rcon 0x4
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -807,7 +807,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	aesimc %xmm0,%xmm2                             # InvMixColumns(ek[6])
 	movdqa %xmm2,0x80(%rdx)                        # dk[8]
 	aeskeygenassist $0,%xmm0,%xmm2
-	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3), no rotation
+	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3)
 	movdqa %xmm1,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm1
@@ -818,7 +818,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	aesimc %xmm1,%xmm2                             # InvMixColumns(ek[7])
 	movdqa %xmm2,0x70(%rdx)                        # dk[7]
 	aeskeygenassist $8,%xmm1,%xmm2
-	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w7)) ^ rcon
+	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w3)) ^ rcon 0x8
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -829,7 +829,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	aesimc %xmm0,%xmm2                             # InvMixColumns(ek[8])
 	movdqa %xmm2,0x60(%rdx)                        # dk[6]
 	aeskeygenassist $0,%xmm0,%xmm2
-	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3), no rotation
+	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3)
 	movdqa %xmm1,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm1
@@ -840,7 +840,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	aesimc %xmm1,%xmm2                             # InvMixColumns(ek[9])
 	movdqa %xmm2,0x50(%rdx)                        # dk[5]
 	aeskeygenassist $0x10,%xmm1,%xmm2
-	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w7)) ^ rcon
+	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w3)) ^ rcon 0x10
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -851,7 +851,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	aesimc %xmm0,%xmm2                             # InvMixColumns(ek[10])
 	movdqa %xmm2,0x40(%rdx)                        # dk[4]
 	aeskeygenassist $0,%xmm0,%xmm2
-	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3), no rotation
+	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3)
 	movdqa %xmm1,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm1
@@ -862,7 +862,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	aesimc %xmm1,%xmm2                             # InvMixColumns(ek[11])
 	movdqa %xmm2,0x30(%rdx)                        # dk[3]
 	aeskeygenassist $0x20,%xmm1,%xmm2
-	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w7)) ^ rcon
+	pshufd $0xff,%xmm2,%xmm2                       # RotWord(SubWord(w3)) ^ rcon 0x20
 	movdqa %xmm0,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm0
@@ -873,7 +873,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	aesimc %xmm0,%xmm2                             # InvMixColumns(ek[12])
 	movdqa %xmm2,0x20(%rdx)                        # dk[2]
 	aeskeygenassist $0,%xmm0,%xmm2
-	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3), no rotation
+	pshufd $0xaa,%xmm2,%xmm2                       # SubWord(w3)
 	movdqa %xmm1,%xmm3                             # 2-operand copy
 	pslldq $4,%xmm3
 	pxor %xmm3,%xmm1
@@ -884,7 +884,7 @@ aesgen_aesni_sse_128x1_ecb_set_decrypt_key:
 	aesimc %xmm1,%xmm2                             # InvMixColumns(ek[13])
 	movdqa %xmm2,0x10(%rdx)                        # dk[1]
 	aeskeygenassist $0x40,%xmm1,%xmm1
-	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w7)) ^ rcon
+	pshufd $0xff,%xmm1,%xmm1                       # RotWord(SubWord(w3)) ^ rcon 0x40
 	movdqa %xmm0,%xmm2                             # 2-operand copy
 	pslldq $4,%xmm2
 	pxor %xmm2,%xmm0
