@@ -287,32 +287,36 @@ class OffsetPass:
                     b.s("add.r64.r64", p, nbytes)
 
     def some_blocks(self, count: str) -> None:
-        """count (< B) blocks from position POS/16: whole vectors, then the rest."""
+        """count (< B) blocks from position POS/16: whole vectors in interleaved groups of
+        4, 2 and 1 (fewer than D vectors: each size at most once), then the rest. One vector
+        at a time, each group's rounds were a serial chain: the out-of-order window overlaps
+        only a few of them."""
         b, L = self.b, self.L
-        top, rest, out = b.label_name("vector"), b.label_name("rest"), b.label_name("some_done")
+        out = b.label_name("some_done")
 
-        def one(width: int | None = None, mask: str | None = None) -> None:
-            delta = Mem(self.okey, self.table, index=POS)
-            b.groups(1, lambda j: self.vector(Mem(self.src, 0), delta, Mem(self.dst, 0) if self.dst else None,
-                                              width=width, mask=mask),
-                     comment="one vector at its batch position")
+        def group(g: int, width: int | None = None, mask: str | None = None) -> None:
+            def one(j: int) -> None:
+                delta = Mem(self.okey, self.table + 16 * L * j, index=POS)
+                self.vector(Mem(self.src, 16 * L * j), delta, Mem(self.dst, 16 * L * j) if self.dst else None,
+                            width=width, mask=mask)
+            b.groups(g, one, comment=f"{g} vector(s) at their batch positions")
 
-        b.label(top)
-        b.s("cmp.r64.imm", count, imm=L)
-        b.branch("b", rest)
-        one()
-        self.advance(16 * L)
-        b.s("add.r64.imm", POS, imm=16 * L)
-        b.s("sub.r64.imm", count, imm=L)
-        b.branch("jmp", top)
-        b.label(rest)
+        for g in (g for g in (8, 4, 2, 1) if g < b.depth or g == 1):
+            fewer = b.label_name(f"fewer_than_{g}")
+            b.s("cmp.r64.imm", count, imm=g * L)
+            b.branch("b", fewer)
+            group(g)
+            self.advance(16 * L * g)
+            b.s("add.r64.imm", POS, imm=16 * L * g)
+            b.s("sub.r64.imm", count, imm=g * L)
+            b.label(fewer)
         if L > 1:
             b.s("test.r64.r64", count, count)
             b.branch("e", out)
             if b.spec.isa == "avx512":
-                one(mask=qword_mask_for_blocks(b, count, scratch=MASK_LEN))
+                group(1, mask=qword_mask_for_blocks(b, count, scratch=MASK_LEN))
             else:  # VAES ymm without AVX-512: one block is left
-                one(width=128)
+                group(1, width=128)
             b.s("shl.r64.imm", count, imm=4)
             self.advance(count)
             b.s("add.r64.r64", POS, count)
