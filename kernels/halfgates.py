@@ -36,10 +36,10 @@ from .aes import encrypt_rounds, finish
 from .frame import aligned, drop_frame, open_frame
 from .gfdouble import A_XOR_B_AND_C
 from .mpc import sigma
-from .modes import return_if_zero, vector_loops
+from .modes import group_counts, return_if_zero, vector_loops
 from .registry import describes
 from .regs import r32
-from .wideblock import Halves, group_counts
+from .wideblock import Halves
 from .xors import ternary, xor_all
 
 # Register roles beside the arguments (b.reg); all public (counts, pointers, the gate id).

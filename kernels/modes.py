@@ -39,6 +39,19 @@ def return_if_zero(b: FunctionBuilder, count: str) -> None:
     b.label(go)
 
 
+def group_counts(depth: int) -> tuple[int, ...]:
+    """The vector loops: depth groups, then halving: a short message's vectors still run
+    interleaved (at most one pass of each smaller count follows the main loop). Where a
+    vector's body is long (OCB, Rijndael-256, half-gates) the out-of-order window overlaps
+    few single vectors' round chains (OCB: docs/tuning.md, "OCB and OTR, measured"); ECB's
+    and CTR32's short bodies overlap well enough: their remainders one vector at a time
+    measured the same as in groups (avx2 256x6, 160 B to 4 KiB), so they keep (D, 1)."""
+    counts = [depth]
+    while counts[-1] > 1:
+        counts.append(counts[-1] // 2)
+    return tuple(counts)
+
+
 def vector_loops(b: FunctionBuilder, count: str, per_vector: int, ptrs: tuple[str, ...],
                  body: Body, advance: Callable[[int], None] | None = None,
                  sizes: tuple[int, ...] | None = None, stride: int | None = None) -> None:

@@ -41,7 +41,7 @@ from .frame import aligned
 from .gcm import (AAD_LEN, BLOCK, BYTE, BYTES_HI, BYTES_LO, LEN, OUT, SCRATCH, TAG, TAG_PTR, TAGLEN, Gcm,
                   gather_partial, load_qwords, read_overlapping)
 from .gfdouble import double_be
-from .modes import byte_mask, qword_mask_for_blocks
+from .modes import byte_mask, group_counts, qword_mask_for_blocks
 from .regs import RESULT, arg, r32
 from .registry import describes
 
@@ -288,9 +288,8 @@ class OffsetPass:
 
     def some_blocks(self, count: str) -> None:
         """count (< B) blocks from position POS/16: whole vectors in interleaved groups of
-        4, 2 and 1 (fewer than D vectors: each size at most once), then the rest. One vector
-        at a time, each group's rounds were a serial chain: the out-of-order window overlaps
-        only a few of them."""
+        D/2, D/4, .. 1 (modes.group_counts; fewer than D vectors: each at most once), then
+        the rest."""
         b, L = self.b, self.L
         out = b.label_name("some_done")
 
@@ -301,7 +300,7 @@ class OffsetPass:
                             width=width, mask=mask)
             b.groups(g, one, comment=f"{g} vector(s) at their batch positions")
 
-        for g in (g for g in (8, 4, 2, 1) if g < b.depth or g == 1):
+        for g in group_counts(b.depth)[1:] or (1,):
             fewer = b.label_name(f"fewer_than_{g}")
             b.s("cmp.r64.imm", count, imm=g * L)
             b.branch("b", fewer)

@@ -24,7 +24,7 @@ from aesgen.dsl import FunctionBuilder, key
 from aesgen.ir import Const, Mem, VReg
 
 from .aes import ScheduleWriter, expand_256, finish
-from .modes import return_if_zero, vector_loops
+from .modes import group_counts, return_if_zero, vector_loops
 from .regs import RESULT, r32
 from .registry import describes
 
@@ -190,15 +190,6 @@ class Rijndael256(Halves):
             x = tuple(b.v(self.ops[last], t[p], key(2 * r + p),  # type: ignore[assignment]
                           width=width, comment=f"round {r}" + (" (last)" if last else "")) for p in (0, 1))
         return x
-
-
-def group_counts(depth: int) -> tuple[int, ...]:
-    """The vector loops: depth groups, then halving: a short message's vectors still run
-    interleaved (at most one pass of each smaller count follows the main loop)."""
-    counts = [depth]
-    while counts[-1] > 1:
-        counts.append(counts[-1] // 2)
-    return tuple(counts)
 
 
 def _tail(b: FunctionBuilder, n: str, inp: str, outp: str, body) -> None:
