@@ -323,18 +323,24 @@ class Gcm:
             self._check_tag()
         else:
             if self.spec.isa != "avx512":
-                short, stored = b.label_name("short_tag"), b.label_name("tag_stored")
-                b.s("cmp.r64.imm", TAGLEN, imm=16)
-                b.branch("ne", short)
-                with b.at_width(128):
-                    b.store(Mem(TAG_PTR, 0), b.v("vload", TAG), comment="a whole tag: one store")
-                b.branch("jmp", stored)
-                b.label(short)
-                self.copy_bytes_out(TAG_PTR, TAGLEN)
-                b.label(stored)
+                self.tag_out()
             b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
         self._wipe()
         b.branch("jmp", self.exit)
+
+    def tag_out(self) -> None:
+        """The tag (the TAG slot) to the caller's taglen bytes at TAG_PTR: a whole tag in one
+        store, a shorter one byte by byte (AVX-512 files store through a byte mask instead)."""
+        b = self.b
+        short, stored = b.label_name("short_tag"), b.label_name("tag_stored")
+        b.s("cmp.r64.imm", TAGLEN, imm=16)
+        b.branch("ne", short)
+        with b.at_width(128):
+            b.store(Mem(TAG_PTR, 0), b.v("vload", TAG), comment="a whole tag: one store")
+        b.branch("jmp", stored)
+        b.label(short)
+        self.copy_bytes_out(TAG_PTR, TAGLEN)
+        b.label(stored)
 
     def stitch(self, acc: VReg, final: bool = False) -> "Stitch":
         """The hashing that rides along the CTR main loop: reductions per batch, or with
@@ -407,7 +413,10 @@ class Gcm:
         self.for_each_byte(count, body, "tag_out")
 
     def _check_tag(self) -> None:
-        """Constant-time compare of taglen bytes; the verdict alone is public."""
+        """Constant-time compare of taglen bytes (the computed tag in TAG, the caller's at
+        TAG_PTR); the verdict alone is public. A whole tag: one vector XOR and the two qwords
+        of differences ORed (the byte loop's 16 rounds were a dependent chain of about 20
+        cycles after the tag); a shorter one, byte by byte."""
         b = self.b
 
         def body(tag_byte: Mem, at) -> None:
@@ -415,8 +424,20 @@ class Gcm:
             b.s("xor.r8.m8", r8(BYTE), at(TAG_PTR))
             b.s("or.r8.r8", r8(BYTES_HI), r8(BYTE), comment="accumulate differences, no early exit")
 
+        short, compared = b.label_name("short_tag"), b.label_name("compared")
+        b.s("cmp.r64.imm", TAGLEN, imm=16)
+        b.branch("ne", short)
+        with b.at_width(128):
+            d = b.v("vxor", b.v("vload", TAG), Mem(TAG_PTR, 0), comment="differences of a whole tag")
+            b.store(TAG, d)
+        b.s("mov.r64.m64", BYTES_HI, Mem(TAG.base, TAG.disp, bits=64))
+        b.s("mov.r64.m64", BYTE, Mem(TAG.base, TAG.disp + 8, bits=64))
+        b.s("or.r64.r64", BYTES_HI, BYTE, comment="any difference")
+        b.branch("jmp", compared)
+        b.label(short)
         b.s("xor.r32.r32", r32(BYTES_HI), r32(BYTES_HI))
         self.for_each_byte(TAGLEN, body, "cmp")
+        b.label(compared)
         b.s("neg.r64", BYTES_HI, comment="CF = any difference")
         b.declassify_mark("verdict")
         b.s("sbb.r64.r64", TAGLEN, TAGLEN, comment="verdict: -1 wrong tag, 0 authentic (public)")

@@ -554,7 +554,7 @@ class Ocb(Gcm):
             self._check_tag()
         else:
             if self.spec.isa != "avx512":
-                self.copy_bytes_out(TAG_PTR, TAGLEN)
+                self.tag_out()
             b.s("xor.r32.r32", r32(RESULT), r32(RESULT))
         self._wipe()
         b.branch("jmp", self.exit)

@@ -176,7 +176,25 @@ def tamper(kernel: Kernel, fn: str, bits: int, probe: Probe, seal: Sealer, open_
             errors += refusal_errors(inv, what, length)
             if len(errors) >= 3:
                 return verdict(name, errors, "")
-    return verdict(name, errors, f"{calls} calls: tag/ciphertext/AAD/{iv} bit flips rejected, out zeroed")
+    # each byte of the tag in turn: a comparison that missed one (a qword, a lane) fails here
+    for pos in range(16):
+        j = 4 * (i + 1) + pos
+        key, pt, aad = rng.randbytes(bits // 8), rng.randbytes(16), rng.randbytes(aad_len(j, n, rng))
+        mem = HeapMem(rng)
+        k, nonce, ct, tag = seal(kernel, rng, mem, key, aad, pt, j)
+        if pos >= len(tag):
+            break
+        x = bytearray(tag)
+        x[pos] ^= 1 << rng.randrange(8)
+        what = f"tag byte {pos} flipped, len=16"
+        probe.note(name, what)
+        inv = open_(kernel, mem, fn, k, nonce, aad, ct, bytes(x), rng=rng, in_place=bool(pos % 2))
+        calls += 1
+        errors += refusal_errors(inv, what, 16)
+        if len(errors) >= 3:
+            return verdict(name, errors, "")
+    return verdict(name, errors, f"{calls} calls: tag/ciphertext/AAD/{iv} bit flips and each tag byte's "
+                                 "rejected, out zeroed")
 
 
 # (rng, mem, key region) -> each call that must be refused: (what it passes, its invocation, the text length)
