@@ -136,6 +136,23 @@ def gather_partial(b: FunctionBuilder, src: str, count: str, dst: Mem) -> None:
     b.s("mov.m64.r64", Mem(dst.base, dst.disp + 8, bits=64), BYTES_HI)
 
 
+def ored_difference(b: FunctionBuilder, computed: VReg, given: Mem, slot: Mem, lo: str, hi: str) -> None:
+    """hi = the two qwords of computed ^ given (16 tag bytes) ORed: nonzero iff they differ.
+    Through a frame slot (no vector-to-GPR moves in the op set); every byte counts, no early exit."""
+    with b.at_width(128):
+        b.store(slot, b.v("vxor", computed, given, comment="computed ^ given tag"))
+    b.s("mov.r64.m64", lo, Mem(slot.base, slot.disp, bits=64))
+    b.s("mov.r64.m64", hi, Mem(slot.base, slot.disp + 8, bits=64))
+    b.s("or.r64.r64", hi, lo, comment="any difference")
+
+
+def tag_verdict(b: FunctionBuilder, differences: str, verdict: str) -> None:
+    """verdict = -1 if `differences` (secret) is nonzero, else 0: the one public bit of a tag check."""
+    b.s("neg.r64", differences, comment="CF = any difference")
+    b.declassify_mark("verdict")
+    b.s("sbb.r64.r64", verdict, verdict, comment="verdict: -1 wrong tag, 0 authentic (public)")
+
+
 def load_qwords(b: FunctionBuilder, mem: Mem) -> VReg:
     """A 16-byte block the scalar code just wrote as two 8-byte stores, read back as two
     8-byte loads: a 16-byte load could not be forwarded from them and would wait for
@@ -428,19 +445,13 @@ class Gcm:
         b.s("cmp.r64.imm", TAGLEN, imm=16)
         b.branch("ne", short)
         with b.at_width(128):
-            d = b.v("vxor", b.v("vload", TAG), Mem(TAG_PTR, 0), comment="differences of a whole tag")
-            b.store(TAG, d)
-        b.s("mov.r64.m64", BYTES_HI, Mem(TAG.base, TAG.disp, bits=64))
-        b.s("mov.r64.m64", BYTE, Mem(TAG.base, TAG.disp + 8, bits=64))
-        b.s("or.r64.r64", BYTES_HI, BYTE, comment="any difference")
+            ored_difference(b, b.v("vload", TAG), Mem(TAG_PTR, 0), TAG, BYTE, BYTES_HI)
         b.branch("jmp", compared)
         b.label(short)
         b.s("xor.r32.r32", r32(BYTES_HI), r32(BYTES_HI))
         self.for_each_byte(TAGLEN, body, "cmp")
         b.label(compared)
-        b.s("neg.r64", BYTES_HI, comment="CF = any difference")
-        b.declassify_mark("verdict")
-        b.s("sbb.r64.r64", TAGLEN, TAGLEN, comment="verdict: -1 wrong tag, 0 authentic (public)")
+        tag_verdict(b, BYTES_HI, TAGLEN)
         good = b.label_name("authentic")
         b.s("test.r64.r64", TAGLEN, TAGLEN)
         b.branch("e", good)

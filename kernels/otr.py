@@ -42,7 +42,7 @@ from aesgen.spec import KernelSpec
 
 from .aes import encrypt_rounds, key_size_paths, finish
 from .frame import CALLEE_SAVED, aligned, leave_frame, open_frame, push_saved
-from .gcm import BYTE, BYTES_HI, gather_partial
+from .gcm import BYTE, BYTES_HI, gather_partial, ored_difference, tag_verdict
 from .gfdouble import TweakStream, double, gpr_double
 from .modes import byte_mask, vector_loops
 from .otr_staged import StagedChunks, sizes, slot_bytes, staged
@@ -694,14 +694,9 @@ class Otr:
         """Constant-time: the difference's 16 bytes ORed together; only the verdict is public."""
         b = self.b
         with b.at_width(128):
-            b.store(TAG_DIFF, b.v("vxor", tag, b.v("vload", Mem(self.tag, 0)), comment="computed ^ given tag"))
-        lo, hi, verdict = BYTE, BYTES_HI, self.rest
-        b.s("mov.r64.m64", lo, Mem("rsp", TAG_DIFF.disp, bits=64))
-        b.s("mov.r64.m64", hi, Mem("rsp", TAG_DIFF.disp + 8, bits=64))
-        b.s("or.r64.r64", hi, lo)
-        b.s("neg.r64", hi, comment="CF = any difference")
-        b.declassify_mark("verdict")
-        b.s("sbb.r64.r64", verdict, verdict, comment="verdict: -1 wrong tag, 0 authentic (public)")
+            ored_difference(b, tag, Mem(self.tag, 0), TAG_DIFF, BYTE, BYTES_HI)
+        verdict = self.rest
+        tag_verdict(b, BYTES_HI, verdict)
         good = b.label_name("authentic")
         b.s("test.r64.r64", verdict, verdict)
         b.branch("e", good)
