@@ -55,7 +55,10 @@ def target_costs(target: Target) -> Costs:
         for w in ((width,) if width else (0, 128, 256, 512)):
             if (name, w) in classes and not width:
                 continue
-            pc = table.port_class(target, name, w or 128)
+            try:
+                pc = table.port_class(target, name, w or 128)
+            except BuildError:  # an instruction the target lacks (Zen 3: GFNI): nothing to schedule
+                continue
             busy = pc.throughput * len(pc.pipes) if pc.pipes else 0.0
             classes[(name, w)] = (pc.pipes, pc.latency, busy)
     return Costs(table.issue_width, classes)
