@@ -444,8 +444,7 @@ class Gcm:
         short, compared = b.label_name("short_tag"), b.label_name("compared")
         b.s("cmp.r64.imm", TAGLEN, imm=16)
         b.branch("ne", short)
-        with b.at_width(128):
-            ored_difference(b, b.v("vload", TAG), Mem(TAG_PTR, 0), TAG, BYTE, BYTES_HI)
+        ored_difference(b, b.v("vload", TAG, width=128), Mem(TAG_PTR, 0), TAG, BYTE, BYTES_HI)
         b.branch("jmp", compared)
         b.label(short)
         b.s("xor.r32.r32", r32(BYTES_HI), r32(BYTES_HI))

@@ -300,7 +300,7 @@ class OffsetPass:
                             width=width, mask=mask)
             b.groups(g, one, comment=f"{g} vector(s) at their batch positions")
 
-        for g in group_counts(b.depth)[1:] or (1,):
+        for g in group_counts(b.depth)[1:]:  # depth 1: fewer than one vector, none
             fewer = b.label_name(f"fewer_than_{g}")
             b.s("cmp.r64.imm", count, imm=g * L)
             b.branch("b", fewer)

@@ -693,8 +693,7 @@ class Otr:
     def check_tag(self, tag: VReg) -> None:
         """Constant-time: the difference's 16 bytes ORed together; only the verdict is public."""
         b = self.b
-        with b.at_width(128):
-            ored_difference(b, tag, Mem(self.tag, 0), TAG_DIFF, BYTE, BYTES_HI)
+        ored_difference(b, tag, Mem(self.tag, 0), TAG_DIFF, BYTE, BYTES_HI)
         verdict = self.rest
         tag_verdict(b, BYTES_HI, verdict)
         good = b.label_name("authentic")

@@ -154,43 +154,45 @@ def tamper(kernel: Kernel, fn: str, bits: int, probe: Probe, seal: Sealer, open_
     errors: list[str] = []
     calls = 0
     targets = ("tag", "ct", "aad", iv.lower())
-    for i, length in enumerate(lengths(rng) if lengths else tamper_lengths(n, quick, rng)):
+
+    def aad_bytes(j: int) -> int:
+        return aad_length(j, rng) if aad_length else aad_len(j, n, rng)
+
+    def attempt(j: int, length: int, t: int, aadlen: int, byte: int | None = None) -> None:
+        """Seal case j, flip one bit of field t (a random one, or one in tag byte `byte`), open."""
+        nonlocal calls
+        key, pt, aad = rng.randbytes(bits // 8), rng.randbytes(length), rng.randbytes(aadlen)
+        in_place = bool(j % 2)
+        mem = HeapMem(rng)
+        k, nonce, ct, tag = seal(kernel, rng, mem, key, aad, pt, j)
+        fields = [tag, ct, aad, nonce]
+        x = bytearray(fields[t])
+        if byte is not None and byte >= len(x):
+            return
+        bit = rng.randrange(8 * len(x)) if byte is None else 8 * byte + rng.randrange(8)
+        x[bit // 8] ^= 1 << (bit % 8)
+        tag, ct, aad, nonce = fields[:t] + [bytes(x)] + fields[t + 1:]
+        flipped = f"{targets[t]} bit flipped" if byte is None else f"tag byte {byte} flipped"
+        what = f"{flipped}, len={length} aadlen={aadlen}{' in-place' if in_place else ''}"
+        probe.note(name, what)
+        inv = open_(kernel, mem, fn, k, nonce, aad, ct, tag, rng=rng, in_place=in_place)
+        calls += 1
+        errors.extend(refusal_errors(inv, what, length))
+
+    cases = lengths(rng) if lengths else tamper_lengths(n, quick, rng)
+    for i, length in enumerate(cases):
         for t, target in enumerate(targets):
             j = 4 * i + t
-            aadlen = max(aad_length(j, rng) if aad_length else aad_len(j, n, rng), 1 if target == "aad" else 0)
+            aadlen = max(aad_bytes(j), 1 if target == "aad" else 0)
             if target == "ct" and length == 0:
                 continue
-            key, pt, aad = rng.randbytes(bits // 8), rng.randbytes(length), rng.randbytes(aadlen)
-            in_place = bool(j % 2)
-            mem = HeapMem(rng)
-            k, nonce, ct, tag = seal(kernel, rng, mem, key, aad, pt, j)
-            fields = [tag, ct, aad, nonce]
-            x = bytearray(fields[t])
-            bit = rng.randrange(8 * len(x))
-            x[bit // 8] ^= 1 << (bit % 8)
-            tag, ct, aad, nonce = fields[:t] + [bytes(x)] + fields[t + 1:]
-            what = f"{target} bit flipped, len={length} aadlen={aadlen}{' in-place' if in_place else ''}"
-            probe.note(name, what)
-            inv = open_(kernel, mem, fn, k, nonce, aad, ct, tag, rng=rng, in_place=in_place)
-            calls += 1
-            errors += refusal_errors(inv, what, length)
+            attempt(j, length, t, aadlen)
             if len(errors) >= 3:
                 return verdict(name, errors, "")
     # each byte of the tag in turn: a comparison that missed one (a qword, a lane) fails here
-    for pos in range(16):
-        j = 4 * (i + 1) + pos
-        key, pt, aad = rng.randbytes(bits // 8), rng.randbytes(16), rng.randbytes(aad_len(j, n, rng))
-        mem = HeapMem(rng)
-        k, nonce, ct, tag = seal(kernel, rng, mem, key, aad, pt, j)
-        if pos >= len(tag):
-            break
-        x = bytearray(tag)
-        x[pos] ^= 1 << rng.randrange(8)
-        what = f"tag byte {pos} flipped, len=16"
-        probe.note(name, what)
-        inv = open_(kernel, mem, fn, k, nonce, aad, ct, bytes(x), rng=rng, in_place=bool(pos % 2))
-        calls += 1
-        errors += refusal_errors(inv, what, 16)
+    for byte in range(16):
+        j = 4 * len(cases) + byte
+        attempt(j, 16, 0, aad_bytes(j), byte)
         if len(errors) >= 3:
             return verdict(name, errors, "")
     return verdict(name, errors, f"{calls} calls: tag/ciphertext/AAD/{iv} bit flips and each tag byte's "
