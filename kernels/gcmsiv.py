@@ -21,7 +21,7 @@ authentication key (and their halves-xor for Karatsuba). The secrets are zeroed 
 from __future__ import annotations
 
 from aesgen.consts import block_msb, counter_step
-from aesgen.dsl import FunctionBuilder
+from aesgen.dsl import FunctionBuilder, key_bits
 from aesgen.ir import Mem, Schedule, VReg
 from aesgen.spec import line_up
 
@@ -154,15 +154,15 @@ class GcmSiv(Gcm):
         b, spec = self.b, self.spec
         kgk = b.reg["key"]
         with b.at_width(128):
-            # 4 (AES-128) or 6 blocks side by side, each round key loaded once for all of them.
-            blocks = self.nonce_blocks(4 if nr == 10 else 6)
+            # 8 bytes of key per block: 2 for the authentication key, 2 or 4 for the encryption
+            # key (4 or 6 blocks side by side), each round key loaded once for all of them.
+            blocks = self.nonce_blocks(2 + key_bits(nr) // 64)
             for r in range(nr + 1):
                 k = b.v("vload", Mem(kgk, r * spec.key_stride), comment=f"key-generating key, round {r}")
                 op = "vxor" if r == 0 else "aesenc" if r < nr else "aesenclast"
                 blocks = [b.v(op, x, k) for x in blocks]
             self.store_keys(blocks)
-        EXPANDERS[128 if nr == 10 else 256](b, ENC_KEY, ScheduleWriter(b, Mem("rsp", SCHEDULE), nr, False,
-                                                                       width=b.width))
+        EXPANDERS[key_bits(nr)](b, ENC_KEY, ScheduleWriter(b, Mem("rsp", SCHEDULE), nr, False, width=b.width))
         self.powers()
 
     def nonce_blocks(self, count: int) -> list[VReg]:
