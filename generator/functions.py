@@ -376,7 +376,7 @@ _RECORDS = (
     _aead("gcm_encrypt", GCM, GKEY, "iv", "gcm_set_key", False, "AES-GCM encryption and tag (one call)", "gcm",
           timed=True, explored=True),
     _aead("gcm_decrypt", GCM, GKEY, "iv", "gcm_set_key", True,
-          "AES-GCM decryption; -1 and out zeroed on a wrong tag", "gcm"),
+          "AES-GCM decryption; -1 and out zeroed on a wrong tag", "gcm", timed=True),
     _stream("gcm_start", "int", (replace(CTX, access="w"), replace(GKEY, kernel_name=""),
                                  Param("iv", "const uint8_t *", "ivlen", "r"), Param("ivlen", "size_t")),
             "streaming AES-GCM: a new message (-1 for an empty IV)"),

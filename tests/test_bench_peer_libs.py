@@ -25,7 +25,8 @@ GCM_XTS = KernelSpec(("gcm", "xts", "gcm-siv"), "avx", 128, 4)
 LIB_PEERS = ",".join(PEER_LIBS)
 NOT_BUILT = "n/a (not built: run make peers)"
 
-# A stand-in libcrypto whose AES-GCM AEAD "seals" to zeros: the harness must refuse to time it.
+# A stand-in libcrypto whose AES-GCM AEAD "seals" to zeros and rejects every message it opens: the
+# harness must refuse to time it, either way.
 WRONG_AEAD = r"""
 #include <stddef.h>
 #include <stdint.h>
@@ -40,6 +41,10 @@ int EVP_AEAD_CTX_seal_scatter(const void *ctx, uint8_t *out, uint8_t *tag, size_
     memset(tag, 0, 16);
     *tag_len = 16;
     return 1;
+}
+int EVP_AEAD_CTX_open_gather(const void *ctx, uint8_t *out, const uint8_t *nonce, size_t nl, const uint8_t *in,
+                             size_t len, const uint8_t *tag, size_t tl, const uint8_t *ad, size_t al) {
+    return 0;
 }
 """
 
@@ -84,8 +89,10 @@ def test_a_peer_whose_output_differs_is_not_timed(tmp_path, monkeypatch):
     subprocess.run([compiler(), "-shared", "-fPIC", "-o", str(lib.library), str(src)], check=True)
     assert built_library("boringssl") == lib.library
     _, d = bench_json(tmp_path, "gcm", "--compare", "boringssl")
-    assert d["peers"]["boringssl"] == "n/a (cross-check failed: output differs from aesgen's at 256 bytes)"
-    assert impls_measured(d, "gcm_encrypt") == {"aesgen"}
+    assert d["op_peers"]["gcm_encrypt"]["boringssl"] == \
+        "n/a (cross-check failed: output differs from aesgen's at 256 bytes)"
+    assert d["op_peers"]["gcm_decrypt"]["boringssl"] == "n/a (cross-check failed: rejected the valid 256-byte message)"
+    assert impls_measured(d, "gcm_encrypt") == impls_measured(d, "gcm_decrypt") == {"aesgen"}
 
 
 def test_a_peer_refused_from_some_size_on_keeps_its_column_for_the_sizes_it_passed(capsys, monkeypatch):
@@ -111,14 +118,15 @@ def built_peers(tmp_path_factory):
                       "--compare", LIB_PEERS)
 
 
-def test_built_peers_time_aes256_gcm_after_their_output_matched(built_peers):
+@pytest.mark.parametrize("op", ["gcm_encrypt", "gcm_decrypt"])
+def test_built_peers_time_aes256_gcm_after_their_output_matched(built_peers, op):
     _, d = built_peers
-    assert impls_measured(d, "gcm_encrypt") == {"aesgen", *PEER_LIBS}
+    assert impls_measured(d, op) == {"aesgen", *PEER_LIBS}
     for peer in PEER_LIBS:
-        detail = d["op_peers"]["gcm_encrypt"][peer]
+        detail = d["op_peers"][op][peer]
         assert "EVP_AEAD" in detail and "GCM path" in detail
         assert detail.endswith("output equal to aesgen's at 256, 1024 B (checked before timing)")
-        assert {r["size"] for r in d["ratios"] if r["op"] == "gcm_encrypt" and r["vs"] == peer} == {256, 1024}
+        assert {r["size"] for r in d["ratios"] if r["op"] == op and r["vs"] == peer} == {256, 1024}
 
 
 def test_built_peers_time_aes256_gcm_siv_after_output_and_tag_matched(built_peers):

@@ -111,6 +111,26 @@ def test_openssl_noaesni_gives_a_ratio_for_a_gfni_file(tmp_path):
     assert "of the AES-NI ceiling" in out and "the gfni backend runs no vaesenc" in out
 
 
+GCM_XMM = KernelSpec(("gcm",), "avx", 128, 4)
+
+
+@needs(GCM_XMM)
+def test_gcm_decryption_is_timed_beside_each_peers_decryption_of_the_same_valid_message(tmp_path):
+    """Each peer decrypts (and checks the tag of) the message aesgen's encryption made; none
+    rejected it, and both directions share the measured AES+CLMUL ceiling of their loops."""
+    _, d = bench_json(tmp_path, "gcm", GCM_XMM, "--sizes", "256", "--compare", ALL_PEERS)
+    for op in ("gcm_encrypt", "gcm_decrypt"):
+        assert "aesgen" in {m["impl"] for m in d["measurements"] if m["op"] == op}
+        for peer, info in d["op_peers"][op].items():
+            assert "rejected" not in info, (op, peer, info)
+            if not info.startswith("n/a"):
+                assert {r["vs"] for r in d["ratios"] if r["op"] == op} >= {peer}
+    decrypting = {m["impl"] for m in d["measurements"] if m["op"] == "gcm_decrypt"}
+    assert decrypting == {m["impl"] for m in d["measurements"] if m["op"] == "gcm_encrypt"}
+    if "gcm_decrypt" in d["ceiling_bounds"]:
+        assert d["ceiling_bounds"]["gcm_decrypt"]["name"] == "AES+CLMUL"
+
+
 def test_a_file_without_aes_ni_is_held_to_the_aes_ni_ceiling_of_its_width():
     ceiling = Ceiling(tsc_hz=2e9, core_hz=3e9, costs=[InstructionCost("vaesenc", 512, 1.0, 4.0, 0.0),
                                                       InstructionCost("vaesenc", 128, 0.5, 4.0, 0.0)])

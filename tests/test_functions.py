@@ -219,7 +219,7 @@ def test_timed_and_explored_functions_come_from_the_records() -> None:
     for mode, op in EXPLORED_FUNCTIONS.items():
         assert op in TIMED_FUNCTIONS[mode], (mode, op)
         assert sum(FUNCTIONS[f].explored for f in MODE_FUNCTIONS[mode] if mode_of(f) == mode) == 1, mode
-    assert TIMED_FUNCTIONS["gcm"] == ("gcm_encrypt",)  # ghash is timed as its own mode's
+    assert TIMED_FUNCTIONS["gcm"] == ("gcm_encrypt", "gcm_decrypt")  # ghash is timed as its own mode's
     assert EXPLORED_FUNCTIONS["cbc"] == "cbc_decrypt" and TIMED_FUNCTIONS["gcm-siv"] == ("gcmsiv_encrypt",)
     assert set(TIMED_FUNCTIONS) == set(MODES)
     with pytest.raises(ValueError):

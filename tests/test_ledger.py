@@ -90,7 +90,8 @@ def test_plans_hold_the_aes256_peer_goals_and_the_native_gcm_goal():
     native = KernelSpec(("ecb", "gcm", "xts"), "avx512", 512, 4)
     aes256 = KernelSpec(("gcm", "xts"), "avx512", 512, 4)
     first, second = ledger.plans(native, ("ecb", "gcm", "xts"), aes256)
-    assert first.peer_goals == {"gcm_encrypt": ("boringssl", ledger.GCM_GOALS["avx512"])} and first.goals == {}
+    both = {op: ("boringssl", ledger.GCM_GOALS["avx512"]) for op in ("gcm_encrypt", "gcm_decrypt")}
+    assert first.peer_goals == both and first.goals == {}
     assert second.key_bits == 256 and second.sizes == ledger.AES256_SIZES
     assert second.peer_goals["xts_encrypt"] == ("awslc", {16384: 1.05, 4096: 1.05})
     avx2 = KernelSpec(("ecb", "gcm", "xts"), "avx2", 256, 8)
@@ -104,7 +105,7 @@ def test_the_avx2_view_plans_time_gcm_under_the_mask_against_the_avx2_goals():
     assert [p.key_bits for p in plans] == [128, 256]
     for p in plans:
         assert p.cpu_mask == "avx512f,gfni" and p.spec is spec and p.command.startswith("AESGEN_CPU_MASK=avx512f,gfni ")
-        assert p.peer_goals == {"gcm_encrypt": ("boringssl", ledger.GCM_GOALS["avx2"])}
+        assert p.peer_goals == {op: ("boringssl", ledger.GCM_GOALS["avx2"]) for op in ("gcm_encrypt", "gcm_decrypt")}
 
 
 def test_ledger_plans_add_the_avx2_view_only_on_an_avx512_cpu():

@@ -3,9 +3,9 @@
  *
  *   bench KERNEL.so PREFIX OP KEYBITS SIZES TRIALS PEERS [CPU]
  *
- * OP: ecb_encrypt ecb_decrypt ctr32_encrypt cbc_encrypt cbc_decrypt ghash polyval gcm_encrypt
+ * OP: ecb_encrypt ecb_decrypt ctr32_encrypt cbc_encrypt cbc_decrypt ghash polyval gcm_encrypt gcm_decrypt
  *     xts_encrypt xts_decrypt (two keys of KEYBITS each) gfdouble_le gfdouble_be (SIZE / 16 doublings)
- *     ocb_encrypt ocb_decrypt otr_encrypt otr_decrypt (12-byte nonce, no AAD, 16-byte tag; a
+ *     ocb_encrypt ocb_decrypt otr_encrypt otr_decrypt (12-byte nonce, no AAD, 16-byte tag; GCM the same; a
  *     decryption gets a valid message, so it does the whole work) gcmsiv_encrypt (GCM's 12-byte IV as
  *     the nonce, no AAD: the per-message key derivation, POLYVAL and CTR)
  *     rijndael256_ecb_encrypt rijndael256_ecb_decrypt (a 256-bit key whatever KEYBITS)
@@ -56,14 +56,13 @@ static int is_xts_op(void) { return strncmp(op, "xts_", 4) == 0; }
 static int is_doubling_op(void) { return strncmp(op, "gfdouble_", 9) == 0; }
 static const uint8_t xts_tweak[16] = {0x5a, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xa5};
 static int is_hash_op(void) { return strcmp(op, "ghash") == 0 || strcmp(op, "polyval") == 0; }
-static int is_gcm_op(void) { return strcmp(op, "gcm_encrypt") == 0; }
+static int is_gcm_op(void) { return strncmp(op, "gcm_", 4) == 0; } /* gcm_encrypt, gcm_decrypt */
 static int is_gcmsiv_op(void) { return strcmp(op, "gcmsiv_encrypt") == 0; }
 const uint8_t gcm_iv[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-uint8_t gcm_tag[16];
 static int is_decrypt(void) { return strstr(op, "decrypt") != NULL; }
 static int is_ocb_op(void) { return strncmp(op, "ocb_", 4) == 0; }
 static int is_otr_op(void) { return strncmp(op, "otr_", 4) == 0; }
-int is_aead_decrypt(void) { return (is_ocb_op() || is_otr_op()) && is_decrypt(); }
+int is_aead_decrypt(void) { return (is_gcm_op() || is_ocb_op() || is_otr_op()) && is_decrypt(); }
 static int is_multikey_op(void) { return strcmp(op, "ecb_encrypt_multikey") == 0; }
 static int is_multi_cbc_op(void) { return strcmp(op, "cbc_encrypt_multi") == 0; }
 static int is_hash_block_op(void) { return strcmp(op, "fixed_key_hash") == 0; }
@@ -85,6 +84,7 @@ static void stream_key(uint8_t *k, size_t s) {
     k[1] ^= (uint8_t)(s >> 8);
 }
 static const uint8_t aead_nonce[12] = {0xa0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0x0b};
+static const uint8_t *aead_nonce_of_op(void) { return is_gcm_op() ? gcm_iv : aead_nonce; }
 #define NO_OTR "no AES-OTR in OpenSSL / intel-ipsec-mb"
 /* OpenSSL 3.2 and later have AES-GCM-SIV as an EVP cipher to fetch (not wired here); 3.0 and
  * intel-ipsec-mb have none. BoringSSL and AWS-LC have it as an EVP_AEAD (peers_dl.c). */
@@ -163,8 +163,8 @@ static int ours_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uin
     if (o->otr) return o->otr(o->key, aead_nonce, 12, NULL, 0, in, out, len, aead_tag);
     if (o->ghash) { o->ghash(o->key, o->acc, in, len / 16); return 0; }
     if (o->polyval) { o->polyval(o->h, o->acc, in, len / 16); return 0; }
-    if (o->gcm) { o->gcm(o->key, gcm_iv, 12, NULL, 0, in, out, len, gcm_tag, 16); return 0; }
-    if (o->gcmsiv) return o->gcmsiv(o->key, gcm_iv, NULL, 0, in, out, len, gcm_tag) == 0 ? 0 : 1;
+    if (o->gcm) return o->gcm(o->key, gcm_iv, 12, NULL, 0, in, out, len, aead_tag, 16) == 0 ? 0 : 1;
+    if (o->gcmsiv) return o->gcmsiv(o->key, gcm_iv, NULL, 0, in, out, len, aead_tag) == 0 ? 0 : 1;
     if (o->xts) { o->xts(o->key, in, out, len, xts_tweak); return 0; }
     if (o->gfdouble) { o->gfdouble(xts_tweak, out, len / 16); return 0; }
     if (o->multikey) { ours_multikey(o, in, out, len); return 0; }
@@ -180,9 +180,10 @@ static int ours_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uin
 
 static int ours_seal(void *self, const uint8_t *pt, uint8_t *ct, size_t len) {
     struct ours *o = self;
-    if (is_ocb_op())
+    if (is_gcm_op() || is_ocb_op())
         return ((int (*)(const void *, const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, uint8_t *,
-                         size_t, uint8_t *, size_t))o->seal_fn)(o->key, aead_nonce, 12, NULL, 0, pt, ct, len, aead_tag, 16);
+                         size_t, uint8_t *, size_t))o->seal_fn)(o->key, aead_nonce_of_op(), 12, NULL, 0, pt, ct, len,
+                                                                aead_tag, 16);
     return ((int (*)(const void *, const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, uint8_t *,
                      size_t, uint8_t *))o->seal_fn)(o->key, aead_nonce, 12, NULL, 0, pt, ct, len, aead_tag);
 }
@@ -210,7 +211,7 @@ static void setup_ours(struct impl *im, const char *so, const char *prefix) {
     int keyless = strcmp(op, "polyval") == 0 || is_doubling_op() || is_simpira_op();
     if (!fn || (!setter && !keyless)) { im->na = "kernel lacks this function"; return; }
     if (is_aead_decrypt()) { /* the encryption makes the valid message the decryption is timed on */
-        snprintf(name, sizeof name, "%s_%s", prefix, is_ocb_op() ? "ocb_encrypt" : "otr_encrypt");
+        snprintf(name, sizeof name, "%s_%s", prefix, is_gcm_op() ? "gcm_encrypt" : is_ocb_op() ? "ocb_encrypt" : "otr_encrypt");
         o.seal_fn = dlsym(h, name);
         if (!o.seal_fn) { im->na = "kernel lacks the matching encryption"; return; }
         im->seal = ours_seal;
@@ -298,12 +299,11 @@ static int ossl_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uin
     int outl, fin;
     if (is_xts_op()) iv = (uint8_t *)xts_tweak; /* one data unit per message, the same tweak as ours */
     if (s->nonce) { /* one message: nonce, (decryption: the tag to check), text, final, (encryption: tag) */
-        uint8_t *tag = is_gcm_op() ? gcm_tag : aead_tag;
         s->init(s->ctx, NULL, NULL, NULL, s->nonce);
-        if (is_decrypt()) s->ctrl(s->ctx, EVP_CTRL_AEAD_SET_TAG, 16, tag);
+        if (is_decrypt()) s->ctrl(s->ctx, EVP_CTRL_AEAD_SET_TAG, 16, aead_tag);
         s->update(s->ctx, out, &outl, in, (int)len);
         fin = s->final(s->ctx, out + outl, &outl);
-        if (!is_decrypt()) s->ctrl(s->ctx, EVP_CTRL_AEAD_GET_TAG, 16, tag);
+        if (!is_decrypt()) s->ctrl(s->ctx, EVP_CTRL_AEAD_GET_TAG, 16, aead_tag);
         return fin > 0 ? 0 : 1;
     }
     if (s->chained) s->init(s->ctx, NULL, NULL, NULL, iv); /* fresh IV per message */
@@ -355,7 +355,7 @@ void setup_evp(struct impl *im, void *h, const char *no_lib) {
     char cname[32];
     const char *m = strncmp(op, "ecb", 3) == 0 ? "ecb" : strncmp(op, "cbc", 3) == 0 ? "cbc"
                   : is_gcm_op() ? "gcm" : is_xts_op() ? "xts" : is_ocb_op() ? "ocb" : "ctr";
-    s->nonce = is_gcm_op() ? gcm_iv : is_ocb_op() ? aead_nonce : NULL;
+    s->nonce = is_gcm_op() || is_ocb_op() ? aead_nonce_of_op() : NULL;
     s->final = (evp_final_fn)dlsym(h, is_decrypt() ? "EVP_DecryptFinal_ex" : "EVP_EncryptFinal_ex");
     s->ctrl = (evp_ctrl_fn)dlsym(h, "EVP_CIPHER_CTX_ctrl");
     snprintf(cname, sizeof cname, "EVP_aes_%u_%s", keybits, m);
@@ -394,17 +394,31 @@ struct imb {
 static struct gcm_key_data imb_gkey __attribute__((aligned(64)));
 static struct gcm_context_data imb_gctx;
 
+/* The manager's one-call GCM function for the key size (what IMB_AES<bits>_GCM_ENC/DEC call). */
+static aes_gcm_enc_dec_t imb_gcm_fn(const struct imb *s, int dec) {
+    if (keybits == 128) return dec ? s->mgr->gcm128_dec : s->mgr->gcm128_enc;
+    if (keybits == 192) return dec ? s->mgr->gcm192_dec : s->mgr->gcm192_enc;
+    return dec ? s->mgr->gcm256_dec : s->mgr->gcm256_enc;
+}
+
+/* Decrypting, intel-ipsec-mb returns the tag it computed; the caller compares it (as an
+ * application must), all 16 bytes, without an early exit. */
 static int imb_gcm_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
     struct imb *s = self;
+    uint8_t tag[16], diff = 0;
     (void)iv;
-    if (keybits == 128)
-        IMB_AES128_GCM_ENC(s->mgr, &imb_gkey, &imb_gctx, out, in, len, gcm_iv, NULL, 0, gcm_tag, 16);
-    else if (keybits == 192)
-        IMB_AES192_GCM_ENC(s->mgr, &imb_gkey, &imb_gctx, out, in, len, gcm_iv, NULL, 0, gcm_tag, 16);
-    else
-        IMB_AES256_GCM_ENC(s->mgr, &imb_gkey, &imb_gctx, out, in, len, gcm_iv, NULL, 0, gcm_tag, 16);
+    int dec = is_decrypt();
+    imb_gcm_fn(s, dec)(&imb_gkey, &imb_gctx, out, in, len, gcm_iv, NULL, 0, dec ? tag : aead_tag, 16);
+    if (!dec) return 0;
+    for (int i = 0; i < 16; i++) diff |= tag[i] ^ aead_tag[i];
+    return diff != 0;
+}
+
+static int imb_gcm_seal(void *self, const uint8_t *pt, uint8_t *ct, size_t len) {
+    imb_gcm_fn(self, 0)(&imb_gkey, &imb_gctx, ct, pt, len, gcm_iv, NULL, 0, aead_tag, 16);
     return 0;
 }
+
 static uint8_t imb_tag[16];
 
 static int imb_ghash_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
@@ -518,6 +532,7 @@ static void setup_ipsec(struct impl *im) {
         else if (keybits == 192) IMB_AES192_GCM_PRE(s.mgr, user_key, &imb_gkey);
         else IMB_AES256_GCM_PRE(s.mgr, user_key, &imb_gkey);
         im->run = imb_gcm_run;
+        if (is_decrypt()) im->seal = imb_gcm_seal;
         im->self = &s;
         snprintf(im->detail, sizeof im->detail, "intel-ipsec-mb %s, %s path", imb_get_version_str(),
                  a < sizeof arch / sizeof *arch ? arch[a] : "?");

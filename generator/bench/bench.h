@@ -28,8 +28,7 @@ extern const char *op;
 extern unsigned keybits;
 extern uint8_t user_key[64];
 extern uint8_t aead_tag[16]; /* the tag an AEAD encryption wrote / a decryption checks */
-extern const uint8_t gcm_iv[12]; /* gcm_encrypt's nonce */
-extern uint8_t gcm_tag[16];      /* and the tag each implementation's call writes */
+extern const uint8_t gcm_iv[12]; /* GCM's nonce (and GCM-SIV's) */
 
 int is_aead_decrypt(void);
 void fill_user_key(void); /* the fixed key bytes every process uses */

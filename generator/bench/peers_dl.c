@@ -2,9 +2,9 @@
  * each a libcrypto.so named by $AESGEN_BORINGSSL_LIB / $AESGEN_AWSLC_LIB (aesgen.bench.peer_libs).
  *
  * Each is loaded with dlopen(RTLD_LOCAL | RTLD_DEEPBIND): its own calls bind to its own symbols, not
- * to those of OpenSSL's libcrypto.so.3 already in the process. gcm_encrypt goes through EVP_AEAD
- * and gcmsiv_encrypt (EVP_AEAD_CTX_seal_scatter: one call per message, the tag apart), the API that reaches their
- * VAES code; ECB, CTR32, CBC and XTS through the EVP cipher calls of the openssl peer (setup_evp).
+ * to those of OpenSSL's libcrypto.so.3 already in the process. GCM and GCM-SIV go through EVP_AEAD
+ * (EVP_AEAD_CTX_seal_scatter / open_gather: one call per message, the tag apart), the API that reaches
+ * their VAES code; ECB, CTR32, CBC and XTS through the EVP cipher calls of the openssl peer (setup_evp).
  * Before each size is timed, a peer's output (and GCM tag) must equal aesgen's for the same key,
  * nonce and message, or it reads n/a. */
 #define _GNU_SOURCE
@@ -26,16 +26,28 @@ typedef int (*seal_scatter_fn)(const void *ctx, uint8_t *out, uint8_t *out_tag, 
                                size_t in_len, const uint8_t *extra_in, size_t extra_in_len, const uint8_t *ad,
                                size_t ad_len);
 
+typedef int (*open_gather_fn)(const void *ctx, uint8_t *out, const uint8_t *nonce, size_t nonce_len,
+                               const uint8_t *in, size_t in_len, const uint8_t *in_tag, size_t in_tag_len,
+                               const uint8_t *ad, size_t ad_len);
+
 struct aead {
     void *ctx;
     seal_scatter_fn seal_scatter;
+    open_gather_fn open_gather;
 };
+
+static int aead_seal(void *self, const uint8_t *in, uint8_t *out, size_t len) {
+    struct aead *a = self;
+    size_t tag_len;
+    return a->seal_scatter(a->ctx, out, aead_tag, &tag_len, 16, gcm_iv, 12, in, len, NULL, 0, NULL, 0) == 1 ? 0 : 1;
+}
 
 static int aead_run(void *self, const uint8_t *in, uint8_t *out, size_t len, uint8_t *iv) {
     struct aead *a = self;
-    size_t tag_len;
     (void)iv;
-    return a->seal_scatter(a->ctx, out, gcm_tag, &tag_len, 16, gcm_iv, 12, in, len, NULL, 0, NULL, 0) == 1 ? 0 : 1;
+    if (is_aead_decrypt())
+        return a->open_gather(a->ctx, out, gcm_iv, 12, in, len, aead_tag, 16, NULL, 0) == 1 ? 0 : 1;
+    return aead_seal(self, in, out, len);
 }
 
 static const char *setup_aead(struct impl *im, void *h) {
@@ -46,11 +58,13 @@ static const char *setup_aead(struct impl *im, void *h) {
     aead_ctx_new_fn ctx_new = (aead_ctx_new_fn)dlsym(h, "EVP_AEAD_CTX_new");
     struct aead *a = calloc(1, sizeof *a);
     a->seal_scatter = (seal_scatter_fn)dlsym(h, "EVP_AEAD_CTX_seal_scatter");
-    if (!aead || !ctx_new || !a->seal_scatter)
+    a->open_gather = (open_gather_fn)dlsym(h, "EVP_AEAD_CTX_open_gather");
+    if (!aead || !ctx_new || !a->seal_scatter || (is_aead_decrypt() && !a->open_gather))
         return keybits == 192 ? (siv ? "no AES-192-GCM-SIV AEAD" : "no AES-192-GCM AEAD") : "EVP_AEAD symbols missing";
     a->ctx = ctx_new(aead(), user_key, keybits / 8, 16);
     if (!a->ctx) return "EVP_AEAD_CTX_new failed";
     im->run = aead_run;
+    if (is_aead_decrypt()) im->seal = aead_seal;
     im->self = a;
     return NULL;
 }
@@ -120,7 +134,7 @@ static const char *code_path(const char *peer) {
     static const char *const avx512_xts_awslc[] = {"aes", "vaes", "vpclmulqdq", "avx512f", "avx512dq", "avx512bw",
                                                    "avx512vl", "avx512vbmi2", NULL};
     int boring = !strcmp(peer, "boringssl");
-    if (!strcmp(op, "gcm_encrypt")) {
+    if (!strncmp(op, "gcm_", 4)) { /* encryption and decryption take the same path */
         if (boring && cpu_has(avx512_gcm_boringssl) && !boringssl_avoids_zmm()) return "VAES AVX-512 (zmm) GCM path";
         if (boring && cpu_has(avx2_gcm)) return "VAES AVX2 (ymm) GCM path";
         if (!boring && cpu_has(avx512_gcm_awslc)) return "VAES AVX-512 GCM path";
@@ -131,7 +145,7 @@ static const char *code_path(const char *peer) {
 }
 
 static const char *unsupported(const char *peer, void *h) {
-    int aead = !strcmp(op, "gcm_encrypt") || !strcmp(op, "gcmsiv_encrypt"), xts = !strncmp(op, "xts_", 4);
+    int aead = !strncmp(op, "gcm_", 4) || !strcmp(op, "gcmsiv_encrypt"), xts = !strncmp(op, "xts_", 4);
     if (!aead && !xts && strncmp(op, "ecb_", 4) && strncmp(op, "cbc_", 4) && strcmp(op, "ctr32_encrypt"))
         return "timed for ECB, CTR32, CBC, GCM, GCM-SIV and XTS only";
     if (!strcmp(op, "cbc_encrypt_multi") || !strcmp(op, "ecb_encrypt_multikey")) return "no batched API";
@@ -150,7 +164,7 @@ void setup_dl_peer(struct impl *im, const char *name) {
     if (!path || !*path) { im->na = "not built: run make peers"; return; }
     if (!h) { im->na = strdup(dlerror()); return; }
     if ((im->na = unsupported(name, h))) return;
-    if (!strcmp(op, "gcm_encrypt") || !strcmp(op, "gcmsiv_encrypt"))
+    if (!strncmp(op, "gcm_", 4) || !strcmp(op, "gcmsiv_encrypt"))
         im->na = setup_aead(im, h);
     else
         setup_evp(im, h, NULL);
@@ -171,24 +185,27 @@ static int is_dl_peer(const struct impl *im) {
 
 void cross_check_dl_peers(struct impl *impls, int n, const uint8_t *in, size_t len) {
     char why[96];
-    int any = 0;
+    int any = 0, rc = 0;
     for (int i = 1; i < n; i++) any |= is_dl_peer(&impls[i]) && !impls[i].na;
     if (!any) return;
     uint8_t *want = malloc(len + 64), *got = malloc(len + 64), want_tag[16], iv[16] = {0};
     if (!want || !got) abort();
     struct impl *ours = &impls[0]; /* aesgen */
     if (!ours->na) ours->run(ours->self, in, want, len, iv);
-    memcpy(want_tag, gcm_tag, 16);
+    memcpy(want_tag, aead_tag, 16); /* decrypting: the tag every call checks */
     for (int i = 1; i < n; i++) {
         struct impl *im = &impls[i];
         if (!is_dl_peer(im) || im->na) continue;
         memset(iv, 0, 16); /* CBC / CTR: the same fresh IV as aesgen's call */
-        memset(gcm_tag, 0, 16);
+        if (!is_aead_decrypt()) memset(aead_tag, 0, 16);
         if (ours->na)
             im->na = "no aesgen output to cross-check against";
-        else if (im->run(im->self, in, got, len, iv) != 0 || memcmp(got, want, len) != 0 ||
-                 (strstr(op, "gcm") && memcmp(gcm_tag, want_tag, 16) != 0)) {
-            snprintf(why, sizeof why, "cross-check failed: output differs from aesgen's at %zu bytes", len);
+        else if ((rc = im->run(im->self, in, got, len, iv)) != 0 || memcmp(got, want, len) != 0 ||
+                 (strstr(op, "gcm") && memcmp(aead_tag, want_tag, 16) != 0)) {
+            if (rc && is_aead_decrypt())
+                snprintf(why, sizeof why, "cross-check failed: rejected the valid %zu-byte message", len);
+            else
+                snprintf(why, sizeof why, "cross-check failed: output differs from aesgen's at %zu bytes", len);
             im->na = strdup(why);
         } else {
             printf("{\"impl\": \"%s\", \"size\": %zu, \"checked\": \"output equal to aesgen's\"}\n", im->name, len);

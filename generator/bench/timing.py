@@ -367,7 +367,7 @@ def bench(spec: KernelSpec, asm_path: Path, *, ops: list[str], sizes: list[int],
 def mix_counts(spec: KernelSpec, op: str, key_bits: int, asm: str) -> Counts:
     """GCM's bound is a loop of its main loop's vaesenc and vpclmulqdq run together: their counts
     (empty for the other functions)."""
-    return dict(main_loop(asm, op, key_bits).unit_counts()) if op == "gcm_encrypt" else {}
+    return dict(main_loop(asm, op, key_bits).unit_counts()) if mode_of(op) == "gcm" else {}
 
 
 def merge_unavailable_reasons(result: BenchResult) -> None:
@@ -418,7 +418,7 @@ def op_ceiling(ceiling: Ceiling, spec: KernelSpec, op: str, key_bits: int, asm: 
     def done(bytes_per_cycle: float, name: str, basis: str, together: bool = False) -> OpCeiling:
         return OpCeiling(op, bytes_per_cycle * core / 1e9, bytes_per_cycle, name, basis, together, core)
 
-    if op in HASH_OPS or op == "gcm_encrypt":
+    if op in HASH_OPS or mode_of(op) == "gcm":
         if asm is None:
             asm = generate(spec).asm
         counts = dict(main_loop(asm, op, key_bits).unit_counts())
