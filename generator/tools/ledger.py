@@ -44,8 +44,16 @@ REGISTER16_CONFIGS = (("avx2", 256), ("avx", 128))
 GCM_GOALS = {"avx512": {16384: 1.10, 1024: 1.05, 256: 1.0}, "avx2": {16384: 1.25, 1024: 1.10, 256: 1.0}}
 
 
+# And GCM at 16 KiB against the AES+CLMUL mix ceiling measured for the multiply variant chosen.
+GCM_MIX_GOAL = 0.85
+
+
 def gcm_peer_goals(isa: str) -> dict[str, tuple[str, dict[int, float]]]:
     return {op: ("boringssl", GCM_GOALS.get(isa, {})) for op in TIMED_FUNCTIONS["gcm"]}
+
+
+def gcm_mix_goals() -> dict[str, float]:
+    return {op: GCM_MIX_GOAL for op in TIMED_FUNCTIONS["gcm"]}
 
 # AES-256-XTS, native on an AVX-512 CPU, against AWS-LC's AVX-512 XTS (it has no AES-128-XTS).
 XTS_GOALS = {"avx512": {16384: 1.05, 4096: 1.05}}
@@ -81,11 +89,11 @@ def plans(native: KernelSpec, modes: tuple[str, ...], native_aes256: KernelSpec)
     CPU the 16-register kernels (`register16`: specs made by the caller, which owns the options)."""
     isa = native.isa
     out = [Plan("--target native, every mode", f"aesgen bench {','.join(modes)} --target native", native,
-                {op: g for op, g in REGISTER16_GOALS.items() if isa != "avx512"},
+                {**{op: g for op, g in REGISTER16_GOALS.items() if isa != "avx512"}, **gcm_mix_goals()},
                 gcm_peer_goals(isa))]
     xts = {op: ("awslc", XTS_GOALS[isa]) for op in ("xts_encrypt", "xts_decrypt") if isa in XTS_GOALS}
     out.append(Plan("AES-256: GCM and XTS", f"aesgen bench {','.join(AES256_MODES)} --target native --key-bits 256 "
-                    f"--sizes {','.join(map(str, AES256_SIZES))}", native_aes256, {},
+                    f"--sizes {','.join(map(str, AES256_SIZES))}", native_aes256, gcm_mix_goals(),
                     {**gcm_peer_goals(isa), **xts}, 256, AES256_SIZES))
     return out
 
@@ -95,7 +103,7 @@ def avx2_view_plans(spec: KernelSpec, mask: str) -> list[Plan]:
     from the peers, so BoringSSL runs its VAES-AVX2 code), against the AVX2-only goals; `spec`
     is --target native under that mask. The same cores' ports, not a Zen 3's or an Alder Lake's."""
     return [Plan(f"AVX2 view: GCM AES-{bits} as an AVX2-only CPU runs it (AESGEN_CPU_MASK={mask})",
-                 f"AESGEN_CPU_MASK={mask} aesgen bench gcm --target native --key-bits {bits}", spec, {},
+                 f"AESGEN_CPU_MASK={mask} aesgen bench gcm --target native --key-bits {bits}", spec, gcm_mix_goals(),
                  gcm_peer_goals("avx2"), bits, None, mask) for bits in (128, 256)]
 
 
@@ -197,7 +205,7 @@ def goal_lines(s: Section) -> list[str]:
         frac = s.result.ceiling_fraction(op, max(SIZES))
         if frac is None:
             continue
-        out.append(f"- {op} at {max(SIZES)} B: {100 * frac:.1f}% of the ceiling, goal >= {100 * goal:.0f}%: "
+        out.append(f"- {op} AES-{s.result.key_bits} at {max(SIZES)} B: {100 * frac:.1f}% of the ceiling, goal >= {100 * goal:.0f}%: "
                    f"**{'met' if frac >= goal else 'not met'}**")
     return out
 
