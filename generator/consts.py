@@ -35,6 +35,14 @@ def be_counter_step(step: int, lanes: int) -> Const:
     return Const(f"be_step{step}_x{lanes}", (bytes(15) + bytes([step])) * lanes)
 
 
+def be_counter_xor(start: int, step: int, lanes: int) -> Const:
+    """What turns lane l's big-endian counter block c + l into c + l + `step` by XOR, for a
+    counter c = start (mod P), P a power of two with start + lanes - 1 + step < P: the low
+    bits then never carry, so the change is (start + l) ^ (start + l + step) in byte 15."""
+    return Const(f"be_xor{start}_{step}_x{lanes}",
+                 b"".join(bytes(15) + bytes([(start + lane) ^ (start + lane + step)]) for lane in range(lanes)))
+
+
 def gfpoly(lanes: int) -> Const:
     """x^128 mod P (0xc2..01) per lane: its high qword is the reduction's fold multiplier c."""
     return Const(f"gfpoly_x{lanes}", x128_mod_p().to_bytes(16, "little") * lanes)

@@ -54,6 +54,7 @@ SAVED_ARGS = {"out": Mem("rsp", 80, bits=64), "len": Mem("rsp", 88, bits=64), "t
 # main loop skip the counter byte shuffles of batches that cannot carry (modes.FastCounter).
 # r8 (aadlen at entry, saved in the frame) holds nothing else after that.
 PUBLIC_COUNTER = "r8"
+FIRST_TEXT_COUNTER = 2  # with a 12-byte IV, J0 = IV || 1 and the text starts at J0 + 1
 # Encrypting, the ciphertext the main loop left unhashed: where it starts, its length
 # (registers the CTR tail does not touch).
 REST = (AAD, AAD_LEN_REG)
@@ -308,7 +309,7 @@ class Gcm:
         # decrypting, consumes) it; the rest is hashed in a second pass — before it is
         # decrypted, since in == out may overwrite it.
         ctr_stream(b, nr, base, IN, OUT, LEN, stitch=self.stitch(acc, final=True),
-                   public_counter=PUBLIC_COUNTER)
+                   public_counter=PUBLIC_COUNTER, counter_start=FIRST_TEXT_COUNTER)
         if not self.decrypt:  # the ciphertext left, then the lengths
             self.hash_final(acc, *REST, Mem(AAD_LEN.base, AAD_LEN.disp, bits=64), _arg("len"))
         self.finish_tag(acc)
@@ -392,7 +393,7 @@ class Gcm:
         general, have_j0 = b.label_name("iv_hash"), b.label_name("iv_done")
         b.s("cmp.r64.imm", IVLEN, imm=12)
         b.branch("ne", general)
-        b.s("mov.r64.imm", PUBLIC_COUNTER, imm=2, comment="the first text block's counter: public")
+        b.s("mov.r64.imm", PUBLIC_COUNTER, imm=FIRST_TEXT_COUNTER, comment="the first text block's counter: public")
         with b.at_width(128):
             lo = b.v("vload64", Mem(IV, 0, bits=64), comment="12 bytes, never 16: no over-read")
             j = b.v("punpcklqdq", lo, b.v("vload32", Mem(IV, 8, bits=32)))

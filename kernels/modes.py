@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from aesgen.consts import be_counter_step, bswap_mask, counter_step, lane_index
+from aesgen.consts import be_counter_step, be_counter_xor, bswap_mask, counter_step, lane_index
 from aesgen.dsl import FunctionBuilder, key
 from aesgen.ir import Mem, VReg
 
@@ -158,6 +158,16 @@ class FastCounter:
 
     counter: str
     base: VReg  # CTR_BASE
+    start: int  # the counter of the loop's first block, when public; every batch starts at start + mB
+
+    def by_xor(self, j: int, blocks: int, lanes: int) -> bool:
+        """Whether vector j of a fast batch (`blocks` = B, a power of two) is the base's blocks
+        XOR a constant (be_counter_xor) rather than a vpaddd: the batch's counter is start (mod
+        B), and vector j's lanes stay below the next multiple of B. Beside the whitened base
+        (the first vector's AES input) that is one XOR per vector, where an add and a whitening
+        XOR were two (GCM at 512x8: 6 of the loop's 171 vector ops; the last vector, whose lanes
+        wrap, keeps the add)."""
+        return 0 < j and blocks & (blocks - 1) == 0 and self.start + (j + 1) * lanes - 1 < blocks
 
     def swap(self, b: FunctionBuilder) -> None:
         """Big-endian <-> byte-reversed counter blocks (the same byte reversal both ways)."""
@@ -284,7 +294,8 @@ def counter_base(b: FunctionBuilder, block: Mem | VReg, first: int = 0, little_e
 
 
 def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: str,
-               stitch=None, little_endian: bool = False, public_counter: str | None = None) -> None:
+               stitch=None, little_endian: bool = False, public_counter: str | None = None,
+               counter_start: int = 0) -> None:
     """out = in ^ keystream for n bytes from CTR_BASE (32-bit big-endian counter): main loop
     over D vectors, single vectors, then an AVX-512 masked vector or xmm blocks and a
     partial block through the red zone.
@@ -292,22 +303,32 @@ def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: 
     `stitch` (GCM) rides along the main loop: see `stitched_loop`.
     `little_endian` (GCM-SIV): CTR_BASE lanes are the counter blocks themselves (see
     counter_base). `public_counter`: a GPR with the public counter of the next block, or
-    negative (see FastCounter), for the stitched loop's shuffle-free batches."""
+    negative (see FastCounter), for the stitched loop's shuffle-free batches; `counter_start`:
+    its value at the first block (whenever it is public)."""
     spec, L = b.spec, b.lanes
     bswap = None if little_endian else bswap_mask(L)
-    fast = FastCounter(public_counter, base) if public_counter and stitch else None
+    counters = FastCounter(public_counter, base, counter_start) if public_counter and stitch else None
 
     def body(g: int, width: int | None = None, mask: str | None = None,
              riders: Callable[[], None] | None = None, fast: bool = False) -> None:
+        whitened = b.v("vxor", base, key(0), comment="round 0: whiten") if fast else None
+
         def block(j: int) -> None:
+            whiten = True
             if fast:  # CTR_BASE holds big-endian counter blocks (FastCounter)
-                x = base if j == 0 else b.v("paddd", base, be_counter_step(j * L, L), role="blk",
-                                            comment="counter block, big-endian")
+                whiten = not (j == 0 or counters.by_xor(j, g * L, L))
+                if j == 0:
+                    x = whitened
+                elif not whiten:
+                    x = b.v("vxor", whitened, be_counter_xor(counters.start, j * L, L), role="blk",
+                            comment="whitened counter block, big-endian")
+                else:
+                    x = b.v("paddd", base, be_counter_step(j * L, L), role="blk", comment="counter block, big-endian")
             else:
                 c = base if j == 0 else b.v("paddd", base, counter_step(j * L, L), width=width)
                 x = c if bswap is None else b.v("pshufb", c, bswap, width=width, role="blk",
                                                  comment="counter block")
-            x = encrypt_rounds(b, x, nr, width=width, last=False)
+            x = encrypt_rounds(b, x, nr, width=width, last=False, whiten=whiten)
             b.final()
             d = b.v("vload", Mem(inp, 16 * L * j), width=width, mask=mask, mask_elem="b")
             k = b.v("vxor", d, key(nr), width=width, comment="input folded into the last round key")
@@ -322,7 +343,7 @@ def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: 
     if stitch is None:
         vector_loops(b, n, 16 * L, (inp, outp), body, advance)
     else:
-        stitched_loop(b, n, (inp, outp), body, advance, stitch, fast)
+        stitched_loop(b, n, (inp, outp), body, advance, stitch, counters)
     b.s("test.r64.r64", n, n)
     b.branch("e", done)
     if spec.isa == "avx512":
