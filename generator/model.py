@@ -40,11 +40,14 @@ def pipe_depth(target: Target, width: int) -> int:
 @lru_cache(maxsize=None)
 def builds(isa: str, width: int, mode: str, depth: int, backend: str = "aesni") -> bool:
     """The mode's kernel builds at this depth: it fits the register file, and the mode takes the
-    depth (OCB's batches are a power of two blocks)."""
+    depth (OCB's batches are a power of two blocks). An internal error is a generator bug, not a
+    refusal: it is raised, so that a depth search cannot quietly settle on a shallower kernel."""
     try:
         check_fits(KernelSpec((mode,), isa, width, depth, backend=backend))
         return True
-    except BuildError:
+    except BuildError as e:
+        if str(e).startswith("internal:"):
+            raise
         return False
 
 

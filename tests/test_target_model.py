@@ -161,3 +161,25 @@ def test_max_depths_on_every_core_match_one_at_a_time() -> None:
     """`aesgen list` works the table out in a process pool: the same figures as max_depth."""
     configs = [("avx", 128, "rijndael256"), ("sse", 128, "otr"), ("avx512", 512, "ecb")]
     assert model.max_depths(configs) == {c: model.max_depth(*c) for c in configs}
+
+
+def test_an_internal_build_error_is_raised_not_taken_for_a_register_file_refusal(monkeypatch) -> None:
+    """A generator bug at some depth must not make the depth search settle on a shallower
+    kernel: only refusals (the register file, the mode's own rules) read as "does not build"."""
+    from aesgen.dsl import BuildError
+
+    def broken(spec):
+        raise BuildError("internal: %t1 crosses a label or is read before written")
+
+    def too_big(spec):
+        raise BuildError(f"depth {spec.depth} does not fit the register file")
+
+    model.builds.cache_clear()
+    try:
+        monkeypatch.setattr(model, "check_fits", too_big)
+        assert model.builds("avx", 128, "ctr32", 4) is False
+        monkeypatch.setattr(model, "check_fits", broken)
+        with pytest.raises(BuildError, match="internal"):
+            model.builds("avx", 128, "ctr32", 5)
+    finally:
+        model.builds.cache_clear()
