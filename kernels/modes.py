@@ -90,9 +90,7 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
     lags one batch: iteration i hashes batch i-1 (just stored) during batch i's rounds;
     the first batch runs alone, and the last one is left to after_main(pending=True).
     With `fast`, a batch whose counters provably do not carry out of their low byte takes
-    them from big-endian counter blocks (one vpaddd each, no byte shuffle); in the XOR form
-    (FastCounter.xor_form) every batch with a public counter does, only its last vector and
-    the next base taking the carry, in a short branch before the rounds."""
+    them from big-endian counter blocks (one vpaddd each, no byte shuffle)."""
     D, L, per_batch = b.depth, b.lanes, 16 * b.lanes * b.depth
     inp, outp = ptrs
 
@@ -113,20 +111,7 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
     b.label(top)
     b.s("cmp.r64.imm", count, imm=per_batch)
     b.branch("b", out)
-    if fast and fast.xor_form(D * L, L):
-        unknown = b.label_name("shuffled_batch")
-        b.s("test.r64.r64", fast.counter, fast.counter)
-        b.branch("e", unknown)
-        fast.prepare(b, D * L, L)
-        body(D, riders=ride, fast=True)
-        step(b, count, 16 * L, ptrs, D, None)
-        b.branch("jmp", top)
-        b.label(unknown)
-        fast.swap(b)
-        body(D, riders=ride)
-        step(b, count, 16 * L, ptrs, D, advance)
-        fast.swap(b)
-    elif fast:
+    if fast:
         unknown, carrying = b.label_name("shuffled_batch"), b.label_name("carrying_batch")
         fast.branch_unless_clear(b, D * L, L, unknown, carrying)
         body(D, riders=ride, fast=True)
@@ -174,41 +159,20 @@ class FastCounter:
     counter: str
     base: VReg  # CTR_BASE
     start: int  # the counter of the loop's first block, when public; every batch starts at start + mB
-    whitened: VReg | None = None  # the XOR form: this batch's first vector, whitened
-    last: VReg | None = None  # and its last vector's counter blocks (CTR_LAST)
 
-    def xor_form(self, blocks: int, lanes: int) -> bool:
-        """Whether fast batches of `blocks` = B take every vector but the last as the first
-        vector's whitened blocks XOR a constant (be_counter_xor): B a power of two (at most a
-        byte's worth), so a batch's counter is start (mod B) and the counters of those vectors,
-        start + l + j lanes < B, never carry. One XOR per vector where an add and the
-        whitening XOR were two (GCM at 512x8: 6 of the loop's 171 vector ops). The last
-        vector, whose lanes reach the next multiple of B, and the next batch's base take the
-        carry where there is one (FastCounter.prepare)."""
-        return blocks & (blocks - 1) == 0 and blocks <= 256 and self.start < lanes + 1 < blocks
-
-    def prepare(self, b: FunctionBuilder, blocks: int, lanes: int) -> None:
-        """The XOR form's batch start: the first vector whitened, the last vector's counter
-        blocks and the next batch's base, with a vpaddd each while their low bytes cannot
-        carry, else through the byte-reversed form (its dword 0 is the counter, so vpaddd
-        carries into the higher bytes and wraps at 2^32 as inc32 does). Public values only."""
-        # pinned: both cross the branch's labels
-        self.whitened, self.last = b.pinned("CTR_WHITE"), b.pinned("CTR_LAST")
-        b.v("vxor", self.base, key(0), dst=self.whitened, comment="round 0: whiten")
-        carry, ready = b.label_name("carrying_batch"), b.label_name("counters_ready")
-        b.s("mov.r64.r64", SCRATCH, self.counter)
-        b.s("and.r64.imm", SCRATCH, imm=255)
-        b.s("cmp.r64.imm", SCRATCH, imm=256 - blocks - lanes)
-        b.branch("a", carry)
-        b.v("paddd", self.base, be_counter_step(blocks - lanes, lanes), dst=self.last, comment="last vector's counters")
-        b.v("paddd", self.base, be_counter_step(blocks, lanes), dst=self.base, comment="counters + batch")
-        b.branch("jmp", ready)
-        b.label(carry)
-        swapped = b.v("pshufb", self.base, bswap_mask(lanes), comment="dword 0 the counter: adds carry")
-        for dst, step_ in ((self.last, blocks - lanes), (self.base, blocks)):
-            b.v("pshufb", b.v("paddd", swapped, counter_step(step_, lanes)), bswap_mask(lanes), dst=dst)
-        b.label(ready)
-        b.s("add.r64.imm", self.counter, imm=blocks)
+    def by_xor(self, b: FunctionBuilder, j: int, blocks: int, lanes: int) -> bool:
+        """Whether vector j of a fast batch (`blocks` = B, a power of two) is the base's blocks
+        XOR a constant (be_counter_xor) rather than a vpaddd: the batch's counter is start (mod
+        B), and vector j's lanes stay below the next multiple of B. Beside the whitened base
+        (the first vector's AES input) that is one XOR per vector, where an add and a whitening
+        XOR were two (GCM at 512x8: 6 of the loop's 171 vector ops; the last vector, whose lanes
+        wrap, keeps the add). With 32 vector registers only: on 16 (avx2 256x8) the whitened
+        base, live through the batch's start, cost more than the ops saved (1.2% slower at 16
+        KiB, family 6 model 207). Taking the carry of a batch whose last vector wraps in a
+        branch instead of the byte-shuffled copy (two values pinned across its labels) gained
+        1.2-1.6% at 16 KiB for AES-128 and lost 1.5-2.5% at 256 B and 1 KiB: not taken."""
+        return (0 < j and b.spec.vector_registers >= 32 and blocks & (blocks - 1) == 0
+                and self.start + (j + 1) * lanes - 1 < blocks)
 
     def swap(self, b: FunctionBuilder) -> None:
         """Big-endian <-> byte-reversed counter blocks (the same byte reversal both ways)."""
@@ -352,15 +316,15 @@ def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: 
 
     def body(g: int, width: int | None = None, mask: str | None = None,
              riders: Callable[[], None] | None = None, fast: bool = False) -> None:
-        xor_form = fast and counters.xor_form(g * L, L)
+        xor_form = fast and counters.by_xor(b, 1, g * L, L)  # then the first vector's whitened blocks are shared
+        whitened = b.v("vxor", base, key(0), comment="round 0: whiten") if xor_form else None
 
         def block(j: int) -> None:
             whiten = True
-            if xor_form:  # FastCounter.prepare made the first vector and the last
-                whiten = j == g - 1
-                x = counters.last if whiten else counters.whitened if j == 0 else \
-                    b.v("vxor", counters.whitened, be_counter_xor(counters.start, j * L, L), role="blk",
-                        comment="whitened counter block, big-endian")
+            if xor_form and (j == 0 or counters.by_xor(b, j, g * L, L)):
+                whiten = False
+                x = whitened if j == 0 else b.v("vxor", whitened, be_counter_xor(counters.start, j * L, L), role="blk",
+                                                comment="whitened counter block, big-endian")
             elif fast:  # CTR_BASE holds big-endian counter blocks (FastCounter)
                 x = base if j == 0 else b.v("paddd", base, be_counter_step(j * L, L), role="blk",
                                             comment="counter block, big-endian")
