@@ -24,7 +24,7 @@ from . import ghash_planes
 from .aes import encrypt_rounds
 from .frame import CALLEE_SAVED, aligned, leave_frame, open_frame, push_saved
 from .ghash import HashCore, Products, dot, multiply
-from .modes import MASK, counter_base, ctr_stream
+from .modes import MASK, byte_loop, counter_base, ctr_stream
 from .registry import describes
 from .regs import RESULT, arg, r8, r32
 
@@ -410,18 +410,9 @@ class Gcm:
         b.label(have_j0)
 
     def for_each_byte(self, count: str, body: Callable[[Mem, Mem], None], stem: str) -> None:
-        """for (SCRATCH = 0; SCRATCH < count; SCRATCH++) body(...): a byte loop on a public count.
-        `body` gets the indexed byte operands of TAG and of [base + SCRATCH] via a maker."""
-        b = self.b
-        top, end = b.label_name(stem), b.label_name(f"{stem}_done")
-        b.s("xor.r32.r32", r32(SCRATCH), r32(SCRATCH))
-        b.label(top)
-        b.s("cmp.r64.r64", SCRATCH, count)
-        b.branch("ae", end)
-        body(Mem(TAG.base, TAG.disp, index=SCRATCH, bits=8), lambda base: Mem(base, 0, index=SCRATCH, bits=8))
-        b.s("add.r64.imm", SCRATCH, imm=1)
-        b.branch("jmp", top)
-        b.label(end)
+        """modes.byte_loop over SCRATCH: `body` gets the indexed byte operands of TAG and of
+        [base + SCRATCH] via a maker."""
+        byte_loop(self.b, SCRATCH, count, lambda at: body(Mem(TAG.base, TAG.disp, index=SCRATCH, bits=8), at), stem)
 
     def copy_bytes_out(self, dst: str, count: str) -> None:
         """dst[0..count) = the computed tag."""

@@ -200,6 +200,21 @@ class FastCounter:
         b.label(skip)
 
 
+def byte_loop(b: FunctionBuilder, index: str, count: str, body: Callable[[Callable[[str], Mem]], None],
+              stem: str) -> None:
+    """for (index = 0; index < count; index++) body(at), `at(base)` the byte [base + index]:
+    a byte loop on a public count (tags, a rejected message's zeroing)."""
+    top, end = b.label_name(stem), b.label_name(f"{stem}_done")
+    b.s("xor.r32.r32", r32(index), r32(index))
+    b.label(top)
+    b.s("cmp.r64.r64", index, count)
+    b.branch("ae", end)
+    body(lambda base: Mem(base, 0, index=index, bits=8))
+    b.s("add.r64.imm", index, imm=1)
+    b.branch("jmp", top)
+    b.label(end)
+
+
 def qword_mask_for_blocks(b: FunctionBuilder, nblocks: str, scratch: str = SCRATCH) -> str:
     """MASK = one bit per qword of the first `nblocks` blocks."""
     b.s("lea.r64.m", scratch, Mem(nblocks, 0, index=nblocks, scale=1), comment="qwords = 2 * blocks")

@@ -44,7 +44,7 @@ from .aes import encrypt_rounds, key_size_paths, finish
 from .frame import CALLEE_SAVED, aligned, leave_frame, open_frame, push_saved
 from .gcm import BYTE, BYTES_HI, gather_partial, ored_difference, tag_verdict
 from .gfdouble import TweakStream, double, gpr_double
-from .modes import byte_mask, vector_loops
+from .modes import byte_loop, byte_mask, vector_loops
 from .otr_staged import StagedChunks, sizes, slot_bytes, staged
 from .otr_tabled import TabledChunks, table_bytes, tabled
 from .regs import RESULT, r8, r32
@@ -707,17 +707,9 @@ class Otr:
         """Return -1 (jumps to the exit); decrypting, with out[0..len) zeroed."""
         b = self.b
         if self.decrypt:
-            top, done = b.label_name("zero"), b.label_name("zeroed")
             b.s("mov.r64.m64", self.outp, b.stack_arg("out", pushed=len(CALLEE_SAVED) + self.frame // 8))
             b.s("xor.r32.r32", r32(BYTES_HI), r32(BYTES_HI))
-            b.s("xor.r32.r32", r32(INDEX), r32(INDEX))
-            b.label(top)
-            b.s("cmp.r64.r64", INDEX, self.len)
-            b.branch("ae", done)
-            b.s("mov.m8.r8", Mem(self.outp, 0, index=INDEX, bits=8), r8(BYTES_HI))
-            b.s("add.r64.imm", INDEX, imm=1)
-            b.branch("jmp", top)
-            b.label(done)
+            byte_loop(b, INDEX, self.len, lambda at: b.s("mov.m8.r8", at(self.outp), r8(BYTES_HI)), "zero")
         b.s("mov.r32.imm", r32(RESULT), imm=-1)
         b.branch("jmp", self.exit)
 
