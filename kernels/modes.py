@@ -120,7 +120,16 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
         b.s("add.r64.imm", fast.counter, imm=D * L)
         b.branch("jmp", top)
         b.label(carrying)
-        b.s("add.r64.imm", fast.counter, imm=D * L)
+        if fast.by_xor(b, 1, D * L, L):
+            # In the XOR form only the last vector and the next base can carry: a copy of the
+            # batch takes those two through the byte-reversed form (vpaddd carries there).
+            body(D, riders=ride, fast=True, carrying=True)
+            step(b, count, 16 * L, ptrs, D, None)
+            fast.carried_step(b, D * L, dst=fast.base)
+            b.s("add.r64.imm", fast.counter, imm=D * L)
+            b.branch("jmp", top)
+        else:
+            b.s("add.r64.imm", fast.counter, imm=D * L)
         b.label(unknown)
         fast.swap(b)
         body(D, riders=ride)
@@ -168,11 +177,18 @@ class FastCounter:
         XOR were two (GCM at 512x8: 6 of the loop's 171 vector ops; the last vector, whose lanes
         wrap, keeps the add). With 32 vector registers only: on 16 (avx2 256x8) the whitened
         base, live through the batch's start, cost more than the ops saved (1.2% slower at 16
-        KiB, family 6 model 207). Taking the carry of a batch whose last vector wraps in a
-        branch instead of the byte-shuffled copy (two values pinned across its labels) gained
-        1.2-1.6% at 16 KiB for AES-128 and lost 1.5-2.5% at 256 B and 1 KiB: not taken."""
+        KiB, family 6 model 207). A batch whose last vector wraps takes a copy of this form
+        (stitched_loop, carried_step); taking that carry in a branch before the rounds instead
+        (two values pinned across its labels) lost 1.5-2.5% at 256 B and 1 KiB."""
         return (0 < j and b.spec.vector_registers >= 32 and blocks & (blocks - 1) == 0
                 and self.start + (j + 1) * lanes - 1 < blocks)
+
+    def carried_step(self, b: FunctionBuilder, step_: int, dst: VReg | None = None) -> VReg:
+        """CTR_BASE + step_ per lane with the carry out of the low byte: through the byte-reversed
+        form, whose dword 0 is the counter (vpaddd there carries, and wraps at 2^32 as inc32)."""
+        swapped = b.v("pshufb", self.base, bswap_mask(b.lanes), comment="dword 0 the counter: adds carry")
+        return b.v("pshufb", b.v("paddd", swapped, counter_step(step_, b.lanes)), bswap_mask(b.lanes), dst=dst,
+                   role="blk", comment=f"counters + {step_}, carried")
 
     def swap(self, b: FunctionBuilder) -> None:
         """Big-endian <-> byte-reversed counter blocks (the same byte reversal both ways)."""
@@ -330,13 +346,17 @@ def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: 
     counters = FastCounter(public_counter, base, counter_start) if public_counter and stitch else None
 
     def body(g: int, width: int | None = None, mask: str | None = None,
-             riders: Callable[[], None] | None = None, fast: bool = False) -> None:
+             riders: Callable[[], None] | None = None, fast: bool = False, carrying: bool = False) -> None:
+        """`carrying` (the XOR form only): the last vector's counters may carry out of the low byte."""
         xor_form = fast and counters.by_xor(b, 1, g * L, L)  # then the first vector's whitened blocks are shared
         whitened = b.v("vxor", base, key(0), comment="round 0: whiten") if xor_form else None
+        last = counters.carried_step(b, (g - 1) * L) if carrying else None
 
         def block(j: int) -> None:
             whiten = True
-            if xor_form and (j == 0 or counters.by_xor(b, j, g * L, L)):
+            if last is not None and j == g - 1:
+                x = last
+            elif xor_form and (j == 0 or counters.by_xor(b, j, g * L, L)):
                 whiten = False
                 x = whitened if j == 0 else b.v("vxor", whitened, be_counter_xor(counters.start, j * L, L), role="blk",
                                                 comment="whitened counter block, big-endian")

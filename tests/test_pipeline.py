@@ -370,3 +370,14 @@ def test_no_vector_load_of_a_constant_splits_a_cache_line(tmp_path, args):
             split.append(line.strip())
     assert seen > 20, "no RIP-relative vector operands found: the parse is wrong"
     assert not split, f"{len(split)} split loads, e.g. {split[:3]}"
+
+
+def test_loop_heads_and_only_they_start_on_a_32_byte_boundary():
+    from aesgen.ir import Branch, Label
+    from aesgen.pipeline import LOOP_ALIGN, loop_heads
+    items = [Label("top"), Branch("b", "out"), Label("skip"), Branch("jmp", "top"), Label("out")]
+    assert loop_heads(items) == {"top"}  # "out" and "skip" are reached forward only
+    asm = generate(KernelSpec(("ecb",), "avx", 128, 4)).asm.splitlines()
+    aligned = [asm[i + 1] for i, line in enumerate(asm) if line == f"\t.p2align {LOOP_ALIGN}"]
+    loops = {line.split()[-1] for line in asm if line.strip().startswith("j") and "loop" in line}
+    assert aligned and {a.rstrip(":") for a in aligned if a.startswith(".L")} >= loops

@@ -885,6 +885,7 @@ aesgen_aesni_avx512_512x1_cbc_cbc_encrypt:
 	vmovdqu (%rsi),%xmm1
 	vpxor %xmm0,%xmm1,%xmm0                        # P0 ^ IV; iv
 	vpxord %xmm30,%xmm0,%xmm31                     # round 0: whiten; CBC_STATE KEY0
+	.p2align 5
 .Laesgen_aesni_avx512_512x1_cbc_cbc_encrypt_block5:
 	sub $1,%rcx
 	je .Laesgen_aesni_avx512_512x1_cbc_cbc_encrypt_last6
@@ -939,6 +940,7 @@ aesgen_aesni_avx512_512x1_cbc_cbc_encrypt:
 	vmovdqu (%rsi),%xmm1
 	vpxor %xmm0,%xmm1,%xmm0                        # P0 ^ IV; iv
 	vpxord %xmm30,%xmm0,%xmm31                     # round 0: whiten; CBC_STATE KEY0
+	.p2align 5
 .Laesgen_aesni_avx512_512x1_cbc_cbc_encrypt_block7:
 	sub $1,%rcx
 	je .Laesgen_aesni_avx512_512x1_cbc_cbc_encrypt_last8
@@ -999,6 +1001,7 @@ aesgen_aesni_avx512_512x1_cbc_cbc_encrypt:
 	vmovdqu (%rsi),%xmm1
 	vpxor %xmm0,%xmm1,%xmm0                        # P0 ^ IV; iv
 	vpxord %xmm30,%xmm0,%xmm31                     # round 0: whiten; CBC_STATE KEY0
+	.p2align 5
 .Laesgen_aesni_avx512_512x1_cbc_cbc_encrypt_block9:
 	sub $1,%rcx
 	je .Laesgen_aesni_avx512_512x1_cbc_cbc_encrypt_last10
@@ -1081,6 +1084,7 @@ aesgen_aesni_avx512_512x1_cbc_cbc_decrypt:
 	shl $4,%r10
 	vmovdqu -0x10(%rsi,%r10),%xmm0
 	vmovdqu %xmm0,(%r8)                            # iv = last ciphertext block
+	.p2align 5
 .Laesgen_aesni_avx512_512x1_cbc_cbc_decrypt_loop1x_6:
 	cmp $4,%rcx
 	jb .Laesgen_aesni_avx512_512x1_cbc_cbc_decrypt_end1x_7
@@ -1148,6 +1152,7 @@ aesgen_aesni_avx512_512x1_cbc_cbc_decrypt:
 	shl $4,%r10
 	vmovdqu -0x10(%rsi,%r10),%xmm0
 	vmovdqu %xmm0,(%r8)                            # iv = last ciphertext block
+	.p2align 5
 .Laesgen_aesni_avx512_512x1_cbc_cbc_decrypt_loop1x_9:
 	cmp $4,%rcx
 	jb .Laesgen_aesni_avx512_512x1_cbc_cbc_decrypt_end1x_10
@@ -1221,6 +1226,7 @@ aesgen_aesni_avx512_512x1_cbc_cbc_decrypt:
 	shl $4,%r10
 	vmovdqu -0x10(%rsi,%r10),%xmm0
 	vmovdqu %xmm0,(%r8)                            # iv = last ciphertext block
+	.p2align 5
 .Laesgen_aesni_avx512_512x1_cbc_cbc_decrypt_loop1x_12:
 	cmp $4,%rcx
 	jb .Laesgen_aesni_avx512_512x1_cbc_cbc_decrypt_end1x_13

@@ -797,6 +797,7 @@ aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt:
 	add %r10d,%r11d                                # mod 2^32: only the low 32 bits count
 	bswap %r11d
 	mov %r11d,0xc(%r8)
+	.p2align 5
 .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_6:
 	cmp $0x20,%rcx
 	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end2x_7
@@ -837,6 +838,7 @@ aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt:
 	sub $0x20,%rcx
 	jmp .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_6
 .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end2x_7:
+	.p2align 5
 .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop1x_8:
 	cmp $0x10,%rcx
 	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end1x_9
@@ -877,6 +879,7 @@ aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt:
 	vaesenclast %xmm4,%xmm0,%xmm0                  # round 10 (last); KEY10
 	vmovdqu %xmm0,-0x10(%rsp)                      # keystream block to the red zone
 	xor %r10d,%r10d
+	.p2align 5
 .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_bytes10:
 	movzbl (%rsi,%r10),%r11d
 	xor -0x10(%rsp,%r10),%r11b
@@ -910,6 +913,7 @@ aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt:
 	add %r10d,%r11d                                # mod 2^32: only the low 32 bits count
 	bswap %r11d
 	mov %r11d,0xc(%r8)
+	.p2align 5
 .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_12:
 	cmp $0x20,%rcx
 	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end2x_13
@@ -955,6 +959,7 @@ aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt:
 	sub $0x20,%rcx
 	jmp .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_12
 .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end2x_13:
+	.p2align 5
 .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop1x_14:
 	cmp $0x10,%rcx
 	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end1x_15
@@ -999,6 +1004,7 @@ aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt:
 	vaesenclast 0xc0(%rdi),%xmm0,%xmm0             # round 12 (last)
 	vmovdqu %xmm0,-0x10(%rsp)                      # keystream block to the red zone
 	xor %r10d,%r10d
+	.p2align 5
 .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_bytes16:
 	movzbl (%rsi,%r10),%r11d
 	xor -0x10(%rsp,%r10),%r11b
@@ -1032,6 +1038,7 @@ aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt:
 	add %r10d,%r11d                                # mod 2^32: only the low 32 bits count
 	bswap %r11d
 	mov %r11d,0xc(%r8)
+	.p2align 5
 .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_18:
 	cmp $0x20,%rcx
 	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end2x_19
@@ -1081,6 +1088,7 @@ aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt:
 	sub $0x20,%rcx
 	jmp .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop2x_18
 .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end2x_19:
+	.p2align 5
 .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_loop1x_20:
 	cmp $0x10,%rcx
 	jb .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_end1x_21
@@ -1129,6 +1137,7 @@ aesgen_aesni_avx_128x2_ctr32_ctr32_encrypt:
 	vaesenclast 0xe0(%rdi),%xmm0,%xmm0             # round 14 (last)
 	vmovdqu %xmm0,-0x10(%rsp)                      # keystream block to the red zone
 	xor %r10d,%r10d
+	.p2align 5
 .Laesgen_aesni_avx_128x2_ctr32_ctr32_encrypt_bytes22:
 	movzbl (%rsi,%r10),%r11d
 	xor -0x10(%rsp,%r10),%r11b

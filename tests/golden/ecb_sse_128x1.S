@@ -929,6 +929,7 @@ aesgen_aesni_sse_128x1_ecb_ecb_encrypt:
 	movdqa 0x80(%rdi),%xmm7                        # round key 8 stays in a register; KEY8
 	movdqa 0x90(%rdi),%xmm6                        # round key 9 stays in a register; KEY9
 	movdqa 0xa0(%rdi),%xmm5                        # round key 10 stays in a register; KEY10
+	.p2align 5
 .Laesgen_aesni_sse_128x1_ecb_ecb_encrypt_loop1x_6:
 	cmp $1,%rcx
 	jb .Laesgen_aesni_sse_128x1_ecb_ecb_encrypt_end1x_7
@@ -966,6 +967,7 @@ aesgen_aesni_sse_128x1_ecb_ecb_encrypt:
 	movdqa 0xa0(%rdi),%xmm5                        # round key 10 stays in a register; KEY10
 	movdqa 0xb0(%rdi),%xmm4                        # round key 11 stays in a register; KEY11
 	movdqa 0xc0(%rdi),%xmm3                        # round key 12 stays in a register; KEY12
+	.p2align 5
 .Laesgen_aesni_sse_128x1_ecb_ecb_encrypt_loop1x_9:
 	cmp $1,%rcx
 	jb .Laesgen_aesni_sse_128x1_ecb_ecb_encrypt_end1x_10
@@ -1007,6 +1009,7 @@ aesgen_aesni_sse_128x1_ecb_ecb_encrypt:
 	movdqa 0xc0(%rdi),%xmm3                        # round key 12 stays in a register; KEY12
 	movdqa 0xd0(%rdi),%xmm2                        # round key 13 stays in a register; KEY13
 	movdqa 0xe0(%rdi),%xmm1                        # round key 14 stays in a register; KEY14
+	.p2align 5
 .Laesgen_aesni_sse_128x1_ecb_ecb_encrypt_loop1x_12:
 	cmp $1,%rcx
 	jb .Laesgen_aesni_sse_128x1_ecb_ecb_encrypt_end1x_13
@@ -1067,6 +1070,7 @@ aesgen_aesni_sse_128x1_ecb_ecb_decrypt:
 	movdqa 0x80(%rdi),%xmm7                        # round key 8 stays in a register; KEY8
 	movdqa 0x90(%rdi),%xmm6                        # round key 9 stays in a register; KEY9
 	movdqa 0xa0(%rdi),%xmm5                        # round key 10 stays in a register; KEY10
+	.p2align 5
 .Laesgen_aesni_sse_128x1_ecb_ecb_decrypt_loop1x_6:
 	cmp $1,%rcx
 	jb .Laesgen_aesni_sse_128x1_ecb_ecb_decrypt_end1x_7
@@ -1104,6 +1108,7 @@ aesgen_aesni_sse_128x1_ecb_ecb_decrypt:
 	movdqa 0xa0(%rdi),%xmm5                        # round key 10 stays in a register; KEY10
 	movdqa 0xb0(%rdi),%xmm4                        # round key 11 stays in a register; KEY11
 	movdqa 0xc0(%rdi),%xmm3                        # round key 12 stays in a register; KEY12
+	.p2align 5
 .Laesgen_aesni_sse_128x1_ecb_ecb_decrypt_loop1x_9:
 	cmp $1,%rcx
 	jb .Laesgen_aesni_sse_128x1_ecb_ecb_decrypt_end1x_10
@@ -1145,6 +1150,7 @@ aesgen_aesni_sse_128x1_ecb_ecb_decrypt:
 	movdqa 0xc0(%rdi),%xmm3                        # round key 12 stays in a register; KEY12
 	movdqa 0xd0(%rdi),%xmm2                        # round key 13 stays in a register; KEY13
 	movdqa 0xe0(%rdi),%xmm1                        # round key 14 stays in a register; KEY14
+	.p2align 5
 .Laesgen_aesni_sse_128x1_ecb_ecb_decrypt_loop1x_12:
 	cmp $1,%rcx
 	jb .Laesgen_aesni_sse_128x1_ecb_ecb_decrypt_end1x_13
