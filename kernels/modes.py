@@ -120,7 +120,7 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
         b.s("add.r64.imm", fast.counter, imm=D * L)
         b.branch("jmp", top)
         b.label(carrying)
-        if fast.by_xor(b, 1, D * L, L):
+        if fast.xor_form(b, D * L, L):
             # In the XOR form only the last vector and the next base can carry: a copy of the
             # batch takes those two through the byte-reversed form (vpaddd carries there).
             body(D, riders=ride, fast=True, carrying=True)
@@ -163,7 +163,10 @@ class FastCounter:
     While the low byte of every counter of a batch stays below 256, adding to the
     big-endian block is adding (j << 24) to its dword 3. Inside the loop CTR_BASE holds
     the big-endian blocks (lane l: counter + l, as the AES input wants them); a batch
-    that may carry swaps it back to the byte-reversed form around its body."""
+    that may carry swaps it back to the byte-reversed form around its body. In the XOR
+    form (xor_form: B a power of two, 32 registers) the vectors but the last are the first
+    one's whitened blocks XOR constants, and a batch that may carry routes only its last
+    vector and the next base through the byte-reversed form (carried_step)."""
 
     counter: str
     base: VReg  # CTR_BASE
@@ -182,6 +185,11 @@ class FastCounter:
         (two values pinned across its labels) lost 1.5-2.5% at 256 B and 1 KiB."""
         return (0 < j and b.spec.vector_registers >= 32 and blocks & (blocks - 1) == 0
                 and self.start + (j + 1) * lanes - 1 < blocks)
+
+    def xor_form(self, b: FunctionBuilder, blocks: int, lanes: int) -> bool:
+        """Whether a fast batch shares its first vector's whitened blocks with the vectors that
+        follow (by_xor): the XOR form."""
+        return self.by_xor(b, 1, blocks, lanes)
 
     def carried_step(self, b: FunctionBuilder, step_: int, dst: VReg | None = None) -> VReg:
         """CTR_BASE + step_ per lane with the carry out of the low byte: through the byte-reversed
@@ -348,7 +356,7 @@ def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: 
     def body(g: int, width: int | None = None, mask: str | None = None,
              riders: Callable[[], None] | None = None, fast: bool = False, carrying: bool = False) -> None:
         """`carrying` (the XOR form only): the last vector's counters may carry out of the low byte."""
-        xor_form = fast and counters.by_xor(b, 1, g * L, L)  # then the first vector's whitened blocks are shared
+        xor_form = fast and counters.xor_form(b, g * L, L)
         whitened = b.v("vxor", base, key(0), comment="round 0: whiten") if xor_form else None
         last = counters.carried_step(b, (g - 1) * L) if carrying else None
 
