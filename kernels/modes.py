@@ -172,24 +172,21 @@ class FastCounter:
     base: VReg  # CTR_BASE
     start: int  # the counter of the loop's first block, when public; every batch starts at start + mB
 
-    def by_xor(self, b: FunctionBuilder, j: int, blocks: int, lanes: int) -> bool:
-        """Whether vector j of a fast batch (`blocks` = B, a power of two) is the base's blocks
-        XOR a constant (be_counter_xor) rather than a vpaddd: the batch's counter is start (mod
-        B), and vector j's lanes stay below the next multiple of B. Beside the whitened base
-        (the first vector's AES input) that is one XOR per vector, where an add and a whitening
-        XOR were two (GCM at 512x8: 6 of the loop's 171 vector ops; the last vector, whose lanes
-        wrap, keeps the add). With 32 vector registers only: on 16 (avx2 256x8) the whitened
-        base, live through the batch's start, cost more than the ops saved (1.2% slower at 16
-        KiB, family 6 model 207). A batch whose last vector wraps takes a copy of this form
-        (stitched_loop, carried_step); taking that carry in a branch before the rounds instead
-        (two values pinned across its labels) lost 1.5-2.5% at 256 B and 1 KiB."""
-        return (0 < j and b.spec.vector_registers >= 32 and blocks & (blocks - 1) == 0
-                and self.start + (j + 1) * lanes - 1 < blocks)
-
     def xor_form(self, b: FunctionBuilder, blocks: int, lanes: int) -> bool:
-        """Whether a fast batch shares its first vector's whitened blocks with the vectors that
-        follow (by_xor): the XOR form."""
-        return self.by_xor(b, 1, blocks, lanes)
+        """Whether every vector of a fast batch of `blocks` = B but the last is the first
+        vector's whitened blocks XOR a constant (be_counter_xor) rather than a vpaddd and a
+        whitening XOR: B a power of two, so the batch's counter is start (mod B), and the lanes
+        of those vectors, start + l + j lanes <= start + B - lanes - 1, stay below the next
+        multiple of B (start <= lanes; with one lane a vector, start 2 would leave vector D - 2
+        to carry too). One op a vector where there were two (GCM at 512x8: 6 of the loop's 171
+        vector ops). Only the last vector and the next base can then carry: a batch where they
+        may takes a copy of this form that routes just those two through the byte-reversed form
+        (stitched_loop, carried_step). With 32 vector registers only: on 16 (avx2 256x8) the
+        whitened base, live through the batch's start, cost more than the ops saved (1.2% slower
+        at 16 KiB, family 6 model 207); taking the carry in a branch before the rounds instead of
+        a copy (two values pinned across its labels) lost 1.5-2.5% at 256 B and 1 KiB."""
+        return (b.spec.vector_registers >= 32 and blocks & (blocks - 1) == 0 and blocks >= 2 * lanes
+                and self.start + blocks - lanes - 1 < blocks)
 
     def carried_step(self, b: FunctionBuilder, step_: int, dst: VReg | None = None) -> VReg:
         """CTR_BASE + step_ per lane with the carry out of the low byte: through the byte-reversed
@@ -364,7 +361,7 @@ def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: 
             whiten = True
             if last is not None and j == g - 1:
                 x = last
-            elif xor_form and (j == 0 or counters.by_xor(b, j, g * L, L)):
+            elif xor_form and j < g - 1:
                 whiten = False
                 x = whitened if j == 0 else b.v("vxor", whitened, be_counter_xor(counters.start, j * L, L), role="blk",
                                                 comment="whitened counter block, big-endian")
