@@ -128,9 +128,9 @@ def sub_word(b: FunctionBuilder, src: VReg, dword: int, rotate: bool, rc: int) -
         t = b.v("pshufb", src, _word_mask(dword, rotate), width=128, comment=f"w{dword} in every word")
         return b.v("aesenclast", t, _rcon_words(rc), width=128, comment=what)
     assert dword in (1, 3) and (rotate or not rc)
+    # aeskeygenassist: [SubWord(w1), RotWord(SubWord(w1)) ^ rc, SubWord(w3), RotWord(SubWord(w3)) ^ rc]
     t = b.v("aeskeygenassist", src, imm=rc, width=128)
-    pick = (1 if dword == 1 else 3) if rotate else (0 if dword == 1 else 2)
-    return b.v("pshufd", t, imm=0x55 * pick, width=128, comment=what)
+    return b.v("pshufd", t, imm=0x55 * (dword - 1 + rotate), width=128, comment=what)
 
 
 def expand_128(b: FunctionBuilder, user: str | Mem, put: ScheduleWriter) -> None:

@@ -147,6 +147,13 @@ def ored_difference(b: FunctionBuilder, computed: VReg, given: Mem, slot: Mem, l
     b.s("or.r64.r64", hi, lo, comment="any difference")
 
 
+def zero_bytes(b: FunctionBuilder, dst: str, count: str, index: str) -> None:
+    """dst[0..count) = 0, a byte at a time (count public, `index` the loop's counter): what a
+    rejected decryption leaves in its output."""
+    b.s("xor.r32.r32", r32(BYTES_HI), r32(BYTES_HI))
+    byte_loop(b, index, count, lambda at: b.s("mov.m8.r8", at(dst), r8(BYTES_HI)), "zero")
+
+
 def tag_verdict(b: FunctionBuilder, differences: str, verdict: str) -> None:
     """verdict = -1 if `differences` (secret) is nonzero, else 0: the one public bit of a tag check."""
     b.s("neg.r64", differences, comment="CF = any difference")
@@ -457,8 +464,7 @@ class Gcm:
 
     def zero_out(self) -> None:
         """out[0..len) = 0 (a rejected decryption releases nothing)."""
-        self.b.s("xor.r32.r32", r32(BYTES_HI), r32(BYTES_HI))
-        self.for_each_byte(LEN, lambda _tag, at: self.b.s("mov.m8.r8", at(OUT), r8(BYTES_HI)), "zero")
+        zero_bytes(self.b, OUT, LEN, SCRATCH)
 
     def _wipe(self) -> None:
         b = self.b

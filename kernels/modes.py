@@ -113,21 +113,25 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
     b.branch("b", out)
     if fast:
         unknown, carrying = b.label_name("shuffled_batch"), b.label_name("carrying_batch")
+
+        def fast_batch(carries: bool) -> None:
+            """A batch on big-endian counter blocks, then the base a batch on (with its carry)."""
+            body(D, riders=ride, fast=True, carrying=carries)
+            step(b, count, 16 * L, ptrs, D, None)
+            if carries:
+                fast.carried_step(b, D * L, dst=fast.base)
+            else:
+                b.v("paddd", fast.base, be_counter_step(D * L, L), dst=fast.base, comment="counters + batch")
+            b.s("add.r64.imm", fast.counter, imm=D * L)
+            b.branch("jmp", top)
+
         fast.branch_unless_clear(b, D * L, L, unknown, carrying)
-        body(D, riders=ride, fast=True)
-        step(b, count, 16 * L, ptrs, D, None)
-        b.v("paddd", fast.base, be_counter_step(D * L, L), dst=fast.base, comment="counters + batch")
-        b.s("add.r64.imm", fast.counter, imm=D * L)
-        b.branch("jmp", top)
+        fast_batch(False)
         b.label(carrying)
         if fast.xor_form(b, D * L, L):
             # In the XOR form only the last vector and the next base can carry: a copy of the
             # batch takes those two through the byte-reversed form (vpaddd carries there).
-            body(D, riders=ride, fast=True, carrying=True)
-            step(b, count, 16 * L, ptrs, D, None)
-            fast.carried_step(b, D * L, dst=fast.base)
-            b.s("add.r64.imm", fast.counter, imm=D * L)
-            b.branch("jmp", top)
+            fast_batch(True)
         else:
             b.s("add.r64.imm", fast.counter, imm=D * L)
         b.label(unknown)

@@ -42,9 +42,9 @@ from aesgen.spec import KernelSpec
 
 from .aes import encrypt_rounds, key_size_paths, finish
 from .frame import CALLEE_SAVED, aligned, leave_frame, open_frame, push_saved
-from .gcm import BYTE, BYTES_HI, gather_partial, ored_difference, tag_verdict
+from .gcm import BYTE, BYTES_HI, gather_partial, ored_difference, tag_verdict, zero_bytes
 from .gfdouble import TweakStream, double, gpr_double
-from .modes import byte_loop, byte_mask, vector_loops
+from .modes import byte_mask, vector_loops
 from .otr_staged import StagedChunks, sizes, slot_bytes, staged
 from .otr_tabled import TabledChunks, table_bytes, tabled
 from .regs import RESULT, r8, r32
@@ -708,8 +708,7 @@ class Otr:
         b = self.b
         if self.decrypt:
             b.s("mov.r64.m64", self.outp, b.stack_arg("out", pushed=len(CALLEE_SAVED) + self.frame // 8))
-            b.s("xor.r32.r32", r32(BYTES_HI), r32(BYTES_HI))
-            byte_loop(b, INDEX, self.len, lambda at: b.s("mov.m8.r8", at(self.outp), r8(BYTES_HI)), "zero")
+            zero_bytes(b, self.outp, self.len, INDEX)
         b.s("mov.r32.imm", r32(RESULT), imm=-1)
         b.branch("jmp", self.exit)
 

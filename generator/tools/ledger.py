@@ -18,9 +18,9 @@ from pathlib import Path
 
 from .. import __version__
 from ..bench.peer_libs import PEER_LIBS
-from ..functions import TIMED_FUNCTIONS
 from ..bench.timing import BenchResult, two_speeds
 from ..cpu import flags as cpu_flags
+from ..functions import TIMED_FUNCTIONS
 from ..mainloop import main_loop
 from ..model import spec_for
 from ..pipeline import generate
@@ -42,8 +42,6 @@ REGISTER16_CONFIGS = (("avx2", 256), ("avx", 128))
 # GCM, native, against BoringSSL in the same process (AES-128 and AES-256): minimum ratio per size,
 # for each direction the bench times.
 GCM_GOALS = {"avx512": {16384: 1.10, 1024: 1.05, 256: 1.0}, "avx2": {16384: 1.25, 1024: 1.10, 256: 1.0}}
-
-
 # And GCM at 16 KiB against the AES+CLMUL mix ceiling measured for the multiply variant chosen.
 GCM_MIX_GOAL = 0.85
 
