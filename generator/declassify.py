@@ -18,6 +18,7 @@ REASONS = {
     "verdict": "the tag check's verdict (-1 or 0: whether the tag matched is what the caller learns)",
     "nonce_bits": "OCB's nonce's last 6 bits, a shift count (the nonce is public)",
     "byte_counts": "the streaming GCM context's byte counts and counter position (they count bytes)",
+    "first_counter": "the streaming GCM context's first text counter (2 for a 12-byte IV, whose counters are then a function of lengths; else 0)",
     "key_pointer": "the streaming GCM context's pointer to its key (a pointer, as the arguments are)",
     "data_pointer": "the data pointer of `--gfmul ctmul-gpr`, moved out of the register its multiplier fills",
     "caller_pointer": "the caller's pointers read from arrays (keys, in, out, ivs)",

@@ -306,9 +306,11 @@ def _gcmsiv(name: str, decrypt: bool, summary: str) -> CFunction:
 
 
 def _stream(name: str, returns: str, params: tuple[Param, ...], summary: str) -> CFunction:
-    """Streaming AES-GCM: a context the caller keeps between calls."""
+    """Streaming AES-GCM: a context the caller keeps between calls (an update's main loop also
+    reads the first counter)."""
+    update = ("first_counter",) if name.endswith("_update") else ()
     return CFunction(name, returns, params, summary, ("gcm",), GCM_STREAM, key_setup="gcm_set_key",
-                     public_by_design=("byte_counts", "key_pointer"))
+                     public_by_design=("byte_counts", *update, "key_pointer"))
 
 
 def _hash(name: str, key: Param, summary: str, modes: tuple[str, ...], setup: str | None) -> CFunction:

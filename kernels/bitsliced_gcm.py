@@ -133,7 +133,7 @@ class BitslicedGcmStream(GcmStream):
         b = self.b
 
         def j0() -> None:
-            self.make_j0(self.start_hashing(), lambda j: b.store(CTX_COUNTER, j, width=128))
+            self.make_j0(self.start_hashing(), self.keep_j0)
 
         def ekj0() -> None:
             self.aes.one.encrypt_block(CTX_COUNTER, EKJ0, comment="E(K, J0) masks the tag")

@@ -7,8 +7,14 @@ The context (P_GCM_CTX_BYTES, 64-byte aligned by the caller) is
     [64] the running hash (POLYVAL order)
     [80] keystream of the current partial text block
     [96] the bytes of the current partial AAD or text block, zero-padded (hashed when full)
+    [112] the first text block's counter when the counters are public (2: a 12-byte IV), else 0
 
-The first four fields are public (a pointer and lengths the caller chose); they are read
+The first counter lets an update's main loop take the one-shot's shuffle-free batches
+(modes.FastCounter) from the counter of its first whole block, 2 + the text's blocks
+before it: a function of lengths, as in the one-shot function. (Not the XOR form: that
+needs the loop's first counter mod the batch at generation time.)
+
+The first four fields and [112] are public (a pointer and lengths the caller chose); they are read
 with loads marked `*_ct_declassify*` so the static constant-time check knows it. Bytes
 that continue a partial block go one at a time through [80]/[96]; whole blocks take the
 same stitched CTR+GHASH main loop as the one-shot functions. Every function shares the
@@ -25,7 +31,7 @@ from aesgen.spec import GCM_CTX_BYTES
 
 from .aes import encrypt_rounds
 from .frame import open_frame, push_saved
-from .gcm import BLOCK, BYTE, BYTES_HI, EKJ0, IN, IV, IVLEN, KEY, LEN, OUT, REST, SCRATCH, Gcm
+from .gcm import BLOCK, BYTE, BYTES_HI, EKJ0, IN, IV, IVLEN, KEY, LEN, OUT, PUBLIC_COUNTER, REST, SCRATCH, Gcm
 from .modes import counter_base, ctr_stream
 from .registry import describes
 from .regs import RESULT, arg, r8, r32
@@ -33,14 +39,16 @@ from .regs import RESULT, arg, r8, r32
 CTX = "r14"
 GKEY, AAD_BYTES, TEXT_BYTES, IN_TEXT = (Mem(CTX, o, bits=64) for o in (0, 8, 16, 24))
 CTX_EKJ0, CTX_COUNTER, CTX_HASH, CTX_KEYSTREAM, CTX_BLOCK = (Mem(CTX, o) for o in (32, 48, 64, 80, 96))
-assert CTX_BLOCK.disp + 16 <= GCM_CTX_BYTES
+FIRST_COUNTER = Mem(CTX, 112, bits=64)
+assert FIRST_COUNTER.disp + 8 <= GCM_CTX_BYTES
 # Frame slots of an update: where the bytes after its whole blocks start (in, out).
 SUFFIX_IN, SUFFIX_OUT = Mem("rsp", 104, bits=64), Mem("rsp", 112, bits=64)
 # Register roles beside the arguments (b.reg) and the one-shot's (kernels/gcm.py: KEY, the
 # gkey; IN, OUT, LEN, the text of the stitched loop; BYTE, BYTES_HI, data bytes; SCRATCH).
 # Public scalars (lengths, flags) go through PUBLIC only: the data GPRs carry data bytes, and
-# the static check's taint is per register, not per program point.
-PUBLIC = "r8"
+# the static check's taint is per register, not per program point. It is the one-shot's
+# PUBLIC_COUNTER, which an update's main loop reads (public_counter) and nothing else then needs.
+PUBLIC = PUBLIC_COUNTER
 POS = SCRATCH  # bytes already in the partial block (public)
 BLOCKS = OUT  # gcm_aad: whole AAD blocks
 SUFFIX_LEN = "r15"  # an update: bytes left for a new partial block
@@ -164,10 +172,32 @@ class GcmStream(Gcm):
 
         def path(nr: int) -> None:
             acc = self.start_hashing()
-            self.j0(acc, nr, lambda j: b.store(CTX_COUNTER, j, width=128))
+            self.j0(acc, nr, self.keep_j0)
             self.finish_start()
 
         b.key_paths(KEY, path, scratch=r32(SCRATCH))
+
+    def keep_j0(self, j: VReg) -> None:
+        """On each of make_j0's paths: J0 as the counter, and the first text counter (make_j0's
+        PUBLIC_COUNTER: 2 for a 12-byte IV, else 0)."""
+        self.b.store(CTX_COUNTER, j, width=128)
+        self.b.s("mov.m64.r64", FIRST_COUNTER, PUBLIC_COUNTER, comment="the text's counters: public?")
+
+    def public_counter(self) -> None:
+        """PUBLIC_COUNTER = the counter of this update's first whole block when the counters are
+        public (the first counter + the blocks of the text before it, whose bytes are TEXT_BYTES
+        less those of the whole blocks, LEN, and of the new partial block, SUFFIX_LEN), else 0."""
+        b = self.b
+        unknown = b.label_name("counter_unknown")
+        self.public_load(PUBLIC_COUNTER, FIRST_COUNTER, "first_counter")
+        b.s("test.r64.r64", PUBLIC_COUNTER, PUBLIC_COUNTER)
+        b.branch("e", unknown)
+        self.public_load(SCRATCH, TEXT_BYTES)
+        b.s("sub.r64.r64", SCRATCH, SUFFIX_LEN)
+        b.s("sub.r64.r64", SCRATCH, LEN)
+        b.s("shr.r64.imm", SCRATCH, imm=4, comment="blocks before (a multiple of 16 bytes)")
+        b.s("add.r64.r64", PUBLIC_COUNTER, SCRATCH)
+        b.label(unknown)
 
     def finish_start(self) -> None:
         """E(K, J0) (in its frame slot) and J0 (as the counter) are made: the rest of the state."""
@@ -192,12 +222,14 @@ class GcmStream(Gcm):
         def path(nr: int) -> None:
             acc = self.load_hash()
             self.update_whole_blocks(acc, inp, outp, n)
+            self.public_counter()
             base = counter_base(b, CTX_COUNTER)
             self.advance_counter_past(LEN)
             whole = b.label_name("no_blocks")
             b.s("test.r64.r64", LEN, LEN)
             b.branch("e", whole)
-            ctr_stream(b, nr, base, IN, OUT, LEN, stitch=self.stitch(acc))
+            ctr_stream(b, nr, base, IN, OUT, LEN, stitch=self.stitch(acc), public_counter=PUBLIC_COUNTER,
+                       counter_start=None)
             if not self.decrypt:
                 self.hash_bytes(acc, *REST)
             b.label(whole)

@@ -174,7 +174,10 @@ class FastCounter:
 
     counter: str
     base: VReg  # CTR_BASE
-    start: int  # the counter of the loop's first block, when public; every batch starts at start + mB
+    # The counter of the loop's first block, when public and known at generation time (every
+    # batch then starts at start + mB); None when only the running code knows it (a streaming
+    # update's loop starts wherever the text before it ended): no XOR form.
+    start: int | None
 
     def xor_form(self, b: FunctionBuilder, blocks: int, lanes: int) -> bool:
         """Whether every vector of a fast batch of `blocks` = B but the last is the first
@@ -189,8 +192,8 @@ class FastCounter:
         whitened base, live through the batch's start, cost more than the ops saved (1.2% slower
         at 16 KiB, family 6 model 207); taking the carry in a branch before the rounds instead of
         a copy (two values pinned across its labels) lost 1.5-2.5% at 256 B and 1 KiB."""
-        return (b.spec.vector_registers >= 32 and blocks & (blocks - 1) == 0 and blocks >= 2 * lanes
-                and self.start + blocks - lanes - 1 < blocks)
+        return (self.start is not None and b.spec.vector_registers >= 32 and blocks & (blocks - 1) == 0
+                and blocks >= 2 * lanes and self.start + blocks - lanes - 1 < blocks)
 
     def carried_step(self, b: FunctionBuilder, step_: int, dst: VReg | None = None) -> VReg:
         """CTR_BASE + step_ per lane with the carry out of the low byte: through the byte-reversed
@@ -340,7 +343,7 @@ def counter_base(b: FunctionBuilder, block: Mem | VReg, first: int = 0, little_e
 
 def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: str,
                stitch=None, little_endian: bool = False, public_counter: str | None = None,
-               counter_start: int = 0) -> None:
+               counter_start: int | None = 0) -> None:
     """out = in ^ keystream for n bytes from CTR_BASE (32-bit big-endian counter): main loop
     over D vectors, single vectors, then an AVX-512 masked vector or xmm blocks and a
     partial block through the red zone.
@@ -348,8 +351,8 @@ def ctr_stream(b: FunctionBuilder, nr: int, base: VReg, inp: str, outp: str, n: 
     `stitch` (GCM) rides along the main loop: see `stitched_loop`.
     `little_endian` (GCM-SIV): CTR_BASE lanes are the counter blocks themselves (see
     counter_base). `public_counter`: a GPR with the public counter of the next block, or
-    negative (see FastCounter), for the stitched loop's shuffle-free batches; `counter_start`:
-    its value at the first block (whenever it is public)."""
+    0 (see FastCounter), for the stitched loop's shuffle-free batches; `counter_start`:
+    its value at the first block (whenever it is public), None if known only at run time."""
     spec, L = b.spec, b.lanes
     bswap = None if little_endian else bswap_mask(L)
     counters = FastCounter(public_counter, base, counter_start) if public_counter and stitch else None

@@ -23,6 +23,7 @@ buffers (in, aad, iv, tag on decrypt, the key) were left alone.
 from __future__ import annotations
 
 import random
+from functools import partial
 from collections.abc import Callable, Iterator, Sequence
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -75,6 +76,20 @@ def gcm_reference(key: bytes, iv: bytes, aad: bytes, pt: bytes, taglen: int) -> 
 
 
 # ================================================================ case choices
+
+
+# Streaming, each of the COUNTER_WRAP_LENGTHS is split after 16r + 0..15 bytes for every r below
+# this (then once more at random), so that the second update's main loop starts at each counter
+# mod 64 blocks (a 12-byte IV: its shuffle-free batches; 64 blocks, the largest batch) and runs
+# across the low byte's carry.
+STREAM_WRAP_SPLITS = 64
+
+
+def _wrap_chunks(total: int, rng: random.Random, r: int) -> list[int]:
+    """`total` bytes in 2 or 3 pieces, the first 16r + 0..15 bytes."""
+    cuts = sorted({16 * r + rng.randrange(16), *(rng.randrange(1, total) for _ in range(rng.randrange(2)))})
+    edges = [0, *(c for c in cuts if 0 < c < total), total]
+    return [b - a for a, b in zip(edges, edges[1:])]
 
 
 def _chunks(total: int, rng: random.Random) -> list[int]:
@@ -342,15 +357,19 @@ def stream_gcm(kernel: Kernel, bits: int, probe: Probe, *, n: int, quick: bool, 
     errors: list[str] = []
     trials = 0
     lengths = text_lengths(n, True, rng) if quick else text_lengths(n, False, rng)
-    for i, length in enumerate(lengths):
-        ivlen = _iv_len(i)
+    wraps = [(length, ivlen, k) for length, ivlen in sorted(COUNTER_WRAP_LENGTHS.items())
+             for k in range(STREAM_WRAP_SPLITS)]
+    for i, length in enumerate(lengths + [w[0] for w in wraps]):
+        wrap = wraps[i - len(lengths)] if i >= len(lengths) else None
+        ivlen = wrap[1] if wrap else _iv_len(i)
+        chunk = partial(_wrap_chunks, r=wrap[2]) if wrap else _chunks
         aadlen = aad_len(i + 1, n, rng) if i % 3 else rng.randrange(1, 48)
         key, iv, aad, pt = (rng.randbytes(bits // 8), rng.randbytes(ivlen), rng.randbytes(aadlen),
                             rng.randbytes(length))
         mem = HeapMem(rng)
         gkey = key_or_raise(kernel, mem, "gcm_set_key", key)
         ct, tag, oracle = gcm_reference(key, iv, aad, pt, 16)
-        a_chunks, t_chunks = _chunks(aadlen, rng), _chunks(length, rng)
+        a_chunks, t_chunks = _chunks(aadlen, rng), chunk(length, rng)
         what = f"len={length} aadlen={aadlen} ivlen={ivlen} aad chunks {a_chunks} text chunks {t_chunks}"
         probe.note(name, what)
         ret, out, stag, damage = gcm_stream(kernel, mem, gkey, iv, aad, pt, decrypt=False, rng=rng,
@@ -369,7 +388,7 @@ def stream_gcm(kernel: Kernel, bits: int, probe: Probe, *, n: int, quick: bool, 
         elif stag != tag:
             errors.append(f"encrypt {what}: tag {stag.hex()} want {tag.hex()} ({oracle})")
         # decrypt with a different chunking
-        a_chunks, t_chunks = _chunks(aadlen, rng), _chunks(length, rng)
+        a_chunks, t_chunks = _chunks(aadlen, rng), chunk(length, rng)
         what = f"len={length} aadlen={aadlen} ivlen={ivlen} aad chunks {a_chunks} text chunks {t_chunks}"
         ret, out, dtag, damage = gcm_stream(kernel, mem, gkey, iv, aad, ct, decrypt=True, rng=rng,
                                             aad_chunks=a_chunks, text_chunks=t_chunks)
@@ -387,7 +406,9 @@ def stream_gcm(kernel: Kernel, bits: int, probe: Probe, *, n: int, quick: bool, 
             return verdict(name, errors, "")
     against = "gcm_encrypt/gcm_decrypt and " if oneshot else ""
     return verdict(name, errors, f"{trials} messages, encrypt and decrypt, random AAD/text chunkings "
-                   f"(empty, 1-byte, partial and whole blocks, in place); equal to {against}the reference")
+                   f"(empty, 1-byte, partial and whole blocks, in place; lengths "
+                   f"{','.join(map(str, sorted(COUNTER_WRAP_LENGTHS)))} each split after 16r + 0..15 "
+                   f"bytes, r < {STREAM_WRAP_SPLITS}); equal to {against}the reference")
 
 
 # ================================================================ bad arguments
