@@ -318,10 +318,11 @@ class KernelSpec:
 
     @property
     def ocb_table_offset(self) -> int:
-        """T_0..T_{B+lanes-2}: T_j = L_ntz(1) ^ ... ^ L_ntz(j), the offsets within a batch; on a
-        64-byte boundary of the key, so that the batch loop's vector loads of them do not split
-        cache lines (after the L table it sat 32 bytes past one: every zmm load split)."""
-        return line_up(self.ocb_l_offset + 16 * (2 + OCB_L_COUNT))
+        """T_0..T_{B+lanes-2}: T_j = L_ntz(1) ^ ... ^ L_ntz(j), the offsets within a batch, with
+        T_1 on a 64-byte boundary of the key: a batch (blocks s+1 .. s+B) loads its vectors of
+        them from T_1 on, and they must not split cache lines (when the table sat 32 bytes past
+        one, every zmm load split)."""
+        return line_up(self.ocb_l_offset + 16 * (2 + OCB_L_COUNT) + 16) - 16
 
     @property
     def ocb_step_offset(self) -> int:

@@ -8,16 +8,15 @@ The key (P_OCB_KEY_BYTES, spec.ocb_* offsets): the encryption schedule, the decr
 L_*, L_$, L_0..L_63, then two tables for batches of B = depth x lanes blocks (B a power of two):
   T_j = L_ntz(1) ^ ... ^ L_ntz(j) (T_0 = 0; lanes - 1 zero entries after T_{B-1} for unaligned loads)
   Q_k = T_{B-1} ^ L_k.
-A batch covers blocks s .. s+B-1 with s a multiple of B: ntz(s + j) = ntz(j) for 0 < j < B, so
-Offset_{s+j} = Offset_s ^ T_j, and only the step to the next batch depends on the (public) block
-index: Offset_{s+B} = Offset_s ^ Q_ntz(s+B). BASE holds Offset_s in every lane, so each vector's
-offsets are BASE ^ (T loaded at its position), folded into round key 0 and the last round key.
-The step to the next batch (bsf, a load, an XOR) rides among the current batch's rounds, so its
-latency is off the next batch's start; the loop ends with BASE one batch ahead (taken back when no
-block follows).
-Blocks 1..B-1 (positions 1.. of the batch at s = 0) and the blocks after the last whole batch
-go one vector at a time with T loaded at their position, the last few through an AVX-512 mask
-or, on AVX2, one xmm block.
+A batch covers blocks s+1 .. s+B with s a multiple of B: ntz(s + j) = ntz(j) for 0 < j < B, so
+Offset_{s+j} = Offset_s ^ T_j, and only its last block depends on the (public) block index:
+Offset_{s+B} = Offset_s ^ Q_ntz(s+B), the next batch's base. BASE holds Offset_s in every lane,
+so each vector's offsets are BASE ^ (T loaded at its position; the last vector's top lane Q),
+folded into round key 0 and the last round key. The step to the next base (a load, an XOR)
+rides among the current batch's rounds. The blocks after the last whole batch (fewer than B)
+are at positions 1.. of that base: they go one vector at a time with T loaded at their position,
+the last few through an AVX-512 mask or, on AVX2, one xmm block. T_1 starts a cache line, so
+a batch's vector loads of T do not split lines.
 
 The nonce block (RFC 7253 4.2) is built in GPRs: the noncelen bytes shifted in one at a time
 behind a 1 bit, the tag length in the top 7 bits; Stretch and its shift by `bottom` use shld by
@@ -70,11 +69,10 @@ SHIFT = "rcx"  # bottom, the nonce's last 6 bits: shld takes a variable count in
 # GCM's data GPRs, which never address memory or decide a branch.
 HI, LO, EXTRA = BYTES_LO, BYTES_HI, BYTE
 AAD_REST = "r8"  # bytes of a partial AAD block (public)
-# Registers of a pass over whole blocks: blocks left, index of the current batch's first block,
-# 16 x the next block's position in its batch, scratch for the batch step's table index.
+# Registers of a pass over whole blocks: blocks left, the block index s of BASE (Offset_s), 16 x
+# the blocks done past it, 16 x ntz of the batch's last block index (the step's table index).
 LEFT, BATCH_START, POS, STEP = "rsi", "rdx", "r8", "r10"
-HEAD = "r10"  # before the first step: the blocks 1..B-1 that exist
-MASK_LEN = "r11"  # the tail mask's qword count (the count of blocks may be in HEAD)
+MASK_LEN = "r11"  # the tail mask's qword count
 # ocb_set_key, beside its arguments (b.reg): public pointers and a loop count.
 DECRYPT_SCHEDULE = "r10"  # where the decryption schedule goes
 L_AT, Q_AT, ITERATIONS = "r10", "r9", "r11"  # the next L_i (read or written), Q_k; the loop's count
@@ -184,16 +182,24 @@ class OffsetPass:
     """HASH (kind "hash": the sum of enciphered blocks) or the text ("encrypt"/"decrypt": out
     and the checksum) over LEFT whole blocks at src, with OCB offsets from `start` (a frame slot;
     None: zero). Leaves src/dst past the blocks, the last block's offset in OFFSET-like `offset_to`
-    and the folded sum/checksum in `acc_to`."""
+    and the folded sum/checksum in `acc_to`.
+
+    A batch covers blocks s+1 .. s+B (s a multiple of B, BASE = Offset_s): block s+j has offset
+    BASE ^ T_j for j < B, and the last, s+B, Offset_{s+B} = BASE ^ Q_ntz(s+B), which is also the
+    next batch's BASE. So the last vector's offsets are T's with Q in the top lane (one load and
+    one lane insert a batch), the step to the next BASE rides among the rounds, and the blocks
+    after the last whole batch (fewer than B) are at positions 1.. of the BASE the loop left: no
+    head before the batches and no step after them, so a message of whole batches (256 B at
+    B = 16) is whole batches only."""
 
     def __init__(self, b: FunctionBuilder, nr: int, kind: str, src: str, dst: str | None) -> None:
         self.b, self.nr, self.kind, self.src, self.dst = b, nr, kind, src, dst
         self.okey = b.fn.key_base or OKEY
         self.L, self.B = b.lanes, b.spec.ocb_batch_blocks
-        self.table = b.spec.ocb_table_offset
+        self.table = b.spec.ocb_table_offset + 16  # T_1: position p's offset is T_p at table + 16(p - 1)
 
     def run(self, start: Mem | None, offset_to: Mem, acc_to: Mem) -> None:
-        b, L, B = self.b, self.L, self.B
+        b, L, B, D = self.b, self.L, self.B, self.b.depth
         self.base = b.pinned("OFFSET_BASE")
         self.whiten = b.pinned("OFFSET_K0")
         self.last = b.pinned("OFFSET_KN") if self.kind != "hash" else None
@@ -208,51 +214,46 @@ class OffsetPass:
                 b.assign(self.base, offset, comment="Offset_0")
         b.v("vzero", dst=self.acc)
         self.rekey()
-        b.s("mov.r64.imm", POS, imm=16, comment="block 1 is at position 1 of the batch at 0")
-        b.s("xor.r32.r32", r32(BATCH_START), r32(BATCH_START), comment="BATCH_START: the batch at block 0")
-        if B > 1:  # blocks 1..B-1
-            short = b.label_name("head_short")
-            b.s("mov.r64.r64", HEAD, LEFT)
-            b.s("cmp.r64.imm", HEAD, imm=B - 1)
-            b.branch("be", short)
-            b.s("mov.r64.imm", HEAD, imm=B - 1)
-            b.label(short)
-            b.s("sub.r64.r64", LEFT, HEAD)
-            self.some_blocks(HEAD)
-        top, end, done = b.label_name(f"batch{B}_"), b.label_name("batches_done"), b.label_name("pass_done")
-        stepped = b.label_name("stepped")
-        b.s("cmp.r64.imm", LEFT, imm=B)
-        b.branch("b", end)
-        self.step()
+        b.s("xor.r32.r32", r32(POS), r32(POS), comment="16 x the blocks done past BASE's block")
+        b.s("xor.r32.r32", r32(BATCH_START), r32(BATCH_START), comment="BATCH_START: BASE's block index s")
+        top, tail = b.label_name(f"batch{B}_"), b.label_name("batches_done")
         b.label(top)
+        b.s("cmp.r64.imm", LEFT, imm=B)
+        b.branch("b", tail)
+        b.s("add.r64.imm", BATCH_START, imm=B)
+        b.s("bsf.r64.r64", STEP, BATCH_START, comment="ntz of the batch's last block index")
+        b.s("shl.r64.imm", STEP, imm=4)
+        top_lane = self.last_offsets()
+
+        def vector(j: int) -> None:
+            delta = top_lane if j == D - 1 else Mem(self.okey, self.table + 16 * L * j)
+            self.vector(Mem(self.src, 16 * L * j), delta, Mem(self.dst, 16 * L * j) if self.dst else None)
+
         # The step to the next batch rides among the rounds (riders never touch the registers the
-        # groups read): its bsf -> load -> xor chain would otherwise stall the next batch's start.
-        b.groups(b.depth, lambda j: self.vector(Mem(self.src, 16 * L * j), Mem(self.okey, self.table + 16 * L * j),
-                                                Mem(self.dst, 16 * L * j) if self.dst else None),
-                 comment=f"{b.depth} vector(s) of {L} block(s)", riders=self.next_base)
+        # groups read): its load -> xor chain would otherwise stall the next batch's start.
+        b.groups(D, vector, comment=f"{D} vector(s) of {L} block(s)", riders=self.next_base)
         self.rekey()
         self.advance(16 * B)
         b.s("sub.r64.imm", LEFT, imm=B)
-        b.s("cmp.r64.imm", LEFT, imm=B)
-        b.branch("ae", top)
-        b.s("test.r64.r64", LEFT, LEFT)
-        b.branch("ne", stepped)
-        b.v("vxor", self.base, self.q_step(), dst=self.base, comment="back to the batch just done")
-        b.branch("jmp", done)
-        b.label(end)
-        b.s("test.r64.r64", LEFT, LEFT)
-        b.branch("e", done)
-        self.step()
-        b.label(stepped)
-        b.s("xor.r32.r32", r32(POS), r32(POS), comment="from position 0 of the new batch")
+        b.branch("jmp", top)
+        b.label(tail)
         self.some_blocks(LEFT)
-        b.label(done)
         width = b.width
         with b.at_width(128):
             off = b.v("vxor", self.base, Mem(self.okey, self.table - 16, index=POS),
                       comment="the last block's offset")
             b.store(offset_to, off)
             b.store(acc_to, fold_lanes(b, self.acc, width))
+
+    def last_offsets(self) -> VReg:
+        """The batch's last vector of offset deltas: T_(B-L+1) .. T_(B-1), then Q_ntz(s+B) in the
+        top lane (the whole vector with one lane)."""
+        b, L, B = self.b, self.L, self.B
+        q = Mem(self.okey, self.b.spec.ocb_step_offset, index=STEP)
+        if L == 1:
+            return b.v("vload", q, comment="Q_ntz: the last block's offset delta")
+        t = b.v("vload", Mem(self.okey, self.table + 16 * (B - L)), comment="T of the last vector")
+        return b.v("insert_lane", t, q, imm=L - 1, comment="Q_ntz in the top lane: the last block")
 
     def rekey(self) -> None:
         """Round key 0 and the last round key with the batch's base offset folded in."""
@@ -261,21 +262,11 @@ class OffsetPass:
         if self.last is not None:
             b.v("vxor", self.base, key(self.nr), dst=self.last, comment="Offset_s ^ last round key")
 
-    def step(self) -> None:
-        """To the next batch, its round keys with the offset folded in."""
-        self.next_base()
-        self.rekey()
-
     def next_base(self) -> None:
-        """BASE = Offset_{s+B} = Offset_s ^ Q_ntz(s+B) (the block index is public); STEP keeps 16 ntz."""
+        """BASE = Offset_{s+B} = Offset_s ^ Q_ntz(s+B) (STEP: 16 ntz, of the public block index)."""
         b = self.b
-        b.s("add.r64.imm", BATCH_START, imm=self.B)
-        b.s("bsf.r64.r64", STEP, BATCH_START, comment="ntz of the batch's first block index")
-        b.s("shl.r64.imm", STEP, imm=4)
-        b.v("vxor", self.base, self.q_step(), dst=self.base, comment="Offset of the batch's first block")
-
-    def q_step(self) -> VReg:
-        return self.b.v("vload_bcast", Mem(self.okey, self.b.spec.ocb_step_offset, index=STEP), comment="Q_ntz")
+        q = b.v("vload_bcast", Mem(self.okey, b.spec.ocb_step_offset, index=STEP), comment="Q_ntz")
+        b.v("vxor", self.base, q, dst=self.base, comment="Offset of the batch's last block")
 
     def advance(self, nbytes: int | str) -> None:
         b = self.b
@@ -287,7 +278,7 @@ class OffsetPass:
                     b.s("add.r64.r64", p, nbytes)
 
     def some_blocks(self, count: str) -> None:
-        """count (< B) blocks from position POS/16: whole vectors in interleaved groups of
+        """count (< B) blocks from position POS/16 + 1: whole vectors in interleaved groups of
         D/2, D/4, .. 1 (modes.group_counts; fewer than D vectors: each at most once), then
         the rest."""
         b, L = self.b, self.L
