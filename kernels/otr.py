@@ -57,6 +57,11 @@ from .xts import steal_table, xmm_method
 GATHER, OUTGOING, TAG_DIFF, TA = (Mem("rsp", o) for o in (0, 16, 32, 48))
 WIPED = range(0, 64, 16)
 PIPELINED_DEPTH = 4  # the deepest batches that are software-pipelined
+# Whole batches from which the software-pipelined loop runs: below it, the tables' fill (a serial
+# GPR doubling chain, stored and read back) is not hidden. At 2, a message of two batches (896 B
+# to 1152 B at 512x3) took 1.17-1.24x the ticks of one batch and then a group at a time (AES-128;
+# family 6 model 207; docs/tuning.md).
+PIPELINED_FROM = 3
 STAGED_AD_DEPTH = 4  # the AD hash's groups beside staged batches (each keeps a mask and a state)
 PLAIN_DEPTH = 4  # xmm groups that keep their offsets in registers: the deepest that fit 16
 TABLE = 64  # after the four slots: the offset tables (software pipelining)
@@ -506,8 +511,9 @@ class Otr:
         pipes vaesenc needs; integer ALUs and stores are idle. Batch k reads table k mod 2
         and refills it with batch k + 2's offsets, the stores riding between its rounds (in
         one run they fill the store queue; one batch ahead, the next loads wait for them),
-        so the loop is unrolled once per table. From two batches on: the first batch's
-        rounds carry the fills of batches 1 and 2; one batch alone fills nothing."""
+        so the loop is unrolled once per table. From PIPELINED_FROM batches on: the first
+        batch's rounds carry the fills of batches 1 and 2; fewer: the first batch alone fills
+        nothing, and the vector loop after it takes the rest a group at a time."""
         b, D, L = self.b, self.b.depth, self.b.lanes
         inp, outp, count = self.inp, self.outp, self.count
         batch = 32 * L * D
@@ -551,8 +557,8 @@ class Otr:
         alone = b.label_name("one_batch")
         b.s("cmp.r64.imm", count, imm=batch)
         b.branch("b", skip)
-        b.s("cmp.r64.imm", count, imm=2 * batch)
-        b.branch("b", alone)  # the tables are only filled if a loop iteration reads them
+        b.s("cmp.r64.imm", count, imm=PIPELINED_FROM * batch)
+        b.branch("b", alone)  # the tables are only filled if loop iterations read them
         first = first_batch()
         with b.at_width(128):
             b.store(self.offset_entry(0, 0), offsets.current, comment="the next batch's first offset, byte-reversed")
