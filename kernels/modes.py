@@ -107,7 +107,8 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
     top, out = b.label_name(f"loop{D}x_"), b.label_name(f"end{D}x_")
     if stitch.lagging:
         none, joined = b.label_name("no_batch"), b.label_name("batches_done")
-        b.s("cmp.r64.imm", count, imm=LAGGING_FROM * per_batch)
+        # (with one vector a batch the main loop is the only one: it must take every batch)
+        b.s("cmp.r64.imm", count, imm=(LAGGING_FROM if D > 1 else 1) * per_batch)
         b.branch("b", none)
         body(D)  # the first batch: nothing to hash yet
         step(b, count, 16 * L, ptrs, D, advance)
