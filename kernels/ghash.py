@@ -169,15 +169,18 @@ class HashCore:
         b.branch("jmp", top)
         b.label(out)
 
-    def batch(self, acc: VReg, at: Mem, last: Callable[[], Products] | None = None) -> None:
-        """acc = (acc + the D vectors of blocks at `at`) x H^k..H^1, one reduction.
+    def batch(self, acc: VReg, at: Mem, last: Callable[[], Products] | None = None,
+              vectors: int | None = None) -> None:
+        """acc = (acc + the D vectors of blocks at `at`) x H^k..H^1, one reduction
+        (`vectors`: that many instead of D, k = vectors x lanes).
 
         One vector's products at a time (few registers; the multiplier's throughput rules
         anyway). Vector 0, which the running hash joins, goes last: the loop-carried chain
         then passes through one product and one xor before the reduction, not all D.
         `last`: the (128-bit) products of one more block times H, which then follows these:
         the powers shift up by one (H^(k+1)..H^2)."""
-        b, L, D, W = self.b, self.lanes, self.depth, self.width
+        b, L, W = self.b, self.lanes, self.width
+        D = vectors or self.depth
         shift = 16 if last else 0
         sums = Products(*(XorSum(b, W) for _ in range(3)))
         if last:  # 128-bit products: the upper lanes of their registers are zero

@@ -95,7 +95,8 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
     run. Encrypting, the ciphertext exists only once the rounds are done, so the hash
     lags one batch: iteration i hashes batch i-1 (just stored) during batch i's rounds;
     the first batch runs alone, and the last one is left to after_main(pending=True). Fewer
-    than LAGGING_FROM batches take the single vectors and no stitching.
+    than LAGGING_FROM batches take the single vectors and no stitching. Decrypting, half a
+    batch or more left after the loop may take a group of half a batch (stitch.half_group).
     With `fast`, a batch whose counters provably do not carry out of their low byte takes
     them from big-endian counter blocks (one vpaddd each, no byte shuffle)."""
     D, L, per_batch = b.depth, b.lanes, 16 * b.lanes * b.depth
@@ -161,6 +162,14 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
         stitch.after_main(pending=False)
         b.label(joined)
     else:
+        half = stitch.half_group()
+        if half:  # half a batch or more left: a group of half a batch, hashing itself as it runs
+            fewer = b.label_name("fewer_than_half")
+            b.s("cmp.r64.imm", count, imm=16 * L * half)
+            b.branch("b", fewer)
+            body(half, riders=lambda: stitch.riders(inp, outp, half))
+            step(b, count, 16 * L, ptrs, half, advance)
+            b.label(fewer)
         stitch.after_main(pending=False)
     if D > 1:
         vector_loops(b, count, 16 * b.lanes, ptrs, body, advance, sizes=(1,))
