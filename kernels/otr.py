@@ -25,8 +25,7 @@ that general-purpose registers fill (kernels/otr_tabled.py), staged the same way
 The AD hash is PMAC-like: TA = E(sum of E(2^(j-1) Q ^ A_j) ^ ozp(A_a) ^ c' 2^(a-1) Q) with
 Q = E(0) kept in the key, its mask stream like the offsets'. Tag = E(Sigma ^ c La) ^ TA.
 
-The 1 .. L-1 whole chunks the vector loops leave take one vector through qword masks on
-AVX-512 (Otr.masked_chunks), one xmm chunk at a time otherwise.
+Whole chunks the vector loops leave: one masked vector on AVX-512 (masked_chunks), else xmm.
 
 Partial blocks and the nonce (1..15 bytes) are read and written byte-exactly: AVX-512 byte
 masks, else a gather into two GPRs (rbp, r11, rax: the only GPRs that hold data, none of
@@ -57,10 +56,8 @@ from .xts import steal_table, xmm_method
 GATHER, OUTGOING, TAG_DIFF, TA = (Mem("rsp", o) for o in (0, 16, 32, 48))
 WIPED = range(0, 64, 16)
 PIPELINED_DEPTH = 4  # the deepest batches that are software-pipelined
-# Whole batches from which the software-pipelined loop runs: below it, the tables' fill (a serial
-# GPR doubling chain, stored and read back) is not hidden. At 2, a message of two batches (896 B
-# to 1152 B at 512x3) took 1.17-1.24x the ticks of one batch and then a group at a time (AES-128;
-# family 6 model 207; docs/tuning.md).
+# Whole batches from which the software-pipelined loop runs: below, its tables' GPR fill is not
+# hidden (two batches took 1.17-1.24x the ticks of one and then groups; docs/tuning.md).
 PIPELINED_FROM = 3
 STAGED_AD_DEPTH = 4  # the AD hash's groups beside staged batches (each keeps a mask and a state)
 PLAIN_DEPTH = 4  # xmm groups that keep their offsets in registers: the deepest that fit 16
@@ -441,12 +438,10 @@ class Otr:
             b.label(out)
 
     def masked_chunks(self, nr: int, offsets: TweakStream, total: VReg) -> None:
-        """AVX-512: the count (< 32 L) bytes of whole chunks the vector loops left, as one
-        vector of L chunks through qword masks (the lanes past them read as zero, so they add
-        nothing to an encryption's checksum; a decryption's takes their outputs back out; their
-        outputs are not stored); then `offsets.current`'s first
-        lane moves on by their number, for the last chunk. One at a time, their Feistel rounds
-        were serial: 3 chunks cost 55 TSC ticks at 512x3 against 22 for a vector of 4."""
+        """AVX-512: the count (< 32 L) bytes of whole chunks left, one vector through qword
+        masks (lanes past them load as zero: nothing added to an encryption's checksum, a
+        decryption's takes their outputs back out; not stored); then the first lane of
+        `offsets.current` moves on by their number. (One at a time: serial Feistel rounds.)"""
         b, L = self.b, self.b.lanes
         inp, outp, count = self.inp, self.outp, self.count
         done, step = b.label_name("no_masked_chunks"), b.label_name("masked_step")
