@@ -81,9 +81,10 @@ def step(b: FunctionBuilder, count: str, per_vector: int, ptrs: tuple[str, ...],
     b.s("sub.r64.imm", count, imm=g * per_vector)
 
 
-# Whole batches from which an encryption's stitched loop runs. With one, it hashed nothing while
-# its batch ran and the batch after the loop: single vectors and then one pass of hashing took
-# 0.83x the ticks at 512 B and 0.95x at 768 B (GCM at 512x8, AES-128; family 6 model 207).
+# Whole batches from which an encryption's stitched loop runs (32 vector registers). With one, it
+# hashed nothing while its batch ran and the batch after the loop: single vectors and then one
+# pass of hashing took 0.83x the ticks at 512 B (GCM 512x8, AES-128; family 6 model 207). On 16
+# registers `aesgen bench` read 256 B 7% slower (avx2 256x6), so there it stays at one batch.
 LAGGING_FROM = 2
 
 
@@ -109,7 +110,7 @@ def stitched_loop(b: FunctionBuilder, count: str, ptrs: tuple[str, str], body: B
     if stitch.lagging:
         none, joined = b.label_name("no_batch"), b.label_name("batches_done")
         # (with one vector a batch the main loop is the only one: it must take every batch)
-        b.s("cmp.r64.imm", count, imm=(LAGGING_FROM if D > 1 else 1) * per_batch)
+        b.s("cmp.r64.imm", count, imm=(LAGGING_FROM if D > 1 and b.spec.vector_registers >= 32 else 1) * per_batch)
         b.branch("b", none)
         body(D)  # the first batch: nothing to hash yet
         step(b, count, 16 * L, ptrs, D, advance)
